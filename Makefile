@@ -1,0 +1,75 @@
+# assay: plain Makefile in the QBE/musl manner.
+#   make          builds ./assay and build/libassay.a
+#   make check    runs the Check suites (tests/test_*.c)
+#   make san      the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench    runs the benchmarks (bench/*.c), each figure beside its anchor
+# WERROR=1 (set by .ci/run) turns warnings into errors.
+
+CC      ?= cc
+OPT     ?= -O2
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Wno-unused-parameter $(OPT) -g -pthread
+ifeq ($(WERROR),1)
+CFLAGS  += -Werror
+endif
+LDLIBS  := -lmpfr -lgmp -lm -ldl -pthread
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
+
+B       ?= build
+LIBDIRS := compiler compiler/c interp oracles verify fuzz reports
+LIBSRC  := $(foreach d,$(LIBDIRS),$(wildcard $(d)/*.c))
+LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o)
+CLISRC  := $(wildcard cli/*.c)
+CLIOBJ  := $(CLISRC:%.c=$(B)/%.o)
+TESTSRC := $(wildcard tests/test_*.c)
+TESTBIN := $(TESTSRC:tests/%.c=$(B)/tests/%)
+BENCHSRC:= $(wildcard bench/*.c)
+BENCHBIN:= $(BENCHSRC:bench/%.c=$(B)/bench/%)
+HDRS    := $(wildcard */*.h */*/*.h compiler/ops.def)
+
+ASSAY   ?= ./assay
+
+all: layers assay
+
+assay: $(B)/assay
+	cp $(B)/assay $@
+
+$(B)/assay: $(CLIOBJ) $(B)/libassay.a
+	$(CC) $(CFLAGS) -o $@ $(CLIOBJ) $(B)/libassay.a $(LDLIBS)
+
+$(B)/libassay.a: $(LIBOBJ)
+	@rm -f $@
+	ar rcs $@ $(LIBOBJ)
+
+$(B)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/tests/%: tests/%.c tests/testutil.h $(B)/libassay.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Wno-pedantic -o $@ $< $(B)/libassay.a $(CHECK_LIBS) $(LDLIBS)
+
+$(B)/bench/%: bench/%.c $(B)/libassay.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O3 -o $@ $< $(B)/libassay.a $(LDLIBS)
+
+# Folders may include only the public headers the architecture allows.
+layers:
+	@sh scripts/check-layers.sh
+
+check: all $(TESTBIN)
+	@sh scripts/run-tests.sh $(B) $(TESTBIN)
+
+san:
+	$(MAKE) B=build-san OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+		LDLIBS="-fsanitize=address,undefined $(LDLIBS)" build-san/assay check B=build-san ASSAY=build-san/assay
+
+build-san/assay: build-san/libassay.a $(CLISRC:%.c=build-san/%.o)
+	$(CC) $(CFLAGS) -o $@ $(CLISRC:%.c=build-san/%.o) build-san/libassay.a $(LDLIBS)
+
+bench: all $(BENCHBIN)
+	@for b in $(BENCHBIN); do echo "== $$b"; $$b || exit 1; done
+
+clean:
+	rm -rf build build-san assay
+
+.PHONY: all check san bench clean layers

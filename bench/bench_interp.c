@@ -1,0 +1,141 @@
+/* bench/bench_interp.c: exact-mode throughput of the MPFR oracle, in elementary MPFR
+ * operations per second, beside its anchors measured in the same run: the raw rates of
+ * mpfr_fma (for the matmul) and mpfr_exp (for the softmax) at the same working precision.
+ * Each figure is the median of several repetitions (the machines are shared and noisy).
+ *
+ * Targets (issue 2): >= 30% of the raw rate on one thread, >= 1.8x from two threads.
+ */
+#include <mpfr.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "../compiler/compiler.h"
+#include "../interp/interp.h"
+
+enum { REPS = 3, PREC = 64 };
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmpd);
+	return v[n / 2];
+}
+
+/* Raw rate of mpfr_fma or mpfr_exp on operands like the oracle's (f32 inputs). */
+static double raw_rate(bool exp)
+{
+	enum { N = 4096 };
+	mpfr_t *x = malloc(N * sizeof *x), acc;
+	mpfr_init2(acc, PREC);
+	mpfr_set_ui(acc, 0, MPFR_RNDN);
+	unsigned long long s = 88172645463325252ull;
+	for (int i = 0; i < N; i++) {
+		mpfr_init2(x[i], PREC);
+		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+		mpfr_set_d(x[i], (double)(float)((double)(s >> 11) / 9007199254740992.0 * 4 - 2), MPFR_RNDN);
+	}
+	double rates[REPS];
+	for (int r = 0; r < REPS; r++) {
+		long ops = 0;
+		double t0 = now();
+		do {
+			for (int i = 0; i + 1 < N; i++) {
+				if (exp)
+					mpfr_exp(acc, x[i], MPFR_RNDD);
+				else
+					mpfr_fma(acc, x[i], x[i + 1], acc, MPFR_RNDD);
+			}
+			ops += N - 1;
+		} while (now() - t0 < 0.3);
+		rates[r] = (double)ops / (now() - t0);
+	}
+	for (int i = 0; i < N; i++)
+		mpfr_clear(x[i]);
+	free(x);
+	mpfr_clear(acc);
+	return median(rates, REPS);
+}
+
+static double oracle_rate(const char *src, int threads, double *secs)
+{
+	Diag d = {0};
+	Graph *g = ir_parse(src, strlen(src), "<bench>", NULL, 0, &d);
+	if (!g) {
+		fprintf(stderr, "%s", d.msg);
+		exit(3);
+	}
+	InputSpec spec = {DIST_NORMAL, 7, false};
+	HostTensor in[4] = {0}, out[2] = {0};
+	if (mp_make_inputs(g, &spec, NULL, in, &d)) {
+		fprintf(stderr, "%s", d.msg);
+		exit(3);
+	}
+	double rates[REPS], times[REPS];
+	for (int r = 0; r < REPS; r++) {
+		MpOpts o = {threads, PREC, 0};
+		MpStats st = {0};
+		double t0 = now();
+		if (mp_exact(g, in, &o, out, NULL, &st, &d)) {
+			fprintf(stderr, "%s", d.msg);
+			exit(3);
+		}
+		times[r] = now() - t0;
+		rates[r] = (double)st.mpfr_ops / times[r];
+		for (int k = 0; k < g->noutputs; k++)
+			ht_free(&out[k]);
+	}
+	for (int k = 0; k < ir_ninputs(g); k++)
+		ht_free(&in[k]);
+	ir_free(g);
+	*secs = median(times, REPS);
+	return median(rates, REPS);
+}
+
+static const char *matmul =
+	"size M = 256, N = 256, K = 256\n"
+	"input a : f32[M, K]\ninput b : f32[K, N]\n"
+	"c[i:M, j:N] = sum(k:K) a[i, k] * b[k, j]\n"
+	"output c : f32\n";
+
+static const char *softmax =
+	"size R = 64, C = 4096\n"
+	"input x : f32[R, C]\n"
+	"m[r:R] = max(c:C) x[r, c]\n"
+	"e[r:R, c:C] = exp(x[r, c] - m[r])\n"
+	"s[r:R] = sum(c:C) e[r, c]\n"
+	"y[r:R, c:C] = e[r, c] / s[r]\n"
+	"output y : f32\n";
+
+static void row(const char *name, const char *src, double raw, const char *anchor)
+{
+	double t1, t2;
+	double r1 = oracle_rate(src, 1, &t1);
+	double r2 = oracle_rate(src, 2, &t2);
+	printf("%-22s 1 thread %10.3g ops/s (%.2f s)  %s %10.3g ops/s  ratio %.2f  (target >= 0.30)\n",
+	       name, r1, t1, anchor, raw, r1 / raw);
+	printf("%-22s 2 threads %9.3g ops/s (%.2f s)  speed-up %.2fx  (target >= 1.8x)\n",
+	       name, r2, t2, r2 / r1);
+}
+
+int main(void)
+{
+	printf("exact-mode oracle throughput at %d bits, medians of %d runs\n", PREC, REPS);
+	double fma = raw_rate(false), ex = raw_rate(true);
+	printf("anchor: raw mpfr_fma %.3g ops/s, raw mpfr_exp %.3g ops/s\n", fma, ex);
+	row("matmul 256x256x256", matmul, fma, "raw mpfr_fma");
+	row("softmax 64x4096", softmax, ex, "raw mpfr_exp");
+	return 0;
+}

@@ -1,0 +1,244 @@
+/* cli/args.c: GNU-style flag parsing and the helpers every subcommand shares (loading a
+ * graph with --size overrides, loading and generating inputs). */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+static int find(const Args *a, const char *name, size_t len)
+{
+	for (int i = 0; i < a->nspec; i++)
+		if (strlen(a->spec[i].name) == len && memcmp(a->spec[i].name, name, len) == 0)
+			return i;
+	return -1;
+}
+
+int cli_parse(Args *a, const char *cmd, const FlagSpec *spec, int nspec, int argc, char **argv)
+{
+	memset(a, 0, sizeof *a);
+	a->spec = spec;
+	a->nspec = nspec;
+	IR_ASSERT(nspec <= 32);
+	bool only_pos = false;
+	for (int i = 0; i < argc; i++) {
+		const char *s = argv[i];
+		if (only_pos || s[0] != '-' || s[1] == 0) {
+			if (a->npos == CLI_MAXPOS) {
+				fprintf(stderr, "assay %s: too many arguments\n", cmd);
+				return 2;
+			}
+			a->pos[a->npos++] = s;
+			continue;
+		}
+		if (strcmp(s, "--") == 0) {
+			only_pos = true;
+			continue;
+		}
+		const char *name, *eq = NULL;
+		size_t len;
+		if (s[1] == '-') {
+			name = s + 2;
+			eq = strchr(name, '=');
+			len = eq ? (size_t)(eq - name) : strlen(name);
+		} else {
+			name = s + 1;
+			len = strlen(name);
+			if (len != 1) {
+				fprintf(stderr, "assay %s: unknown flag '%s' (long flags take two dashes)\n", cmd, s);
+				return 2;
+			}
+		}
+		int k = find(a, name, len);
+		if (k < 0) {
+			fprintf(stderr, "assay %s: unknown flag '%s' (see 'assay %s --help')\n", cmd, s, cmd);
+			return 2;
+		}
+		const char *val = "";
+		if (spec[k].has_arg) {
+			if (eq)
+				val = eq + 1;
+			else if (i + 1 < argc)
+				val = argv[++i];
+			else {
+				fprintf(stderr, "assay %s: flag '%s' needs a value\n", cmd, s);
+				return 2;
+			}
+		} else if (eq) {
+			fprintf(stderr, "assay %s: flag '--%s' takes no value\n", cmd, spec[k].name);
+			return 2;
+		}
+		if (a->count[k] > 0 && !spec[k].repeat) {
+			fprintf(stderr, "assay %s: flag '--%s' given twice\n", cmd, spec[k].name);
+			return 2;
+		}
+		if (a->count[k] == CLI_MAXREP) {
+			fprintf(stderr, "assay %s: flag '--%s' given too often\n", cmd, spec[k].name);
+			return 2;
+		}
+		a->val[k][a->count[k]++] = val;
+	}
+	return 0;
+}
+
+bool cli_has(const Args *a, const char *name)
+{
+	return cli_count(a, name) > 0;
+}
+
+int cli_count(const Args *a, const char *name)
+{
+	int k = find(a, name, strlen(name));
+	IR_ASSERT(k >= 0);
+	return a->count[k];
+}
+
+const char *cli_get_at(const Args *a, const char *name, int i)
+{
+	int k = find(a, name, strlen(name));
+	IR_ASSERT(k >= 0);
+	return i < a->count[k] ? a->val[k][i] : NULL;
+}
+
+const char *cli_get(const Args *a, const char *name)
+{
+	int n = cli_count(a, name);
+	return n ? cli_get_at(a, name, n - 1) : NULL;
+}
+
+static bool parse_ll(const char *s, long long *out)
+{
+	if (!*s)
+		return false;
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 0);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+int cli_int(const Args *a, const char *cmd, const char *name, long long dflt, long long *out)
+{
+	const char *v = cli_get(a, name);
+	*out = dflt;
+	if (!v)
+		return 0;
+	if (!parse_ll(v, out)) {
+		fprintf(stderr, "assay %s: --%s expects an integer, got '%s'\n", cmd, name, v);
+		return -1;
+	}
+	return 0;
+}
+
+void cli_usage(FILE *f, const char *cmd, const char *synopsis, const char *about,
+	       const FlagSpec *spec, int nspec)
+{
+	fprintf(f, "usage: assay %s %s\n\n%s\n\nflags:\n", cmd, synopsis, about);
+	for (int i = 0; i < nspec; i++) {
+		char left[64];
+		snprintf(left, sizeof left, "%s%s", strlen(spec[i].name) == 1 ? "-" : "--", spec[i].name);
+		fprintf(f, "  %-14s %s\n", left, spec[i].help);
+	}
+}
+
+int cli_report(Diag *d)
+{
+	int code = d->code ? d->code : 3;
+	fprintf(stderr, "%s", d->msg ? d->msg : "assay: unknown error\n");
+	diag_clear(d);
+	return code;
+}
+
+Graph *cli_load_graph(const Args *a, const char *cmd, const char *path, int *code)
+{
+	SizeOverride ov[CLI_MAXREP];
+	int nov = cli_count(a, "size");
+	char names[CLI_MAXREP][128];
+	for (int i = 0; i < nov; i++) {
+		const char *s = cli_get_at(a, "size", i);
+		const char *eq = strchr(s, '=');
+		long long v;
+		if (!eq || eq == s || (size_t)(eq - s) >= sizeof names[i] || !parse_ll(eq + 1, &v) ||
+		    v <= 0 || v > INT32_MAX) {
+			fprintf(stderr, "assay %s: --size expects NAME=POSITIVE_INTEGER, got '%s'\n", cmd, s);
+			*code = 2;
+			return NULL;
+		}
+		memcpy(names[i], s, (size_t)(eq - s));
+		names[i][eq - s] = 0;
+		ov[i].name = names[i];
+		ov[i].value = v;
+	}
+	Diag d = {0};
+	Graph *g = ir_parse_file(path, ov, nov, &d);
+	if (!g)
+		*code = cli_report(&d);
+	return g;
+}
+
+int cli_load_inputs(const Args *a, const char *cmd, const Graph *g, HostTensor *inputs)
+{
+	int n = ir_ninputs(g);
+	HostTensor *given = calloc((size_t)n + 1, sizeof *given);
+	Diag d = {0};
+	int code = 0;
+	for (int i = 0; i < cli_count(a, "input"); i++) {
+		const char *s = cli_get_at(a, "input", i);
+		const char *eq = strchr(s, '=');
+		if (!eq || eq == s || !eq[1]) {
+			fprintf(stderr, "assay %s: --input expects NAME=FILE.npy, got '%s'\n", cmd, s);
+			code = 2;
+			goto out;
+		}
+		char name[256];
+		snprintf(name, sizeof name, "%.*s", (int)(eq - s), s);
+		int t = ir_find_tensor(g, name), k = -1;
+		for (int j = 0; j < n; j++)
+			if (ir_input_tensor(g, j) == t)
+				k = j;
+		if (t < 0 || k < 0) {
+			fprintf(stderr, "assay %s: --input %s: the graph has no input named '%s'\n", cmd, s, name);
+			code = 2;
+			goto out;
+		}
+		ht_free(&given[k]);
+		if (npy_read(eq + 1, (Dtype)g->tensors[t].dtype, &given[k], &d) ||
+		    npy_check(g, t, &given[k], eq + 1, &d)) {
+			code = cli_report(&d);
+			goto out;
+		}
+	}
+	InputSpec spec = {DIST_NORMAL, 1, false};
+	long long seed;
+	if (cli_int(a, cmd, "seed", 1, &seed)) {
+		code = 2;
+		goto out;
+	}
+	spec.seed = (uint64_t)seed;
+	if (cli_get(a, "inputs")) {
+		int dist = dist_parse(cli_get(a, "inputs"));
+		if (dist < 0) {
+			fprintf(stderr, "assay %s: --inputs expects normal, uniform or adversarial, got '%s'\n",
+				cmd, cli_get(a, "inputs"));
+			code = 2;
+			goto out;
+		}
+		spec.dist = (Dist)dist;
+	}
+	spec.specials = cli_has(a, "specials");
+	if (mp_make_inputs(g, &spec, given, inputs, &d))
+		code = cli_report(&d);
+out:
+	for (int j = 0; j < n; j++)
+		ht_free(&given[j]);
+	free(given);
+	return code;
+}
+
+void cli_free_inputs(const Graph *g, HostTensor *inputs)
+{
+	for (int j = 0; j < ir_ninputs(g); j++)
+		ht_free(&inputs[j]);
+}

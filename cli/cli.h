@@ -1,0 +1,58 @@
+/* cli/cli.h (private to cli/): argument parsing shared by the subcommands.
+ *
+ * Flags are GNU-style: `--seed 7`, `--seed=7`, `-o DIR`; a flag may repeat when the
+ * subcommand allows it (--size, --input). Every error is a user error (exit 2) with a
+ * message naming the subcommand and the flag.
+ */
+#ifndef ASSAY_CLI_H
+#define ASSAY_CLI_H
+
+#include <stdio.h>
+#include "../compiler/compiler.h"
+#include "../interp/interp.h"
+
+enum { CLI_MAXPOS = 256, CLI_MAXREP = 64 };
+
+typedef struct {
+	const char *name;   /* "seed" for --seed; a one-letter name is also accepted as -x */
+	bool has_arg;
+	bool repeat;        /* may be given several times */
+	const char *help;   /* one line, "ARG  what it does" */
+} FlagSpec;
+
+typedef struct {
+	const FlagSpec *spec;
+	int nspec;
+	const char *val[32][CLI_MAXREP];
+	int count[32];
+	const char *pos[CLI_MAXPOS];
+	int npos;
+} Args;
+
+/* Parses argv (after the subcommand name). Returns 0, or 2 after printing an error. */
+int cli_parse(Args *a, const char *cmd, const FlagSpec *spec, int nspec, int argc, char **argv);
+bool cli_has(const Args *a, const char *name);
+const char *cli_get(const Args *a, const char *name);   /* the last value, or NULL */
+int cli_count(const Args *a, const char *name);
+const char *cli_get_at(const Args *a, const char *name, int k);
+/* Integer flag with a default; prints an error and returns -1 on a malformed value. */
+int cli_int(const Args *a, const char *cmd, const char *name, long long dflt, long long *out);
+void cli_usage(FILE *f, const char *cmd, const char *synopsis, const char *about,
+	       const FlagSpec *spec, int nspec);
+
+/* Loads a graph with the --size overrides of a. Returns NULL after printing the error
+ * (*code gets its exit code). */
+Graph *cli_load_graph(const Args *a, const char *cmd, const char *path, int *code);
+/* Reads the --input NAME=FILE.npy files and generates the rest from --seed and --inputs.
+ * inputs gets ir_ninputs(g) tensors. Returns 0 or an exit code after printing the error. */
+int cli_load_inputs(const Args *a, const char *cmd, const Graph *g, HostTensor *inputs);
+void cli_free_inputs(const Graph *g, HostTensor *inputs);
+
+/* Prints a Diag to stderr and returns its exit code. */
+int cli_report(Diag *d);
+
+int cmd_eval(int argc, char **argv);
+int cmd_emit(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+
+#endif

@@ -1,0 +1,494 @@
+/* compiler/c/run.c: the C backend's runtime: compile a generated program with the system
+ * C compiler into a shared object cached by source hash, load it with dlopen, hold its
+ * buffers (with guard regions), and run its kernels over threads.
+ *
+ * Compiler flags (C_CFLAGS in c.h): -std=c11 -O3 -march=native -fPIC -shared
+ * -ffp-contract=off -fno-math-errno. Contraction is OFF: a*b+c is a rounded product and a
+ * rounded sum, never an fma, so every f32/f64 operation rounds once as the emulator and the
+ * budgets assume (GCC's default in GNU modes would contract; -std=c11 alone also turns it
+ * off, the flag says it out loud). -fno-math-errno only lets sqrt be an instruction; no
+ * -ffast-math: NaN, inf, -0 and subnormals keep IEEE semantics.
+ *
+ * Cache: DIR/c-<hash>.so where DIR is BeOpts.cache_dir, else $XDG_CACHE_HOME/assay, else
+ * $HOME/.cache/assay, and the hash covers the source, the compiler command and this CPU's
+ * identification (-march=native). A shared object is built under a temporary name and
+ * renamed into place, so concurrent workers never load a partial file.
+ *
+ * Threads: each kernel's items are cut into one contiguous chunk per thread; kernels run
+ * in order (a kernel starts when the previous one has finished).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "c.h"
+
+extern char **environ;
+
+enum { GUARD = 256, GUARD_BYTE = 0xa5 };
+
+struct BeModule {
+	const Kernels *k;
+	void *dl;
+	const AssayProgram *prog;
+	int threads;
+	unsigned char **raw;   /* allocations: guard, data, guard */
+	void **buf;            /* data pointers */
+	size_t *bytes;         /* data sizes */
+};
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static uint64_t fnv(uint64_t h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The first "model name" and "flags" lines of /proc/cpuinfo (empty where unreadable). */
+static char *cpu_id(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	size_t cap = 1, len = 0;
+	char *out = calloc(1, cap), line[8192];
+	IR_ASSERT(out);
+	bool model = false, flags = false;
+	while (f && fgets(line, sizeof line, f) && !(model && flags)) {
+		bool m = !model && strncmp(line, "model name", 10) == 0;
+		bool fl = !flags && strncmp(line, "flags", 5) == 0;
+		if (!m && !fl)
+			continue;
+		model |= m;
+		flags |= fl;
+		size_t n = strlen(line);
+		out = realloc(out, cap = len + n + 1);
+		IR_ASSERT(out);
+		memcpy(out + len, line, n + 1);
+		len += n;
+	}
+	if (f)
+		fclose(f);
+	return out;
+}
+
+static const char *compiler(void)
+{
+	const char *cc = getenv("CC");
+	return cc && *cc ? cc : "cc";
+}
+
+static int mkdirs(const char *path)
+{
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(buf, 0777) && errno != EEXIST)
+				return -1;
+			*p = '/';
+		}
+	return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+static int cache_dir(const BeOpts *o, char *dir, size_t n)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	if (o && o->cache_dir)
+		snprintf(dir, n, "%s", o->cache_dir);
+	else if (x && *x)
+		snprintf(dir, n, "%s/assay", x);
+	else
+		snprintf(dir, n, "%s/.cache/assay", h && *h ? h : "/tmp");
+	return mkdirs(dir);
+}
+
+/* Runs argv with stderr into log; returns the exit status, or -1 if it could not start. */
+static int run_cmd(char *const *argv, const char *log)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, log ? log : "/dev/null",
+					 O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	pid_t pid;
+	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc)
+		return -1;
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	size_t n = strlen(text);
+	int bad = fwrite(text, 1, n, f) != n;
+	return (fclose(f) || bad) ? -1 : 0;
+}
+
+/* The tail of a compiler log, for a message. */
+static char *log_tail(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 2049);
+	IR_ASSERT(buf);
+	if (f) {
+		fseek(f, 0, SEEK_END);
+		long n = ftell(f);
+		fseek(f, n > 2048 ? n - 2048 : 0, SEEK_SET);
+		size_t got = fread(buf, 1, 2048, f);
+		buf[got] = 0;
+		fclose(f);
+	}
+	return buf;
+}
+
+static int build(const char *src, const char *dir, const char *key, const char *so, Diag *d)
+{
+	char c[4200], tmp[4200], log[4200], flags[] = C_CFLAGS;
+	snprintf(c, sizeof c, "%s/c-%s.%ld.c", dir, key, (long)getpid());
+	snprintf(tmp, sizeof tmp, "%s/c-%s.%ld.so", dir, key, (long)getpid());
+	snprintf(log, sizeof log, "%s/c-%s.%ld.log", dir, key, (long)getpid());
+	if (write_file(c, src)) {
+		diag_set(d, 3, "c backend: cannot write %s: %s", c, strerror(errno));
+		return -1;
+	}
+	char *argv[32];
+	int n = 0;
+	argv[n++] = (char *)compiler();
+	for (char *p = strtok(flags, " "); p && n < 24; p = strtok(NULL, " "))
+		argv[n++] = p;
+	argv[n++] = "-o";
+	argv[n++] = tmp;
+	argv[n++] = c;
+	argv[n++] = "-lm";
+	argv[n] = NULL;
+	int rc = run_cmd(argv, log);
+	if (rc != 0) {
+		char *tail = log_tail(log);
+		diag_set(d, 3, "c backend: %s failed (%s %d) on %s:\n%s", argv[0],
+			 rc < 0 ? "could not start," : "exit status", rc, c, tail);
+		free(tail);
+		unlink(tmp);
+		return -1;
+	}
+	unlink(log);
+	if (rename(tmp, so)) {
+		diag_set(d, 3, "c backend: cannot rename %s to %s: %s", tmp, so, strerror(errno));
+		return -1;
+	}
+	/* keep the source beside the object, for a reader of the cache */
+	snprintf(tmp, sizeof tmp, "%s/c-%s.c", dir, key);
+	rename(c, tmp);
+	return 0;
+}
+
+static BeModule *c_compile(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
+			   Diag *d)
+{
+	double t0 = now();
+	char dir[4096], so[4200], key[40];
+	if (cache_dir(o, dir, sizeof dir)) {
+		diag_set(d, 3, "c backend: cannot create the cache directory %s: %s", dir, strerror(errno));
+		return NULL;
+	}
+	char *cpu = cpu_id();
+	uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
+	const char *parts[] = {src, C_CFLAGS, compiler(), cpu};
+	for (size_t i = 0; i < ARRAY_LEN(parts); i++) {
+		h1 = fnv(h1, parts[i], strlen(parts[i]) + 1);
+		h2 = fnv(h2 ^ (i + 1), parts[i], strlen(parts[i]) + 1);
+	}
+	free(cpu);
+	snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
+	snprintf(so, sizeof so, "%s/c-%s.so", dir, key);
+	bool hit = access(so, R_OK) == 0;
+	if (!hit && build(src, dir, key, so, d))
+		return NULL;
+	void *dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	if (!dl) {
+		diag_set(d, 3, "c backend: cannot load %s: %s", so, dlerror());
+		return NULL;
+	}
+	const AssayProgram *p = dlsym(dl, "assay_program");
+	if (!p || p->abi != C_ABI_VERSION || p->nkernels != k->nk) {
+		diag_set(d, 3, "c backend: %s is not a program of this version (abi, kernels)", so);
+		dlclose(dl);
+		return NULL;
+	}
+	BeModule *m = calloc(1, sizeof *m);
+	IR_ASSERT(m);
+	m->k = k;
+	m->dl = dl;
+	m->prog = p;
+	m->threads = o && o->threads > 0 ? o->threads : 1;
+	if (st) {
+		st->cache_hit = hit;
+		st->compile_s = now() - t0;
+	}
+	return m;
+}
+
+static size_t elem_bytes(Dtype f)
+{
+	return (size_t)dt_info(f)->bytes;
+}
+
+static int c_alloc(BeModule *m, Diag *d)
+{
+	const Kernels *k = m->k;
+	size_t n = (size_t)k->nbufs + 1;
+	m->raw = calloc(n, sizeof *m->raw);
+	m->buf = calloc(n, sizeof *m->buf);
+	m->bytes = calloc(n, sizeof *m->bytes);
+	IR_ASSERT(m->raw && m->buf && m->bytes);
+	for (int b = 0; b < k->nbufs; b++) {
+		size_t bytes = (size_t)(k->bufs[b].n ? k->bufs[b].n : 1) * elem_bytes(k->bufs[b].fmt);
+		size_t total = GUARD + ((bytes + 63) & ~(size_t)63) + GUARD;
+		m->raw[b] = aligned_alloc(64, total);
+		if (!m->raw[b]) {
+			diag_set(d, 3, "c backend: out of memory for buffer %s (%zu bytes)",
+				 k->g->tensors[k->bufs[b].tensor].name, bytes);
+			return -1;
+		}
+		memset(m->raw[b], GUARD_BYTE, total);
+		memset(m->raw[b] + GUARD, 0, bytes);
+		m->buf[b] = m->raw[b] + GUARD;
+		m->bytes[b] = bytes;
+	}
+	return 0;
+}
+
+static int buffer_of(BeModule *m, int tensor, Diag *d)
+{
+	if (tensor < 0 || tensor >= m->k->g->ntensors || m->k->tbuf[tensor] < 0 || !m->buf) {
+		diag_set(d, 3, "c backend: tensor %d has no buffer (inlined, or not allocated)", tensor);
+		return -1;
+	}
+	return m->k->tbuf[tensor];
+}
+
+static int c_upload(BeModule *m, int tensor, const HostTensor *t, Diag *d)
+{
+	int b = buffer_of(m, tensor, d);
+	if (b < 0)
+		return -1;
+	const KBuf *B = &m->k->bufs[b];
+	if (t->dtype != B->fmt || t->n != B->n) {
+		diag_set(d, 2, "c backend: input %s is %s with %lld elements, the graph wants %s with %lld",
+			 m->k->g->tensors[tensor].name, dt_name(t->dtype), (long long)t->n,
+			 dt_name(B->fmt), (long long)B->n);
+		return -1;
+	}
+	memcpy(m->buf[b], t->data, (size_t)B->n * elem_bytes(B->fmt));
+	return 0;
+}
+
+static double get(const void *p, Dtype f, int64_t i)
+{
+	switch (f) {
+	case DT_F64: return ((const double *)p)[i];
+	case DT_F32: return ((const float *)p)[i];
+	case DT_F16: return fmt_f16_to_double(((const uint16_t *)p)[i]);
+	case DT_BF16: return fmt_bf16_to_double(((const uint16_t *)p)[i]);
+	case DT_I32: return ((const int32_t *)p)[i];
+	default: IR_ASSERT(!"get: no storage format");
+	}
+}
+
+static int c_download(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *d)
+{
+	int b = buffer_of(m, tensor, d);
+	if (b < 0)
+		return -1;
+	const Tensor *T = &m->k->g->tensors[tensor];
+	const KBuf *B = &m->k->bufs[b];
+	int64_t dims[IR_MAXRANK];
+	for (int i = 0; i < T->rank; i++)
+		dims[i] = T->dims[i].value;
+	if (ht_alloc(t, dt, T->rank, dims)) {
+		diag_set(d, 3, "c backend: out of memory for output %s", T->name);
+		return -1;
+	}
+	if (dt == B->fmt) {
+		memcpy(t->data, m->buf[b], (size_t)B->n * elem_bytes(dt));
+		return 0;
+	}
+	for (int64_t i = 0; i < B->n; i++)
+		ht_set(t, i, get(m->buf[b], B->fmt, i));
+	return 0;
+}
+
+typedef struct {
+	const AssayKernel *kn;
+	void *const *buf;
+	int64_t *err;
+	int64_t t0, t1;
+} Job;
+
+static void *job_run(void *p)
+{
+	Job *j = p;
+	j->kn->fn(j->buf, j->err, j->t0, j->t1);
+	return NULL;
+}
+
+static void run_kernel(const AssayKernel *kn, void *const *buf, int64_t *err, int threads)
+{
+	int64_t n = kn->nitems;
+	int T = threads < n ? threads : (int)n;
+	if (T <= 1) {
+		kn->fn(buf, err, 0, n);
+		return;
+	}
+	Job *jobs = calloc((size_t)T, sizeof *jobs);
+	pthread_t *th = calloc((size_t)T, sizeof *th);
+	bool *started = calloc((size_t)T, sizeof *started);
+	IR_ASSERT(jobs && th && started);
+	for (int i = 0; i < T; i++)
+		jobs[i] = (Job){kn, buf, err, n * i / T, n * (i + 1) / T};
+	for (int i = 1; i < T; i++)
+		started[i] = pthread_create(&th[i], NULL, job_run, &jobs[i]) == 0;
+	job_run(&jobs[0]);
+	for (int i = 1; i < T; i++) {
+		if (started[i])
+			pthread_join(th[i], NULL);
+		else
+			job_run(&jobs[i]);
+	}
+	free(jobs);
+	free(th);
+	free(started);
+}
+
+static void runtime_error(const BeModule *m, int64_t site, int64_t v, Diag *d)
+{
+	const Graph *g = m->k->g;
+	const KSite *s = &m->k->sites[site];
+	const char *def = g->tensors[g->defs[s->def].out[0]].name;
+	switch (s->kind) {
+	case KE_INDEX:
+		diag_set(d, 2, "indirect read of '%s' out of range: index %d (read from '%s') is %lld, "
+			 "outside [0, %lld), in '%s'", g->tensors[s->tensor].name, s->dim,
+			 g->tensors[s->idx_tensor].name, (long long)v, (long long)s->bound, def);
+		return;
+	case KE_TOPK:
+		diag_set(d, 2, "topk '%s' over a range of %lld terms, fewer than K = %lld", def,
+			 (long long)v, (long long)s->bound);
+		return;
+	case KE_INT32:
+		diag_set(d, 2, "integer value %lld of '%s' does not fit in 32 bits", (long long)v,
+			 g->tensors[s->tensor].name);
+		return;
+	}
+}
+
+static int c_launch(BeModule *m, Diag *d)
+{
+	if (!m->buf) {
+		diag_set(d, 3, "c backend: launch before alloc");
+		return -1;
+	}
+	for (int i = 0; i < m->prog->nkernels; i++) {
+		int64_t err[2] = {0, 0};
+		run_kernel(&m->prog->kernels[i], m->buf, err, m->threads);
+		if (err[0]) {
+			runtime_error(m, err[0] - 1, err[1], d);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int c_guards(BeModule *m, Diag *d)
+{
+	for (int b = 0; b < m->k->nbufs && m->raw; b++) {
+		size_t total = GUARD + ((m->bytes[b] + 63) & ~(size_t)63) + GUARD;
+		for (size_t i = 0; i < total; i++) {
+			if (i == GUARD)
+				i += m->bytes[b];
+			if (i < total && m->raw[b][i] != GUARD_BYTE) {
+				diag_set(d, 1, "a write outside buffer %s (%s %zu bytes from its start)",
+					 m->k->g->tensors[m->k->bufs[b].tensor].name,
+					 i < GUARD ? "before it," : "past its end,",
+					 i < GUARD ? GUARD - i : i - GUARD - m->bytes[b]);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static void c_free(BeModule *m)
+{
+	if (!m)
+		return;
+	for (int b = 0; m->raw && b < m->k->nbufs; b++)
+		free(m->raw[b]);
+	free(m->raw);
+	free(m->buf);
+	free(m->bytes);
+	if (m->dl)
+		dlclose(m->dl);
+	free(m);
+}
+
+static int c_available(char *why, size_t n)
+{
+	char *argv[] = {(char *)compiler(), "--version", NULL};
+	if (run_cmd(argv, NULL) != 0) {
+		snprintf(why, n, "no working C compiler '%s' (set CC)", argv[0]);
+		return -1;
+	}
+	return 0;
+}
+
+static char *c_device(void)
+{
+	char *id = cpu_id(), *p = strstr(id, "model name");
+	char model[256] = "unknown CPU";
+	if (p && (p = strchr(p, ':'))) {
+		snprintf(model, sizeof model, "%s", p + 2);
+		model[strcspn(model, "\n")] = 0;
+	}
+	free(id);
+	char *out = malloc(512);
+	IR_ASSERT(out);
+	snprintf(out, 512, "%s, %ld hardware threads", model, sysconf(_SC_NPROCESSORS_ONLN));
+	return out;
+}
+
+const Backend c_backend = {
+	.name = "c",
+	.available = c_available,
+	.device = c_device,
+	.emit = c_emit,
+	.compile = c_compile,
+	.alloc = c_alloc,
+	.upload = c_upload,
+	.launch = c_launch,
+	.download = c_download,
+	.guards = c_guards,
+	.free = c_free,
+};

@@ -1,0 +1,523 @@
+/* compiler/compiler.h: the public face of compiler/: the graph IR, the .tg format (parse,
+ * print, check), schedules, numeric formats, host tensors and .npy files.
+ *
+ * Invariants
+ * - A Graph owns everything reachable from it (names, nodes, literal texts, directives);
+ *   ir_free releases it in one call. Nothing in a Graph points into another Graph.
+ * - Expression nodes are immutable and hash-consed inside their Graph: creating the same
+ *   (kind, op, type, operands, payload) twice gives the same Ref. Structural equality of
+ *   two expressions of one graph is therefore `a == b`.
+ * - Ref 0 is "no node" (REF_NONE); real nodes start at 1.
+ * - Tensors are numbered in file order: inputs and definition results share one list, so a
+ *   definition may read only tensors with a smaller id (the graph is a DAG in file order).
+ * - Library functions never exit: they return 0 on success and -1 on error, filling a Diag
+ *   with `file:line:col: message`, the source line and a caret.
+ */
+#ifndef ASSAY_COMPILER_H
+#define ASSAY_COMPILER_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Internal bugs abort with file and line (never a user error). */
+#define IR_ASSERT(c) \
+	((c) ? (void)0 : ir_abort(__FILE__, __LINE__, #c))
+_Noreturn void ir_abort(const char *file, int line, const char *what);
+
+enum {
+	IR_MAXRANK = 8,  /* dimensions of a tensor, left-hand indices of a definition */
+	IR_MAXRED = 8,   /* reduction indices of one definition */
+	IR_MAXVARS = IR_MAXRANK + IR_MAXRED,
+};
+
+/* ------------------------------------------------------------------ formats */
+
+/* Numeric formats. The first five are the graph's DTYPEs; the rest may appear only in
+ * schedules and in emulation (numerics.md section 1). */
+typedef enum {
+	DT_F64, DT_F32, DT_F16, DT_BF16, DT_I32,
+	DT_TF32, DT_E4M3, DT_E5M2,
+	DT__COUNT,
+	DT_NONE = -1
+} Dtype;
+
+typedef struct {
+	const char *name;   /* "f64", ... */
+	int prec;           /* significand bits incl. hidden bit; 0 for i32 */
+	long emin, emax;    /* MPFR exponent range (x = m * 2^e, m in [1/2,1)) */
+	int bytes;          /* storage size of one element in a host tensor */
+	bool in_graph;      /* may be written as a DTYPE in a .tg file */
+	bool has_inf;       /* e4m3: no inf, overflow saturates to NaN */
+	double maxfinite;
+} DtypeInfo;
+
+const DtypeInfo *dt_info(Dtype d);
+Dtype dt_parse(const char *s, size_t len); /* DT_NONE if unknown */
+const char *dt_name(Dtype d);
+
+/* Exact conversions between 16-bit storage and double (every f16/bf16 value is a double)
+ * and round-to-nearest-even conversions from double (NaN stays NaN, overflow to inf). */
+double fmt_f16_to_double(uint16_t h);
+double fmt_bf16_to_double(uint16_t h);
+uint16_t fmt_double_to_f16(double x);
+uint16_t fmt_double_to_bf16(double x);
+
+/* ---------------------------------------------------------------- diagnostics */
+
+typedef struct {
+	const char *file;  /* borrowed: lives as long as the Graph or the caller's source */
+	int line, col;     /* 1-based; 0 when unknown */
+} SrcPos;
+
+/* An error message. msg is heap-allocated, already formatted as
+ * "file:line:col: error: message\n<source line>\n<caret line>\n" (or just "message\n"
+ * when there is no position). code is the exit code the error deserves (2: user input,
+ * 3: internal). */
+typedef struct {
+	char *msg;
+	int code;
+} Diag;
+
+void diag_clear(Diag *d);
+/* Formats an error at pos; src/srclen is the whole source text (may be NULL). */
+void diag_at(Diag *d, SrcPos pos, const char *src, size_t srclen, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+void diag_set(Diag *d, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------- op table */
+
+enum {
+	OPF_PREFIX = 1 << 0,
+	OPF_INFIX = 1 << 1,
+	OPF_CALL = 1 << 2,
+	OPF_CMP = 1 << 3,
+	OPF_BOOL_IN = 1 << 4,   /* operands are booleans */
+	OPF_BOOL_OUT = 1 << 5,  /* result is a boolean */
+	OPF_INT_OK = 1 << 6,    /* integer operands give an integer result */
+	OPF_INT_ONLY = 1 << 7,  /* operands must be integers (index / and %) */
+	OPF_CAST = 1 << 8,
+};
+
+typedef enum {
+#define X(name, spelling, arity, flags, c) OP_##name,
+#include "ops.def"
+#undef X
+	OP__COUNT
+} Op;
+
+typedef struct {
+	const char *name;      /* "ADD" */
+	const char *spelling;  /* "+" / "exp" */
+	int arity;
+	unsigned flags;
+	const char *c;         /* C backend spelling or NULL */
+} OpInfo;
+
+const OpInfo *op_info(Op op);
+/* The function op called NAME with ARITY arguments (exp, max, f16, ...), or -1. */
+int op_lookup_call(const char *name, size_t len, int arity);
+/* The cast op to format d (OP_CAST_F64...), or -1 for formats without a cast. */
+int op_cast_to(Dtype d);
+Dtype op_cast_dtype(Op op);
+
+/* ------------------------------------------------------------------- the IR */
+
+typedef uint32_t Ref;
+#define REF_NONE ((Ref)0)
+
+typedef enum { TY_BOOL, TY_INT, TY_REAL } Ty;
+
+typedef enum {
+	NK_NUM,   /* a real literal: u.lit indexes g->lits */
+	NK_INT,   /* an integer literal: u.ival */
+	NK_VAR,   /* an index variable of the enclosing definition: u.var */
+	NK_SIZE,  /* a size name used as a value: u.size indexes g->sizes */
+	NK_READ,  /* a tensor read: u.read */
+	NK_OP,    /* an operation of the op table: op, a[0..arity-1] */
+} NodeKind;
+
+typedef struct {
+	uint8_t kind;  /* NodeKind */
+	uint8_t ty;    /* Ty */
+	uint16_t op;   /* Op, for NK_OP */
+	Ref a[3];      /* operands of NK_OP */
+	union {
+		int64_t ival;
+		uint32_t lit;
+		uint32_t var;
+		uint32_t size;
+		struct {
+			uint32_t tensor;  /* tensor id */
+			uint32_t first;   /* first index expression: g->refs[first .. first+n-1] */
+			uint32_t n;       /* = rank of the tensor */
+			Ref pad;          /* `?? DEFAULT`, or REF_NONE */
+		} read;
+	} u;
+	SrcPos pos;  /* of the first occurrence; not part of the node's identity */
+} Node;
+
+/* A literal: its exact value is the decimal or binary number its text denotes. */
+typedef struct {
+	char *text;    /* as written (canonical printing prints it verbatim) */
+	double approx; /* nearest double, for display and cheap paths */
+	bool exact;    /* approx is exactly the literal's value */
+} Lit;
+
+typedef struct {
+	char *name;
+	int64_t value;  /* positive */
+	SrcPos pos;
+} Size;
+
+/* An extent as written: a size name (size >= 0) or an integer literal (size == -1). */
+typedef struct {
+	int32_t size;
+	int64_t value;  /* resolved value (sizes after --size overrides) */
+} Extent;
+
+typedef enum { TK_INPUT, TK_DEF } TensorKind;
+
+typedef struct {
+	char *name;
+	SrcPos pos;
+	uint8_t kind;     /* TensorKind */
+	int8_t dtype;     /* inputs: as declared; definitions: DT_I32 if integer-valued,
+	                     else DT_F64 (an exact real; the format means nothing here) */
+	int rank;
+	Extent dims[IR_MAXRANK];
+	int def;          /* index in g->defs for TK_DEF, -1 for inputs */
+	int result;       /* which result of its definition (topk: 0 values, 1 indices) */
+} Tensor;
+
+typedef enum {
+	MO_NONE,  /* the body is a plain expression */
+	MO_SUM, MO_PROD, MO_MAX, MO_MIN, MO_LOGSUMEXP, MO_ARGMAX, MO_ARGMIN, MO_TOPK,
+	MO__COUNT
+} Monoid;
+
+const char *monoid_name(Monoid m);
+Monoid monoid_parse(const char *s, size_t len);  /* MO_NONE if not a monoid name */
+
+typedef struct {
+	char *name;
+	Extent ext;
+	SrcPos pos;
+} LhsIndex;
+
+/* A reduction index ranging over [lo, hi). `j:E` is stored with lo = INT 0, hi = the
+ * extent (an NK_INT or NK_SIZE node) and full = true, so it prints back as `j:E`. */
+typedef struct {
+	char *name;
+	Ref lo, hi;
+	bool full;
+	SrcPos pos;
+} RedIndex;
+
+/* A definition. Variables: left-hand index k is var k; reduction index r is var nlhs + r. */
+typedef struct {
+	int out[2];   /* result tensor ids: out[0]; topk also out[1] (the indices) */
+	int nout;
+	int nlhs;
+	LhsIndex lhs[IR_MAXRANK];
+	Monoid monoid;
+	int nred;
+	RedIndex red[IR_MAXRED];
+	Ref body;     /* the expression (of the reduction, when monoid != MO_NONE) */
+	Ty ty;        /* TY_INT or TY_REAL: the type of the (value) result */
+	SrcPos pos;
+} Def;
+
+typedef struct {
+	int tensor;
+	Dtype dtype;
+	SrcPos pos;
+} Output;
+
+/* ---------------------------------------------------------------- schedules */
+
+typedef enum { SD_STORE, SD_ACCUM, SD_INLINE, SD_TILE, SD_SPLIT, SD_ORDER, SD__COUNT } DirKind;
+typedef enum { ORDER_LINEAR, ORDER_PAIRWISE } Order;
+
+typedef struct {
+	char *name;     /* an index name */
+	int64_t value;  /* tile size or split factor (positive) */
+	SrcPos pos;
+} DirArg;
+
+typedef struct {
+	uint8_t kind;   /* DirKind */
+	char *target;   /* the definition named */
+	int def;        /* its index in g->defs (resolved when checked), -1 before */
+	Dtype fmt;      /* store, accum */
+	Order order;    /* order */
+	int nargs;      /* tile, split */
+	DirArg *args;
+	SrcPos pos;
+} Directive;
+
+/* ------------------------------------------------------------------ a graph */
+
+typedef struct Graph Graph;
+struct Graph {
+	char *name;          /* `graph NAME`, or NULL */
+	char *file;          /* the file name diagnostics use */
+	char *src;           /* a copy of the source text (for carets), NUL-terminated */
+	size_t srclen;
+
+	Size *sizes;     int nsizes;
+	Tensor *tensors; int ntensors;
+	Def *defs;       int ndefs;
+	Output *outputs; int noutputs;
+	Directive *dirs; int ndirs;
+	bool has_schedule;   /* a `schedule` block was present (even if empty) */
+
+	/* node store: nodes[0] is unused (REF_NONE) */
+	Node *nodes;     uint32_t nnodes, capnodes;
+	Ref *refs;       uint32_t nrefs, caprefs;   /* index lists of reads */
+	Lit *lits;       uint32_t nlits, caplits;
+	uint32_t *lithash; uint32_t caplithash;    /* open-addressing table of lit ids + 1 */
+	uint32_t *hash;  uint32_t caphash;         /* open-addressing table of node ids */
+
+	struct Arena *arena;  /* names and small allocations */
+};
+
+/* --- construction (parse.c uses these; so do the fuzzer and the reducer) --- */
+
+Graph *ir_new(const char *file);
+void ir_free(Graph *g);
+char *ir_strdup(Graph *g, const char *s, size_t len);  /* arena copy, NUL-terminated */
+void *ir_alloc(Graph *g, size_t n);                     /* arena, zeroed */
+
+Ref ir_num(Graph *g, const char *text, size_t len);  /* a real literal (text as written) */
+Ref ir_int(Graph *g, int64_t v);
+Ref ir_var(Graph *g, uint32_t var, Ty ty);           /* ty is TY_INT for index variables */
+Ref ir_size(Graph *g, uint32_t size);
+Ref ir_read(Graph *g, uint32_t tensor, const Ref *idx, uint32_t n, Ref pad, Ty ty);
+Ref ir_op(Graph *g, Op op, Ty ty, Ref a, Ref b, Ref c);
+/* Sets the position of a node if it has none yet (positions are not part of identity). */
+void ir_setpos(Graph *g, Ref r, SrcPos pos);
+
+int ir_add_size(Graph *g, const char *name, int64_t value, SrcPos pos);
+int ir_add_tensor(Graph *g, const Tensor *t);  /* copies *t (name must be arena-owned) */
+int ir_add_def(Graph *g, const Def *d);
+int ir_add_output(Graph *g, int tensor, Dtype dt, SrcPos pos);
+
+static inline const Node *ir_node(const Graph *g, Ref r) { return &g->nodes[r]; }
+static inline const Ref *ir_read_idx(const Graph *g, const Node *n)
+{
+	return &g->refs[n->u.read.first];
+}
+
+int ir_find_tensor(const Graph *g, const char *name);  /* -1 if none */
+int ir_find_size(const Graph *g, const char *name);
+int ir_find_def(const Graph *g, const char *name);     /* by a result's name; -1 if none */
+/* Number of input tensors of g, and the tensor id of the k-th (in file order). */
+int ir_ninputs(const Graph *g);
+int ir_input_tensor(const Graph *g, int k);
+/* Number of elements of tensor t (product of its extents). */
+int64_t ir_tensor_count(const Graph *g, int t);
+
+/* --- the .tg format --- */
+
+typedef struct {
+	const char *name;
+	int64_t value;
+} SizeOverride;
+
+/* Parses and checks a graph. `file` names it in diagnostics. Size overrides (--size) replace
+ * the values of declared sizes; an override naming no size is an error. Returns NULL and
+ * fills d on error (exit code 2 for the user's errors). */
+Graph *ir_parse(const char *src, size_t len, const char *file,
+		const SizeOverride *ov, int nov, Diag *d);
+Graph *ir_parse_file(const char *path, const SizeOverride *ov, int nov, Diag *d);
+
+/* Parses a separate schedule file (--schedule FILE) into g's directives, replacing any
+ * schedule block, and checks it against g. */
+int ir_parse_schedule(Graph *g, const char *src, size_t len, const char *file, Diag *d);
+
+/* Checks a graph built in memory (the parser calls this). Errors carry the positions
+ * stored in the graph. */
+int ir_check(Graph *g, Diag *d);
+/* Checks only the schedule directives against g (names, indices, formats). */
+int ir_check_schedule(Graph *g, Diag *d);
+
+/* Canonical text of a graph: print(parse(print(parse(x)))) == print(parse(x)). The caller
+ * frees the result. */
+char *ir_print(const Graph *g);
+/* Canonical text of one expression in the context of definition `def` (for messages). */
+char *ir_print_expr(const Graph *g, int def, Ref r);
+/* Structural equality of two graphs (names, sizes, tensors, bodies, outputs, schedule). */
+bool ir_graph_equal(const Graph *a, const Graph *b);
+
+/* ------------------------------------------------------------ host tensors */
+
+/* A dense C-order tensor on the host. f64 as double, f32 as float, f16/bf16 as their raw
+ * 16-bit patterns (uint16_t), i32 as int32_t. Owns data (free with ht_free). */
+typedef struct {
+	Dtype dtype;
+	int rank;
+	int64_t dims[IR_MAXRANK];
+	int64_t n;
+	void *data;
+} HostTensor;
+
+int ht_alloc(HostTensor *t, Dtype dt, int rank, const int64_t *dims);  /* zeroed; -1 on OOM */
+void ht_free(HostTensor *t);
+/* Element k as a double (exact for every graph dtype). */
+double ht_get(const HostTensor *t, int64_t k);
+/* Stores x into element k, rounding to nearest even for f32/f16/bf16; i32 truncates a
+ * value the caller has made integral. */
+void ht_set(HostTensor *t, int64_t k, double x);
+
+/* .npy version 1.0, little-endian, C order: <f8 <f4 <f2 <i4, and bf16 as <u2 raw bits.
+ * Reading checks nothing about the graph (see npy_check). */
+int npy_write(const char *path, const HostTensor *t, Diag *d);
+/* want is the dtype the caller expects: a <u2 file is read as bf16 raw bits. */
+int npy_read(const char *path, Dtype want, HostTensor *t, Diag *d);
+/* An input file must match its declaration exactly: names both on a mismatch. */
+int npy_check(const Graph *g, int tensor, const HostTensor *t, const char *path, Diag *d);
+
+/* --- schedules, kernel IR entry points (issue 3) --- */
+
+/* A definition's schedule, resolved from the graph's directives (graph-format.md section 7;
+ * compiler/sched.c states the exact meaning of each choice):
+ * - op: the format of the definition's real arithmetic (terms, expression values, loads
+ *   rounded on reading): accum for reductions (default f32; f64, f16 or bf16 by directive);
+ *   f64 for a plain definition stored in f64, else f32; f64 for the real subexpressions of
+ *   integer definitions.
+ * - accum: the accumulation format of a reduction (= op); DT_I32 for integer results.
+ * - store: the storage format of the (value) result; DT_I32 for integer results; for an
+ *   inlined definition it is op (the value is used as computed).
+ * - tile[k]: tile size of left-hand index k (0: not tiled); split[r]: number of strided
+ *   partial reductions over reduction index r (0 or 1: not split; at most one r).
+ * For the emulator (interp.h EmuConfig): sched_formats and sched_splits. */
+typedef struct {
+	bool inlined;
+	Dtype op, accum, store;
+	Order order;
+	int64_t tile[IR_MAXRANK];
+	int64_t split[IR_MAXRED];
+} DefSched;
+
+typedef struct {
+	int ndefs;
+	DefSched *defs;   /* ndefs entries (heap; sched_free) */
+} Schedule;
+
+/* The default schedule of g (no directive). */
+void sched_default(const Graph *g, Schedule *s);
+/* The schedule of g's directives (g->dirs), checked for applicability: an index that is
+ * not there, a split or order of a non-reduction, an inline of an output, a reduction or a
+ * topk, conflicting or repeated directives... Errors carry the directive's line. */
+int sched_build(const Graph *g, Schedule *s, Diag *d);
+/* A random legal schedule of g, a deterministic function of seed; over many seeds every
+ * directive kind and format appears. */
+void sched_sample(const Graph *g, uint64_t seed, Schedule *s);
+/* s as the emulator's per-definition arrays (interp.h EmuConfig: op, accum, store, order;
+ * each g->ndefs entries, caller-allocated; any may be NULL). Integer formats read f64 there:
+ * the emulator computes integer definitions exactly whatever the format. */
+void sched_formats(const Graph *g, const Schedule *s, Dtype *op, Dtype *accum, Dtype *store,
+		   Order *order);
+/* The split of each definition for the emulator (EmuConfig split, split_red; g->ndefs
+ * entries each, caller-allocated): the factor (1: none) and the split reduction index. */
+void sched_splits(const Graph *g, const Schedule *s, int64_t *split, int *split_red);
+/* The directives of s that differ from the default, one per line, in the .tg syntax
+ * (ir_parse_schedule reads them back). The caller frees the result. */
+char *sched_text(const Graph *g, const Schedule *s);
+void sched_free(Schedule *s);
+
+/* Algebraic simplification (compiler/rewrite.c). Every rule states its domain: exact
+ * (bit-identical for every input, NaN, +-0, inf and subnormals included), real (an identity
+ * over the reals only: allowed only when the caller's budget accounts for it) or integer. */
+enum { RW_EXACT = 1 << 0, RW_REAL = 1 << 1, RW_INT = 1 << 2 };
+enum { RW_MAXRULES = 32 };
+typedef struct {
+	int nrules;
+	const char *name[RW_MAXRULES];  /* "x*1 -> x" */
+	unsigned domain[RW_MAXRULES];   /* RW_EXACT, RW_REAL or RW_INT */
+	uint64_t tried[RW_MAXRULES];    /* nodes the rule was tried on */
+	uint64_t fired[RW_MAXRULES];    /* rewrites it made */
+} RwStats;
+/* A copy of g (directives included) whose bodies are simplified by the rules of the given
+ * domains (a mask of RW_*). st (may be NULL) accumulates counters. The caller frees. */
+Graph *rw_simplify(const Graph *g, unsigned domains, RwStats *st);
+
+/* Seeded faults (fuzz/ measures the fuzzer with them): each makes lowering wrong on
+ * purpose in one way. Never set outside that use. */
+enum {
+	KF_DROP_TAIL = 1 << 0,     /* partial tiles are not computed */
+	KF_SKIP_LAST = 1 << 1,     /* the last term of every reduction range is left out */
+	KF_PAD_ZERO = 1 << 2,      /* `?? DEFAULT` gives 0 whatever DEFAULT is */
+	KF_NO_COMBINE = 1 << 3,    /* a split reduction returns its first partial only */
+};
+
+typedef struct {
+	unsigned faults;   /* KF_* */
+} LowerOpts;
+
+/* A lowered program: one kernel (loop nest) per stored definition, over buffers (the
+ * private kernel IR of compiler/kir.h). It borrows g and must not outlive it. */
+typedef struct Kernels Kernels;
+/* Lowers g under schedule s (which must come from sched_build/sched_default/sched_sample
+ * for this g). o may be NULL. Returns NULL with d on failure. */
+Kernels *kir_lower(const Graph *g, const Schedule *s, const LowerOpts *o, Diag *d);
+void kir_free(Kernels *k);
+/* A readable dump of the kernel IR (for tests and debugging). The caller frees. */
+char *kir_print(const Kernels *k);
+
+/* Backends (architecture.md "Backends"): one struct of function pointers each. A module is
+ * one compiled program with its buffers; it borrows its Kernels (keep them alive). */
+typedef struct BeModule BeModule;
+
+typedef struct {
+	int threads;             /* <= 0: 1 */
+	const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/assay, else ~/.cache/assay */
+} BeOpts;
+
+typedef struct {
+	bool cache_hit;          /* compile found the program already built */
+	double compile_s;        /* wall time of compile (including a cache lookup) */
+	double launch_s;         /* wall time of the last launch */
+} BeStats;
+
+typedef struct {
+	const char *name;                                   /* "c" */
+	/* 0 if usable here; else -1 with the reason in why. */
+	int (*available)(char *why, size_t n);
+	/* A description of the device (malloc'ed). */
+	char *(*device)(void);
+	/* The program's source text (malloc'ed), deterministic. */
+	char *(*emit)(const Kernels *k, Diag *d);
+	BeModule *(*compile)(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
+			     Diag *d);
+	/* Allocates every buffer of the program, with guard regions around each. */
+	int (*alloc)(BeModule *m, Diag *d);
+	/* Copies input tensor `tensor` (in its declared dtype and shape) into its buffer. */
+	int (*upload)(BeModule *m, int tensor, const HostTensor *t, Diag *d);
+	/* Runs every kernel in order. A runtime error of the graph (an indirect index out of
+	 * range, a topk range shorter than K, an integer that does not fit in 32 bits) is -1
+	 * with d (code 2). */
+	int (*launch)(BeModule *m, Diag *d);
+	/* Stored tensor `tensor` converted to dt (rounded to nearest even); t allocated here. */
+	int (*download)(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *d);
+	/* 0 when every guard region is intact; else -1 with d naming the buffer. */
+	int (*guards)(BeModule *m, Diag *d);
+	void (*free)(BeModule *m);
+} Backend;
+
+/* The backend called name, or NULL. */
+const Backend *be_find(const char *name);
+/* The k-th backend (0..), NULL past the last. */
+const Backend *be_at(int k);
+/* Lowers nothing: runs an already lowered program on backend b end to end (emit, compile,
+ * alloc, upload every input, launch, download every output in its dtype). inputs are in
+ * input order (ir_input_tensor); outs[k] is allocated for output k. */
+int be_run(const Backend *b, const Kernels *k, const BeOpts *o, const HostTensor *inputs,
+	   HostTensor *outs, BeStats *st, Diag *d);
+
+#endif

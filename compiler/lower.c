@@ -1,0 +1,1062 @@
+/* compiler/lower.c: lowering a scheduled graph to the kernel IR (kir.h).
+ *
+ * One kernel per stored definition, in file order. Buffers: one per input (its dtype) and
+ * per stored result (the schedule's store format; topk indices and integer results i32).
+ * Expressions are translated under an environment mapping the definition's variables to
+ * kernel expressions; a read of an inlined definition translates that definition's body
+ * under an environment mapping its left-hand variables to the read's index expressions,
+ * which is how transposed, strided and windowed views of an inlined producer work.
+ *
+ * Semantics kept (graph-format.md sections 3-6; the schedule changes only rounding):
+ * - A definition computes in its op format rf (type rt: f32 for f32, f16 and bf16, whose
+ *   results are each rounded to rf); integers are exact int64; a value read from a buffer,
+ *   a literal (correctly rounded from its text) and an integer used as a real are rounded
+ *   once into rf; a cast rounds into its format (a literal straight from its text) and the
+ *   value is used as it is; max, min, abs, neg, floor, ceil and ?: are exact.
+ * - `x[i] ?? D`: the index is tested against the extents; the read happens at a clamped,
+ *   in-bounds index and the result is selected, so no statement ever reads out of bounds.
+ * - An indirect index is checked when the read would really be evaluated (the guard is
+ *   the conjunction of the ?: conditions on its path): out of range, the kernel reports the
+ *   error and reads index 0.
+ * - sum starts from -0 (so a sum of -0 terms is -0) and an empty sum gives +0; prod from 1;
+ *   max/min from -inf/+inf with IEEE 754-2019 maximum/minimum; logsumexp is two passes,
+ *   m = max, then m + log(sum exp(t - m)), m itself when m is not finite; argmax/argmin
+ *   keep the first best, a NaN winning; topk inserts each term into a sorted list of K
+ *   (NaN largest, ties: smaller index first) and reports a range shorter than K.
+ * - Integer results are checked to fit in 32 bits when stored.
+ * Not reported: an integer `%` or `/` by a zero divisor gives 0 (both ?: branches are
+ * evaluated, and the guarded form `b != 0 ? a % b : 0` must not fail).
+ */
+#include <limits.h>
+#include <math.h>
+#include <mpfr.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kir.h"
+
+enum { HOIST_MAX = 16384, TERMS_MAX = 1 << 22 };
+
+typedef struct {
+	Kernels *k;
+	const Graph *g;
+	const Schedule *s;
+	unsigned faults;
+	Diag *d;
+	int def;          /* the definition being lowered */
+} L;
+
+typedef struct {
+	int def;
+	KType rt;            /* type of real arithmetic */
+	Dtype rf;            /* its format: rt's, or f16/bf16 computed in f32 and rounded */
+	int32_t guard;       /* path condition, -1: always */
+	int32_t var[IR_MAXVARS];
+} Env;
+
+/* ------------------------------------------------------------ helpers */
+
+static int32_t iop(L *l, Op op, int32_t a, int32_t b)
+{
+	return kx_op(l->k, op, KT_INT, a, b, -1);
+}
+
+static int32_t bop(L *l, Op op, int32_t a, int32_t b)
+{
+	return kx_op(l->k, op, KT_BOOL, a, b, -1);
+}
+
+static int32_t and_(L *l, int32_t a, int32_t b)
+{
+	return a < 0 ? b : b < 0 ? a : bop(l, OP_AND, a, b);
+}
+
+static int32_t sel(L *l, int32_t c, int32_t a, int32_t b)
+{
+	return kx_op(l->k, OP_SELECT, kx_type(l->k, a), c, a, b);
+}
+
+static int32_t ic(L *l, int64_t v)
+{
+	return kx_int(l->k, v);
+}
+
+static int32_t var(L *l, KType t, int64_t n, bool loop)
+{
+	return kv_new(l->k, t, n, loop);
+}
+
+/* A literal rounded to nearest into format f, straight from its text. */
+static double lit_round(const char *text, Dtype f)
+{
+	if (f == DT_F64)
+		return strtod(text, NULL);
+	if (f == DT_F32)
+		return (double)strtof(text, NULL);
+	const DtypeInfo *di = dt_info(f);
+	mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+	mpfr_t x;
+	mpfr_init2(x, di->prec);
+	mpfr_set_emin(di->emin);
+	mpfr_set_emax(di->emax);
+	int t = mpfr_strtofr(x, text, NULL, 0, MPFR_RNDN);
+	t = mpfr_check_range(x, t, MPFR_RNDN);
+	mpfr_subnormalize(x, t, MPFR_RNDN);
+	double v = mpfr_get_d(x, MPFR_RNDN);
+	mpfr_set_emin(emin);
+	mpfr_set_emax(emax);
+	mpfr_clear(x);
+	return v;
+}
+
+static int32_t to_t(L *l, KType t, int32_t x)
+{
+	return kx_cvt(l->k, t, x);
+}
+
+static bool narrow(Dtype f)
+{
+	return f == DT_F16 || f == DT_BF16;
+}
+
+/* A real result of format f's arithmetic: rounded to f when f is narrower than its type. */
+static int32_t fit(L *l, Dtype f, int32_t x)
+{
+	return narrow(f) ? kx_round(l->k, f, x) : x;
+}
+
+/* x, an integer or a real of format `from`, as a value of e's arithmetic (rounded once). */
+static int32_t into(L *l, const Env *e, int32_t x, Dtype from)
+{
+	KType s = kx_type(l->k, x);
+	if (s == KT_BOOL)
+		return x;
+	if (s == KT_INT)
+		x = to_t(l, narrow(e->rf) ? KT_F64 : e->rt, x);
+	if (narrow(e->rf) && from != e->rf)
+		x = kx_round(l->k, e->rf, x);
+	return to_t(l, e->rt, x);
+}
+
+/* Real arithmetic in format f (type t). */
+static int32_t arith(L *l, Dtype f, Op op, KType t, int32_t a, int32_t b, int32_t c)
+{
+	return fit(l, f, kx_op(l->k, op, t, a, b, c));
+}
+
+/* Flat element index of tensor t at indices idx (row-major, Horner form). */
+static int32_t flat(L *l, int t, const int32_t *idx)
+{
+	const Tensor *T = &l->g->tensors[t];
+	int32_t f = ic(l, 0);
+	for (int i = 0; i < T->rank; i++)
+		f = iop(l, OP_ADD, iop(l, OP_MUL, f, ic(l, T->dims[i].value)), idx[i]);
+	return f;
+}
+
+static int32_t site(L *l, const KSite *s)
+{
+	for (int32_t i = 0; i < l->k->nsites; i++)
+		if (memcmp(&l->k->sites[i], s, sizeof *s) == 0)
+			return i;
+	return ksite_new(l->k, s);
+}
+
+/* ------------------------------------------------------------ expressions */
+
+static int32_t tr(L *l, const Env *e, Ref r);
+
+/* The value of tensor t at in-bounds indices idx, in e's types. */
+static int32_t value_at(L *l, const Env *e, int t, const int32_t *idx)
+{
+	const Graph *g = l->g;
+	int32_t b = l->k->tbuf[t];
+	if (b >= 0) {
+		int32_t x = kx_load(l->k, b, flat(l, t, idx));
+		return kx_type(l->k, x) == KT_INT ? x : into(l, e, x, l->k->bufs[b].fmt);
+	}
+	int d = g->tensors[t].def;
+	const Def *D = &g->defs[d];
+	Env sub;
+	memset(&sub, 0, sizeof sub);
+	sub.def = d;
+	sub.rt = kt_of(l->s->defs[d].op);
+	sub.rf = l->s->defs[d].op;
+	sub.guard = e->guard;
+	for (int i = 0; i < D->nlhs; i++)
+		sub.var[i] = idx[i];
+	int32_t x = tr(l, &sub, D->body);
+	return kx_type(l->k, x) == KT_INT ? x : into(l, e, x, sub.rf);
+}
+
+static int32_t tr_read(L *l, const Env *e, Ref r)
+{
+	const Graph *g = l->g;
+	const Node *n = ir_node(g, r);
+	int t = (int)n->u.read.tensor;
+	const Tensor *T = &g->tensors[t];
+	const Ref *ix = ir_read_idx(g, n);
+	int32_t idx[IR_MAXRANK];
+	for (int i = 0; i < T->rank; i++)
+		idx[i] = tr(l, e, ix[i]);
+	if (!n->u.read.pad) {
+		for (int i = 0; i < T->rank; i++) {
+			const Node *m = ir_node(g, ix[i]);
+			if (m->kind != NK_READ)
+				continue;
+			KSite s = {KE_INDEX, l->def, t, i, (int)m->u.read.tensor, T->dims[i].value};
+			idx[i] = kx_check(l->k, idx[i], ic(l, 0), ic(l, T->dims[i].value), e->guard,
+					  site(l, &s));
+		}
+		return value_at(l, e, t, idx);
+	}
+	int32_t inb = -1, safe[IR_MAXRANK];
+	for (int i = 0; i < T->rank; i++)
+		inb = and_(l, inb, and_(l, bop(l, OP_GE, idx[i], ic(l, 0)),
+					bop(l, OP_LT, idx[i], ic(l, T->dims[i].value))));
+	for (int i = 0; i < T->rank; i++)
+		safe[i] = sel(l, inb, idx[i], ic(l, 0));
+	Env ein = *e, eout = *e;
+	ein.guard = and_(l, e->guard, inb);
+	eout.guard = and_(l, e->guard, bop(l, OP_NOT, inb, -1));
+	int32_t v = value_at(l, &ein, t, safe);
+	int32_t p = tr(l, &eout, n->u.read.pad);
+	if (l->faults & KF_PAD_ZERO)
+		p = kx_type(l->k, p) == KT_INT ? ic(l, 0) : kx_real(l->k, e->rt, 0.0);
+	if (kx_type(l->k, v) != kx_type(l->k, p)) {
+		v = into(l, e, v, e->rf);
+		p = into(l, e, p, e->rf);
+	}
+	return sel(l, inb, v, p);
+}
+
+static int32_t tr_cast(L *l, const Env *e, const Node *n)
+{
+	Dtype f = op_cast_dtype((Op)n->op);
+	const Node *a = ir_node(l->g, n->a[0]);
+	if (a->kind == NK_NUM)
+		return kx_real(l->k, e->rt, lit_round(l->g->lits[a->u.lit].text, f));
+	int32_t x = tr(l, e, n->a[0]);
+	if (kx_type(l->k, x) == KT_INT)
+		return to_t(l, e->rt, kx_round(l->k, f, to_t(l, KT_F64, x)));
+	return kx_round(l->k, f, x);
+}
+
+static int32_t tr_op(L *l, const Env *e, const Node *n)
+{
+	Op op = (Op)n->op;
+	const OpInfo *oi = op_info(op);
+	if (oi->flags & OPF_CAST)
+		return tr_cast(l, e, n);
+	if (op == OP_SELECT) {
+		int32_t c = tr(l, e, n->a[0]);
+		Env ea = *e, eb = *e;
+		ea.guard = and_(l, e->guard, c);
+		eb.guard = and_(l, e->guard, bop(l, OP_NOT, c, -1));
+		int32_t a = tr(l, &ea, n->a[1]), b = tr(l, &eb, n->a[2]);
+		if (kx_type(l->k, a) != kx_type(l->k, b) || n->ty == TY_REAL) {
+			a = into(l, e, a, e->rf);
+			b = into(l, e, b, e->rf);
+		}
+		return sel(l, c, a, b);
+	}
+	int32_t x[3] = {-1, -1, -1};
+	for (int i = 0; i < oi->arity; i++)
+		x[i] = tr(l, e, n->a[i]);
+	if (oi->flags & OPF_BOOL_IN)
+		return kx_op(l->k, op, KT_BOOL, x[0], x[1], -1);
+	if (oi->flags & OPF_CMP) {
+		if (kx_type(l->k, x[0]) != KT_INT || kx_type(l->k, x[1]) != KT_INT) {
+			x[0] = into(l, e, x[0], e->rf);
+			x[1] = into(l, e, x[1], e->rf);
+		}
+		return kx_op(l->k, op, KT_BOOL, x[0], x[1], -1);
+	}
+	if (n->ty == TY_INT)
+		return kx_op(l->k, op, KT_INT, x[0], x[1], x[2]);
+	for (int i = 0; i < oi->arity; i++)
+		x[i] = into(l, e, x[i], e->rf);
+	if (op == OP_NEG || op == OP_ABS || op == OP_MAX || op == OP_MIN || op == OP_FLOOR ||
+	    op == OP_CEIL)   /* exact: the result is in the format already */
+		return kx_op(l->k, op, e->rt, x[0], x[1], x[2]);
+	return arith(l, e->rf, op, e->rt, x[0], x[1], x[2]);
+}
+
+static int32_t tr(L *l, const Env *e, Ref r)
+{
+	const Graph *g = l->g;
+	const Node *n = ir_node(g, r);
+	switch (n->kind) {
+	case NK_NUM: return kx_real(l->k, e->rt, lit_round(g->lits[n->u.lit].text, e->rf));
+	case NK_INT: return ic(l, n->u.ival);
+	case NK_VAR: return e->var[n->u.var];
+	case NK_SIZE: return ic(l, g->sizes[n->u.size].value);
+	case NK_READ: return tr_read(l, e, r);
+	case NK_OP: return tr_op(l, e, n);
+	}
+	IR_ASSERT(!"tr: unknown node kind");
+}
+
+/* ------------------------------------------------------------ ranges */
+
+/* Bounds [*lo, *hi] of a quasi-affine integer expression of definition D, given bounds of
+ * its variables. false when r is not quasi-affine. */
+static bool bounds(const Graph *g, Ref r, const int64_t *vlo, const int64_t *vhi, int64_t *lo,
+		   int64_t *hi)
+{
+	const Node *n = ir_node(g, r);
+	int64_t a0, a1, b0, b1;
+	switch (n->kind) {
+	case NK_INT: *lo = *hi = n->u.ival; return true;
+	case NK_SIZE: *lo = *hi = g->sizes[n->u.size].value; return true;
+	case NK_VAR: *lo = vlo[n->u.var]; *hi = vhi[n->u.var]; return true;
+	case NK_OP: break;
+	default: return false;
+	}
+	if (!bounds(g, n->a[0], vlo, vhi, &a0, &a1))
+		return false;
+	if (n->op == OP_NEG) {
+		*lo = -a1;
+		*hi = -a0;
+		return true;
+	}
+	if (op_info((Op)n->op)->arity != 2 || !bounds(g, n->a[1], vlo, vhi, &b0, &b1))
+		return false;
+	switch (n->op) {
+	case OP_ADD: *lo = a0 + b0; *hi = a1 + b1; return true;
+	case OP_SUB: *lo = a0 - b1; *hi = a1 - b0; return true;
+	case OP_MUL: {
+		int64_t p[4] = {a0 * b0, a0 * b1, a1 * b0, a1 * b1};
+		*lo = *hi = p[0];
+		for (int i = 1; i < 4; i++) {
+			*lo = p[i] < *lo ? p[i] : *lo;
+			*hi = p[i] > *hi ? p[i] : *hi;
+		}
+		return true;
+	}
+	case OP_IDIV:
+		if (b0 != b1 || b0 <= 0)
+			return false;
+		*lo = a0 >= 0 ? a0 / b0 : -((-a0 + b0 - 1) / b0);
+		*hi = a1 >= 0 ? a1 / b0 : -((-a1 + b0 - 1) / b0);
+		return true;
+	case OP_MOD:
+		if (b0 != b1 || b0 <= 0)
+			return false;
+		*lo = 0;
+		*hi = b0 - 1;
+		return true;
+	default: return false;
+	}
+}
+
+/* Upper bound of the number of terms of D's reduction (per element), with reduction index
+ * q dealt into S partials (per partial); -1 if unknown. */
+static int64_t max_terms(const Graph *g, const Def *D, int q, int64_t S, bool *may_empty)
+{
+	int64_t vlo[IR_MAXVARS], vhi[IR_MAXVARS], n = 1;
+	*may_empty = false;
+	for (int i = 0; i < D->nlhs; i++) {
+		vlo[i] = 0;
+		vhi[i] = D->lhs[i].ext.value - 1;
+	}
+	for (int r = 0; r < D->nred; r++) {
+		int64_t l0, l1, h0, h1;
+		if (!bounds(g, D->red[r].lo, vlo, vhi, &l0, &l1) ||
+		    !bounds(g, D->red[r].hi, vlo, vhi, &h0, &h1))
+			return -1;
+		if (h0 - l1 <= 0)
+			*may_empty = true;
+		int64_t len = h1 - l0 > 0 ? h1 - l0 : 0;
+		if (r == q && S > 1)
+			len = (len + S - 1) / S;
+		vlo[D->nlhs + r] = l0;
+		vhi[D->nlhs + r] = h1 - 1;
+		n = len > 0 && n > TERMS_MAX / len ? TERMS_MAX + 1 : n * len;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------ accumulators */
+
+typedef struct {
+	Monoid mo;
+	KType t;
+	Dtype f;            /* format of the accumulation (rounded to when narrower than t) */
+	int64_t S;
+	bool pairwise;
+	int32_t p;          /* linear: accumulator (S == 1) or array of S */
+	int32_t buf, cnt;   /* pairwise: terms [S * cap] and counts [S] */
+	int64_t cap;
+	int32_t any;        /* -1, or a flag set when a term is added */
+} Acc;
+
+static int32_t identity(L *l, Monoid mo, KType t)
+{
+	if (t == KT_INT) {
+		switch (mo) {
+		case MO_PROD: return ic(l, 1);
+		case MO_MAX: return ic(l, INT64_MIN);
+		case MO_MIN: return ic(l, INT64_MAX);
+		default: return ic(l, 0);
+		}
+	}
+	switch (mo) {
+	case MO_PROD: return kx_real(l->k, t, 1.0);
+	case MO_MAX: return kx_real(l->k, t, -INFINITY);
+	case MO_MIN: return kx_real(l->k, t, INFINITY);
+	default: return kx_real(l->k, t, -0.0);
+	}
+}
+
+/* a op b for monoid mo (max and min are exact; sum and prod round to format f) */
+static int32_t combine(L *l, Monoid mo, KType t, Dtype f, int32_t a, int32_t b)
+{
+	static const Op ops[MO__COUNT] = {[MO_SUM] = OP_ADD, [MO_PROD] = OP_MUL,
+					  [MO_MAX] = OP_MAX, [MO_MIN] = OP_MIN};
+	if (mo == MO_MAX || mo == MO_MIN || t == KT_INT)
+		return kx_op(l->k, ops[mo], t, a, b, -1);
+	return arith(l, f, ops[mo], t, a, b, -1);
+}
+
+static void acc_init(L *l, KBlk *b, Acc *A)
+{
+	Kernels *k = l->k;
+	if (A->pairwise) {
+		A->buf = var(l, A->t, A->S * A->cap, false);
+		A->cnt = var(l, KT_INT, A->S, false);
+		kb_decl(k, b, A->buf);
+		kb_decl(k, b, A->cnt);
+		for (int64_t s = 0; s < A->S; s++)
+			kb_set(k, b, A->cnt, ic(l, s), ic(l, 0));
+	} else {
+		A->p = var(l, A->t, A->S > 1 ? A->S : 0, false);
+		kb_decl(k, b, A->p);
+		for (int64_t s = 0; s < A->S; s++)
+			kb_set(k, b, A->p, A->S > 1 ? ic(l, s) : -1, identity(l, A->mo, A->t));
+	}
+	if (A->any >= 0) {
+		kb_decl(k, b, A->any);
+		kb_set(k, b, A->any, -1, ic(l, 0));
+	}
+}
+
+static void acc_add(L *l, KBlk *b, Acc *A, int32_t part, int32_t term)
+{
+	Kernels *k = l->k;
+	if (A->pairwise) {
+		int32_t c = kx_elem(k, A->cnt, part);
+		int32_t at = iop(l, OP_ADD, iop(l, OP_MUL, part, ic(l, A->cap)), c);
+		kb_set(k, b, A->buf, at, term);
+		kb_set(k, b, A->cnt, part, iop(l, OP_ADD, c, ic(l, 1)));
+	} else if (A->S > 1) {
+		kb_set(k, b, A->p, part, combine(l, A->mo, A->t, A->f, kx_elem(k, A->p, part), term));
+	} else {
+		kb_set(k, b, A->p, -1, combine(l, A->mo, A->t, A->f, kx_var(k, A->p), term));
+	}
+	if (A->any >= 0)
+		kb_set(k, b, A->any, -1, ic(l, 1));
+}
+
+/* The tree of the S partial results r[lo .. lo+n). */
+static int32_t tree(L *l, const Acc *A, int32_t r, int64_t lo, int64_t n, bool pw)
+{
+	if (n == 1)
+		return A->S > 1 || A->pairwise ? kx_elem(l->k, r, ic(l, lo)) : kx_var(l->k, r);
+	if (!pw)
+		return combine(l, A->mo, A->t, A->f, tree(l, A, r, lo, n - 1, pw),
+			       tree(l, A, r, lo + n - 1, 1, pw));
+	int64_t h = n / 2;
+	return combine(l, A->mo, A->t, A->f, tree(l, A, r, lo, h, pw), tree(l, A, r, lo + h, n - h, pw));
+}
+
+/* Emits what finishes the reduction and returns its value (valid after b). */
+static int32_t acc_result(L *l, KBlk *b, const Acc *A)
+{
+	Kernels *k = l->k;
+	int32_t r = A->p;
+	if (A->pairwise) {
+		r = var(l, A->t, A->S, false);
+		kb_decl(k, b, r);
+		for (int64_t s = 0; s < A->S; s++) {
+			/* r[s] = the tree of partial s's terms, or the identity when it has none */
+			int32_t n = kx_elem(k, A->cnt, ic(l, s));
+			KStmt t = {.kind = KS_TREE, .fmt = (uint8_t)A->f,
+				   .op = A->mo == MO_PROD ? OP_MUL : OP_ADD,
+				   .v = var(l, A->t, 0, false), .a = ic(l, s * A->cap), .b = n,
+				   .c = A->buf, .body = -1, .body2 = -1};
+			KBlk then = {0}, els = {0};
+			kb_decl(k, &then, t.v);
+			kb_add(k, &then, ks_new(k, &t));
+			kb_set(k, &then, r, ic(l, s), kx_var(k, t.v));
+			kb_set(k, &els, r, ic(l, s), identity(l, A->mo, A->t));
+			KStmt s_if = {.kind = KS_IF, .v = -1, .a = bop(l, OP_GT, n, ic(l, 0)), .b = -1,
+				      .c = -1, .body = then.head, .body2 = els.head, .next = -1};
+			kb_add(k, b, ks_new(k, &s_if));
+		}
+	}
+	int32_t v = (l->faults & KF_NO_COMBINE) && A->S > 1
+		? tree(l, A, r, 0, 1, false)
+		: tree(l, A, r, 0, A->S, A->pairwise);
+	if (A->any >= 0)
+		v = sel(l, bop(l, OP_NE, kx_var(k, A->any), ic(l, 0)), v, kx_real(k, A->t, 0.0));
+	return v;
+}
+
+/* ------------------------------------------------------------ reduction loops */
+
+typedef struct Red Red;
+typedef void (*TermFn)(L *l, Env *e, KBlk *b, Red *R, int32_t part);
+struct Red {
+	const Def *D;
+	int q;              /* split reduction index, -1 */
+	int64_t S;
+	TermFn fn;
+	Acc *A;
+	void *ctx;
+};
+
+static void red_rec(L *l, Env *e, KBlk *b, int r, Red *R, int32_t part)
+{
+	const Def *D = R->D;
+	if (r == D->nred) {
+		R->fn(l, e, b, R, part);
+		return;
+	}
+	int32_t lo = tr(l, e, D->red[r].lo), hi = tr(l, e, D->red[r].hi);
+	if ((l->faults & KF_SKIP_LAST) && r == D->nred - 1)
+		hi = iop(l, OP_SUB, hi, ic(l, 1));
+	int32_t *slot = &e->var[D->nlhs + r];
+	if (r != R->q || R->S <= 1) {
+		int32_t v = var(l, KT_INT, 0, true);
+		*slot = kx_var(l->k, v);
+		KBlk in = {0};
+		red_rec(l, e, &in, r + 1, R, part);
+		kb_loop(l->k, b, v, lo, hi, false, in);
+		return;
+	}
+	/* strided partials: j = lo + c*S + s goes to partial s */
+	int64_t S = R->S;
+	int32_t n = iop(l, OP_MAX, iop(l, OP_SUB, hi, lo), ic(l, 0));
+	int32_t nfull = iop(l, OP_IDIV, n, ic(l, S));
+	int32_t c = var(l, KT_INT, 0, true), s = var(l, KT_INT, 0, true);
+	*slot = iop(l, OP_ADD, lo, iop(l, OP_ADD, iop(l, OP_MUL, kx_var(l->k, c), ic(l, S)),
+					kx_var(l->k, s)));
+	KBlk in = {0}, mid = {0};
+	red_rec(l, e, &in, r + 1, R, kx_var(l->k, s));
+	kb_loop(l->k, &mid, s, ic(l, 0), ic(l, S), false, in);
+	kb_loop(l->k, b, c, ic(l, 0), nfull, false, mid);
+	int32_t s2 = var(l, KT_INT, 0, true);
+	int32_t base = iop(l, OP_ADD, lo, iop(l, OP_MUL, nfull, ic(l, S)));
+	*slot = iop(l, OP_ADD, base, kx_var(l->k, s2));
+	KBlk tail = {0};
+	red_rec(l, e, &tail, r + 1, R, kx_var(l->k, s2));
+	kb_loop(l->k, b, s2, ic(l, 0), iop(l, OP_SUB, n, iop(l, OP_MUL, nfull, ic(l, S))), false,
+		tail);
+}
+
+static void red_loops(L *l, Env *e, KBlk *b, Red *R)
+{
+	red_rec(l, e, b, 0, R, ic(l, 0));
+}
+
+static KType term_type(L *l, const Env *e, const Def *D)
+{
+	return ir_node(l->g, D->body)->ty == TY_INT ? KT_INT : e->rt;
+}
+
+static void add_term(L *l, Env *e, KBlk *b, Red *R, int32_t part)
+{
+	acc_add(l, b, R->A, part, to_t(l, R->A->t, tr(l, e, R->D->body)));
+}
+
+/* Sets up an accumulator for monoid mo over D's terms under D's schedule. */
+static int acc_setup(L *l, const Def *D, Monoid mo, KType t, Acc *A, Red *R, bool use_split)
+{
+	const DefSched *ds = &l->s->defs[l->def];
+	memset(A, 0, sizeof *A);
+	memset(R, 0, sizeof *R);
+	A->mo = mo;
+	A->t = t;
+	A->f = t == KT_INT ? DT_I32 : ds->op;
+	A->S = 1;
+	A->any = -1;
+	R->D = D;
+	R->q = -1;
+	R->S = 1;
+	R->A = A;
+	for (int r = 0; use_split && r < D->nred; r++)
+		if (ds->split[r] > 1) {
+			R->q = r;
+			R->S = A->S = ds->split[r];
+		}
+	bool empty;
+	int64_t n = max_terms(l->g, D, R->q, R->S, &empty);
+	A->pairwise = ds->order == ORDER_PAIRWISE && t != KT_INT && (mo == MO_SUM || mo == MO_PROD);
+	if (A->pairwise) {
+		if (n < 0 || n > TERMS_MAX / A->S) {
+			diag_set(l->d, 2, "order %s : pairwise: more than %d terms per element, or a range "
+				 "the compiler cannot bound", l->g->tensors[D->out[0]].name, TERMS_MAX);
+			return -1;
+		}
+		A->cap = n > 0 ? n : 1;
+	}
+	if (mo == MO_SUM && t != KT_INT && (empty || (l->faults & KF_SKIP_LAST)))
+		A->any = var(l, KT_INT, 0, false);
+	return 0;
+}
+
+/* ------------------------------------------------------------ monoids */
+
+static int32_t lhs_flat(L *l, const Env *e, const Def *D, int out)
+{
+	return flat(l, D->out[out], e->var);
+}
+
+static void store(L *l, KBlk *b, const Def *D, int out, int32_t at, int32_t v)
+{
+	int32_t buf = l->k->tbuf[D->out[out]];
+	if (l->k->bufs[buf].fmt == DT_I32) {
+		KSite s = {KE_INT32, l->def, D->out[out], 0, -1, 0};
+		v = kx_check(l->k, v, ic(l, INT32_MIN), ic(l, (int64_t)INT32_MAX + 1), -1, site(l, &s));
+	}
+	KStmt st = {.kind = KS_STORE, .v = buf, .a = at, .b = v, .c = -1, .body = -1, .body2 = -1};
+	kb_add(l->k, b, ks_new(l->k, &st));
+}
+
+static int el_fold(L *l, Env *e, KBlk *b, const Def *D, int32_t *res)
+{
+	Acc A;
+	Red R;
+	if (acc_setup(l, D, D->monoid, term_type(l, e, D), &A, &R, true))
+		return -1;
+	R.fn = add_term;
+	acc_init(l, b, &A);
+	red_loops(l, e, b, &R);
+	*res = acc_result(l, b, &A);
+	return 0;
+}
+
+static void add_exp(L *l, Env *e, KBlk *b, Red *R, int32_t part)
+{
+	int32_t m = *(int32_t *)R->ctx;
+	int32_t t = into(l, e, tr(l, e, R->D->body), e->rf);
+	int32_t x = arith(l, e->rf, OP_EXP, e->rt, arith(l, e->rf, OP_SUB, e->rt, t, m, -1), -1, -1);
+	acc_add(l, b, R->A, part, x);
+}
+
+static int el_logsumexp(L *l, Env *e, KBlk *b, const Def *D, int32_t *res)
+{
+	Acc M, A;
+	Red RM, R;
+	if (acc_setup(l, D, MO_MAX, e->rt, &M, &RM, false) ||
+	    acc_setup(l, D, MO_SUM, e->rt, &A, &R, true))
+		return -1;
+	RM.fn = add_term;
+	acc_init(l, b, &M);
+	red_loops(l, e, b, &RM);
+	int32_t m = acc_result(l, b, &M);
+	R.fn = add_exp;
+	R.ctx = &m;
+	acc_init(l, b, &A);
+	red_loops(l, e, b, &R);
+	int32_t s = acc_result(l, b, &A);
+	KType t = e->rt;
+	int32_t fin = kx_op(l->k, OP_EQ, KT_BOOL, kx_op(l->k, OP_SUB, t, m, m, -1), kx_real(l->k, t, 0),
+			    -1);
+	*res = sel(l, fin, arith(l, e->rf, OP_ADD, t, m, arith(l, e->rf, OP_LOG, t, s, -1, -1), -1), m);
+	return 0;
+}
+
+/* Does value a (new, later index) rank before b? max order, NaN largest. */
+static int32_t beats(L *l, KType t, int32_t a, int32_t b, Op cmp)
+{
+	int32_t gt = bop(l, cmp, a, b);
+	if (t == KT_INT)
+		return gt;
+	return bop(l, OP_OR, gt, and_(l, bop(l, OP_NE, a, a), bop(l, OP_EQ, b, b)));
+}
+
+typedef struct {
+	int32_t best, bv, tv, tk;
+	Op cmp;
+} ArgCtx;
+
+static void arg_term(L *l, Env *e, KBlk *b, Red *R, int32_t part)
+{
+	ArgCtx *c = R->ctx;
+	Kernels *k = l->k;
+	KType t = k->vars[c->tv].type;
+	kb_set(k, b, c->tv, -1, to_t(l, t, tr(l, e, R->D->body)));
+	int32_t tv = kx_var(k, c->tv), bv = kx_var(k, c->bv), best = kx_var(k, c->best);
+	int32_t take = bop(l, OP_OR, bop(l, OP_LT, best, ic(l, 0)),
+			   t == KT_INT ? bop(l, c->cmp, tv, bv)
+				       : and_(l, bop(l, OP_EQ, bv, bv), beats(l, t, tv, bv, c->cmp)));
+	kb_set(k, b, c->tk, -1, take);
+	int32_t tk = kx_var(k, c->tk);
+	kb_set(k, b, c->bv, -1, sel(l, tk, tv, bv));
+	kb_set(k, b, c->best, -1, sel(l, tk, e->var[R->D->nlhs], best));
+}
+
+static int el_arg(L *l, Env *e, KBlk *b, const Def *D, int32_t *res)
+{
+	Kernels *k = l->k;
+	KType t = term_type(l, e, D);
+	ArgCtx c = {var(l, KT_INT, 0, false), var(l, t, 0, false), var(l, t, 0, false),
+		    var(l, KT_BOOL, 0, false), D->monoid == MO_ARGMAX ? OP_GT : OP_LT};
+	kb_decl(k, b, c.best);
+	kb_decl(k, b, c.bv);
+	kb_decl(k, b, c.tv);
+	kb_decl(k, b, c.tk);
+	kb_set(k, b, c.best, -1, ic(l, -1));
+	kb_set(k, b, c.bv, -1, t == KT_INT ? ic(l, 0) : kx_real(k, t, 0));
+	Red R = {D, -1, 1, arg_term, NULL, &c};
+	red_loops(l, e, b, &R);
+	*res = kx_var(k, c.best);
+	return 0;
+}
+
+typedef struct {
+	int32_t vals, idx, cnt, pos, tv;
+	int64_t K;
+} TopCtx;
+
+static void top_term(L *l, Env *e, KBlk *b, Red *R, int32_t part)
+{
+	TopCtx *c = R->ctx;
+	Kernels *k = l->k;
+	KType t = k->vars[c->tv].type;
+	kb_set(k, b, c->tv, -1, to_t(l, t, tr(l, e, R->D->body)));
+	kb_set(k, b, c->pos, -1, kx_var(k, c->cnt));
+	int32_t pos = kx_var(k, c->pos), tv = kx_var(k, c->tv), K = ic(l, c->K);
+	int32_t prev = iop(l, OP_SUB, pos, ic(l, 1));
+	int32_t safe = iop(l, OP_MAX, prev, ic(l, 0));
+	int32_t cond = bop(l, OP_AND, bop(l, OP_GT, pos, ic(l, 0)),
+			   beats(l, t, tv, kx_elem(k, c->vals, safe), OP_GT));
+	KBlk shift = {0}, wbody = {0}, ins = {0};
+	kb_set(k, &shift, c->vals, pos, kx_elem(k, c->vals, prev));
+	kb_set(k, &shift, c->idx, pos, kx_elem(k, c->idx, prev));
+	KStmt s_if = {.kind = KS_IF, .v = -1, .a = bop(l, OP_LT, pos, K), .b = -1, .c = -1,
+		      .body = shift.head, .body2 = -1};
+	kb_add(k, &wbody, ks_new(k, &s_if));
+	kb_set(k, &wbody, c->pos, -1, prev);
+	KStmt s_while = {.kind = KS_WHILE, .v = -1, .a = cond, .b = -1, .c = -1,
+			 .body = wbody.head, .body2 = -1};
+	kb_add(k, b, ks_new(k, &s_while));
+	kb_set(k, &ins, c->vals, pos, tv);
+	kb_set(k, &ins, c->idx, pos, e->var[R->D->nlhs]);
+	KStmt s_ins = {.kind = KS_IF, .v = -1, .a = bop(l, OP_LT, pos, K), .b = -1, .c = -1,
+		       .body = ins.head, .body2 = -1};
+	kb_add(k, b, ks_new(k, &s_ins));
+	kb_set(k, b, c->cnt, -1, iop(l, OP_MIN, iop(l, OP_ADD, kx_var(k, c->cnt), ic(l, 1)), K));
+}
+
+/* topk: the element's K values and indices are stored here, not returned. */
+static void el_topk(L *l, Env *e, KBlk *b, const Def *D)
+{
+	Kernels *k = l->k;
+	KType t = term_type(l, e, D);
+	int64_t K = D->lhs[D->nlhs - 1].ext.value;
+	TopCtx c = {var(l, t, K, false), var(l, KT_INT, K, false), var(l, KT_INT, 0, false),
+		    var(l, KT_INT, 0, false), var(l, t, 0, false), K};
+	kb_decl(k, b, c.vals);
+	kb_decl(k, b, c.idx);
+	kb_decl(k, b, c.cnt);
+	kb_decl(k, b, c.pos);
+	kb_decl(k, b, c.tv);
+	int32_t r = var(l, KT_INT, 0, true);
+	KBlk init = {0};
+	kb_set(k, &init, c.vals, kx_var(k, r), t == KT_INT ? ic(l, 0) : kx_real(k, t, 0));
+	kb_set(k, &init, c.idx, kx_var(k, r), ic(l, -1));
+	kb_loop(k, b, r, ic(l, 0), ic(l, K), true, init);
+	kb_set(k, b, c.cnt, -1, ic(l, 0));
+	Red R = {D, -1, 1, top_term, NULL, &c};
+	red_loops(l, e, b, &R);
+	KSite s = {KE_TOPK, l->def, D->out[0], 0, -1, K};
+	KStmt chk = {.kind = KS_CHECK, .v = site(l, &s), .a = bop(l, OP_GE, kx_var(k, c.cnt), ic(l, K)),
+		     .b = kx_var(k, c.cnt), .c = -1, .body = -1, .body2 = -1};
+	kb_add(k, b, ks_new(k, &chk));
+	int32_t r2 = var(l, KT_INT, 0, true);
+	e->var[D->nlhs - 1] = kx_var(k, r2);
+	KBlk out = {0};
+	store(l, &out, D, 0, lhs_flat(l, e, D, 0), kx_elem(k, c.vals, kx_var(k, r2)));
+	store(l, &out, D, 1, lhs_flat(l, e, D, 1), kx_elem(k, c.idx, kx_var(k, r2)));
+	kb_loop(k, b, r2, ic(l, 0), ic(l, K), true, out);
+}
+
+/* The statements computing and storing one element (e binds the left-hand variables). */
+static int element(L *l, Env *e, KBlk *b, const Def *D)
+{
+	int32_t v = -1;
+	int rc = 0;
+	switch (D->monoid) {
+	case MO_NONE: v = tr(l, e, D->body); break;
+	case MO_SUM: case MO_PROD: case MO_MAX: case MO_MIN: rc = el_fold(l, e, b, D, &v); break;
+	case MO_LOGSUMEXP: rc = el_logsumexp(l, e, b, D, &v); break;
+	case MO_ARGMAX: case MO_ARGMIN: rc = el_arg(l, e, b, D, &v); break;
+	case MO_TOPK: el_topk(l, e, b, D); return 0;
+	default: IR_ASSERT(!"element: unknown monoid");
+	}
+	if (rc)
+		return rc;
+	store(l, b, D, 0, lhs_flat(l, e, D, 0), v);
+	return 0;
+}
+
+/* ------------------------------------------------------------ kernels */
+
+typedef struct {
+	Kernel *kn;
+	const Def *D;
+	bool tail;
+	int32_t pv[IR_MAXRANK];   /* point variables (-1 where the tile is 1) */
+	int32_t ext[IR_MAXRANK];  /* their extents */
+} Tile;
+
+static void tile_init(L *l, Tile *T, Env *e)
+{
+	for (int p = 0; p < T->kn->npar; p++) {
+		const KPar *P = &T->kn->par[p];
+		int32_t o = kx_var(l->k, P->origin);
+		if (P->tile == 1) {
+			T->pv[p] = -1;
+			e->var[P->lhs] = o;
+			continue;
+		}
+		T->pv[p] = var(l, KT_INT, 0, true);
+		T->ext[p] = T->tail && P->extent % P->tile
+			? iop(l, OP_MIN, ic(l, P->tile), iop(l, OP_SUB, ic(l, P->extent), o))
+			: ic(l, P->tile);
+		e->var[P->lhs] = iop(l, OP_ADD, o, kx_var(l->k, T->pv[p]));
+	}
+}
+
+/* Wraps body in the point loops p.. (innermost last); pf gets the point's flat offset. */
+static void point_loops(L *l, const Tile *T, int p, KBlk *b, KBlk body)
+{
+	if (p < 0) {
+		if (body.head > 0)
+			kb_add(l->k, b, body.head);
+		if (body.head > 0)
+			b->tail = body.tail;
+		return;
+	}
+	if (T->pv[p] < 0) {
+		point_loops(l, T, p - 1, b, body);
+		return;
+	}
+	KBlk loop = {0};
+	kb_loop(l->k, &loop, T->pv[p], ic(l, 0), T->ext[p], true, body);
+	point_loops(l, T, p - 1, b, loop);
+}
+
+static int32_t point_flat(L *l, const Tile *T)
+{
+	int32_t f = ic(l, 0);
+	for (int p = 0; p < T->kn->npar; p++)
+		if (T->pv[p] >= 0)
+			f = iop(l, OP_ADD, iop(l, OP_MUL, f, ic(l, T->kn->par[p].tile)),
+				kx_var(l->k, T->pv[p]));
+	return f;
+}
+
+typedef struct {
+	Tile *T;
+	int32_t acc;
+} HoistCtx;
+
+static void hoist_term(L *l, Env *e, KBlk *b, Red *R, int32_t part)
+{
+	HoistCtx *h = R->ctx;
+	Acc *A = R->A;
+	if (A->any >= 0)
+		kb_set(l->k, b, A->any, -1, ic(l, 1));
+	int32_t pf = point_flat(l, h->T);
+	int32_t t = to_t(l, A->t, tr(l, e, R->D->body));
+	KBlk in = {0};
+	kb_set(l->k, &in, h->acc, pf, combine(l, A->mo, A->t, A->f, kx_elem(l->k, h->acc, pf), t));
+	point_loops(l, h->T, h->T->kn->npar - 1, b, in);
+}
+
+/* The tile's reduction with its loop outside the point loops: a tile of accumulators. */
+static int hoisted(L *l, Tile *T, Env *e, KBlk *b)
+{
+	const Def *D = T->D;
+	Kernels *k = l->k;
+	Acc A;
+	Red R;
+	if (acc_setup(l, D, D->monoid, term_type(l, e, D), &A, &R, false))
+		return -1;
+	int64_t V = 1;
+	for (int p = 0; p < T->kn->npar; p++)
+		V *= T->kn->par[p].tile;
+	HoistCtx h = {T, var(l, A.t, V, false)};
+	kb_decl(k, b, h.acc);
+	if (A.any >= 0) {
+		kb_decl(k, b, A.any);
+		kb_set(k, b, A.any, -1, ic(l, 0));
+	}
+	KBlk init = {0}, fin = {0};
+	int32_t pf = point_flat(l, T);
+	kb_set(k, &init, h.acc, pf, identity(l, A.mo, A.t));
+	point_loops(l, T, T->kn->npar - 1, b, init);
+	R.fn = hoist_term;
+	R.ctx = &h;
+	red_loops(l, e, b, &R);
+	int32_t v = kx_elem(k, h.acc, pf);
+	if (A.any >= 0)
+		v = sel(l, bop(l, OP_NE, kx_var(k, A.any), ic(l, 0)), v, kx_real(k, A.t, 0.0));
+	store(l, &fin, D, 0, lhs_flat(l, e, D, 0), v);
+	point_loops(l, T, T->kn->npar - 1, b, fin);
+	return 0;
+}
+
+/* The reduction loop may run outside the point loops when the order does not change:
+ * linear, not split, and no reduction bound depends on a tiled index. */
+static bool can_hoist(L *l, const Kernel *kn, const Def *D)
+{
+	const DefSched *ds = &l->s->defs[kn->def];
+	bool tiled = false;
+	int64_t V = 1;
+	for (int p = 0; p < kn->npar; p++) {
+		tiled |= ds->tile[kn->par[p].lhs] > 0;
+		V *= kn->par[p].tile;
+	}
+	if (!tiled || V <= 1 || V > HOIST_MAX)
+		return false;
+	if (D->monoid != MO_SUM && D->monoid != MO_PROD && D->monoid != MO_MAX && D->monoid != MO_MIN)
+		return false;
+	if (ds->order == ORDER_PAIRWISE && (D->monoid == MO_SUM || D->monoid == MO_PROD) &&
+	    ir_node(l->g, D->body)->ty == TY_REAL)
+		return false;
+	for (int r = 0; r < D->nred; r++)
+		if (ds->split[r] > 1)
+			return false;
+	int64_t vlo[IR_MAXVARS], vhi[IR_MAXVARS];
+	for (int r = 0; r < D->nred; r++) {
+		/* a bound that changes when a tiled variable moves within its tile: probe by
+		 * pinning all other variables and widening one at a time */
+		for (int p = 0; p < kn->npar; p++) {
+			if (kn->par[p].tile == 1)
+				continue;
+			for (int i = 0; i < IR_MAXVARS; i++)
+				vlo[i] = vhi[i] = 0;
+			vhi[kn->par[p].lhs] = 1;
+			int64_t a, b;
+			if (!bounds(l->g, D->red[r].lo, vlo, vhi, &a, &b) || a != b ||
+			    !bounds(l->g, D->red[r].hi, vlo, vhi, &a, &b) || a != b)
+				return false;
+		}
+	}
+	return true;
+}
+
+static int tile_body(L *l, Kernel *kn, const Def *D, bool tail, KBlk *b)
+{
+	Tile T = {kn, D, tail, {0}, {0}};
+	Env e;
+	memset(&e, 0, sizeof e);
+	e.def = kn->def;
+	e.rt = kt_of(l->s->defs[kn->def].op);
+	e.rf = l->s->defs[kn->def].op;
+	e.guard = -1;
+	tile_init(l, &T, &e);
+	if (kn->hoisted)
+		return hoisted(l, &T, &e, b);
+	KBlk el = {0};
+	if (element(l, &e, &el, D))
+		return -1;
+	point_loops(l, &T, kn->npar - 1, b, el);
+	return 0;
+}
+
+static int lower_def(L *l, int d)
+{
+	const Def *D = &l->g->defs[d];
+	const DefSched *ds = &l->s->defs[d];
+	Kernels *k = l->k;
+	Kernel kn;
+	memset(&kn, 0, sizeof kn);
+	kn.def = d;
+	kn.npar = D->monoid == MO_TOPK ? D->nlhs - 1 : D->nlhs;
+	kn.nitems = 1;
+	l->def = d;
+	for (int p = 0; p < kn.npar; p++) {
+		int64_t N = D->lhs[p].ext.value, T = ds->tile[p];
+		if (T <= 0)   /* untiled: an element per item, or a vector row for an expression */
+			T = p == kn.npar - 1 && D->monoid == MO_NONE ? (N <= 4096 ? N : 1024) : 1;
+		if (T > N)
+			T = N;
+		kn.par[p] = (KPar){p, N, T, var(l, KT_INT, 0, true)};
+		kn.nitems *= (N + T - 1) / T;
+	}
+	kn.hoisted = can_hoist(l, &kn, D);
+	KBlk full = {0}, tail = {0}, body = {0};
+	if (tile_body(l, &kn, D, false, &full))
+		return -1;
+	int32_t cond = -1;
+	for (int p = 0; p < kn.npar; p++)
+		if (kn.par[p].extent % kn.par[p].tile)
+			cond = and_(l, cond, bop(l, OP_LE, iop(l, OP_ADD, kx_var(k, kn.par[p].origin),
+								 ic(l, kn.par[p].tile)),
+						  ic(l, kn.par[p].extent)));
+	if (cond < 0) {
+		body = full;
+	} else {
+		if (!(l->faults & KF_DROP_TAIL) && tile_body(l, &kn, D, true, &tail))
+			return -1;
+		KStmt s = {.kind = KS_IF, .v = -1, .a = cond, .b = -1, .c = -1, .body = full.head,
+			   .body2 = tail.head > 0 ? tail.head : -1};
+		kb_add(k, &body, ks_new(k, &s));
+	}
+	kn.body = body.head > 0 ? body.head : -1;
+	k->k = realloc(k->k, (size_t)(k->nk + 1) * sizeof *k->k);
+	IR_ASSERT(k->k);
+	k->k[k->nk++] = kn;
+	return 0;
+}
+
+static void make_buffers(Kernels *k)
+{
+	const Graph *g = k->g;
+	k->tbuf = malloc((size_t)(g->ntensors + 1) * sizeof *k->tbuf);
+	k->bufs = calloc((size_t)g->ntensors + 1, sizeof *k->bufs);
+	IR_ASSERT(k->tbuf && k->bufs);
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *T = &g->tensors[t];
+		k->tbuf[t] = -1;
+		Dtype f = (Dtype)T->dtype;
+		if (T->kind == TK_DEF) {
+			const DefSched *ds = &k->sched.defs[T->def];
+			if (ds->inlined)
+				continue;
+			f = T->result == 1 ? DT_I32 : ds->store;
+		}
+		k->bufs[k->nbufs] = (KBuf){t, f, ir_tensor_count(g, t), T->kind == TK_INPUT};
+		k->tbuf[t] = k->nbufs++;
+	}
+}
+
+Kernels *kir_lower(const Graph *g, const Schedule *s, const LowerOpts *o, Diag *d)
+{
+	if (s->ndefs != g->ndefs) {
+		diag_set(d, 3, "internal: a schedule of %d definitions for a graph of %d", s->ndefs,
+			 g->ndefs);
+		return NULL;
+	}
+	Kernels *k = calloc(1, sizeof *k);
+	IR_ASSERT(k);
+	k->g = g;
+	k->faults = o ? o->faults : 0;
+	k->sched.ndefs = s->ndefs;
+	k->sched.defs = malloc((size_t)(s->ndefs + 1) * sizeof *s->defs);
+	IR_ASSERT(k->sched.defs);
+	memcpy(k->sched.defs, s->defs, (size_t)s->ndefs * sizeof *s->defs);
+	make_buffers(k);
+	L l = {k, g, &k->sched, k->faults, d, -1};
+	for (int i = 0; i < g->ndefs; i++)
+		if (!k->sched.defs[i].inlined && lower_def(&l, i) < 0) {
+			kir_free(k);
+			return NULL;
+		}
+	return k;
+}

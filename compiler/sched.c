@@ -1,0 +1,496 @@
+/* compiler/sched.c: schedules: the default one, the one a graph's directives ask for
+ * (checked for applicability), a sampler of random legal ones, and their text.
+ *
+ * What each choice means (graph-format.md section 7; lower.c implements it):
+ * - store e : F      e's values are rounded to F (f64 f32 f16 bf16) when stored.
+ * - accum s : F      s's arithmetic (its terms and accumulators) is done in F (f64, f32,
+ *                    f16, bf16; f16 and bf16 as f32 operations each rounded to F).
+ *                    A plain definition computes in f64 when stored in f64, else in f32.
+ * - inline e         e has no buffer: each read of e computes e's body at the read's
+ *                    indices, in e's own format (f32), with no rounding to a store format.
+ * - tile y : i=T     left-hand index i runs in tiles of T (the last one partial when T
+ *                    does not divide the extent); tiles are the unit of parallel work.
+ * - split s : j=S    the terms of s are dealt into S partial reductions by (j - lo) mod S
+ *                    (lo: the start of j's range), each reduced in the order of s, and the
+ *                    S partial results are combined in that order (linear: p0, p1, ...;
+ *                    pairwise: the tree below over the S partials).
+ * - order s : O      linear: ((t0 op t1) op t2) ...; pairwise: left half = the first
+ *                    floor(n/2) terms, recursively. Only sum, prod and logsumexp's sum
+ *                    depend on it; max and min are exact in any order.
+ * Applicability: a directive naming something that is not there, a split/order of a
+ * non-reduction or of a selection (argmax, argmin, topk: they have no order to choose),
+ * store of an integer definition, accum of a plain or integer definition, inline of an
+ * output, a reduction or a topk, any other directive on an inlined definition, a tile of a
+ * topk's last index, a second split index, and a repeated directive are errors.
+ *
+ * Invariant: a Schedule's defs array has g->ndefs entries and every choice in it is legal
+ * for g (sched_build rejects, sched_sample only draws legal ones).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compiler.h"
+
+static const char *const kind_names[SD__COUNT] = {
+	[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
+	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order",
+};
+
+static const char *dname(const Graph *g, int d)
+{
+	return g->tensors[g->defs[d].out[0]].name;
+}
+
+static bool int_result(const Graph *g, int d)
+{
+	return g->tensors[g->defs[d].out[0]].dtype == DT_I32;
+}
+
+static bool real_body(const Graph *g, int d)
+{
+	return ir_node(g, g->defs[d].body)->ty == TY_REAL;
+}
+
+static bool is_selection(Monoid m)
+{
+	return m == MO_ARGMAX || m == MO_ARGMIN || m == MO_TOPK;
+}
+
+static bool is_output(const Graph *g, int d)
+{
+	for (int i = 0; i < g->noutputs; i++)
+		for (int k = 0; k < g->defs[d].nout; k++)
+			if (g->outputs[i].tensor == g->defs[d].out[k])
+				return true;
+	return false;
+}
+
+/* Recomputes the formats that follow from the others. */
+static void settle(const Graph *g, int d, DefSched *s)
+{
+	const Def *D = &g->defs[d];
+	if (!real_body(g, d)) {
+		s->op = DT_F64;
+		s->accum = DT_I32;
+	} else if (D->monoid == MO_NONE) {
+		s->op = s->accum = (!s->inlined && s->store == DT_F64) ? DT_F64 : DT_F32;
+	} else {
+		s->op = s->accum;
+	}
+	if (int_result(g, d) && D->monoid != MO_TOPK)
+		s->store = DT_I32;
+	else if (D->monoid == MO_TOPK && !real_body(g, d))
+		s->store = DT_I32;
+	if (s->inlined)
+		s->store = s->op;
+}
+
+void sched_default(const Graph *g, Schedule *s)
+{
+	s->ndefs = g->ndefs;
+	s->defs = calloc((size_t)g->ndefs + 1, sizeof *s->defs);
+	IR_ASSERT(s->defs);
+	for (int d = 0; d < g->ndefs; d++) {
+		DefSched *x = &s->defs[d];
+		x->store = DT_F32;
+		x->accum = DT_F32;
+		x->order = ORDER_LINEAR;
+		settle(g, d, x);
+	}
+}
+
+void sched_free(Schedule *s)
+{
+	if (!s)
+		return;
+	free(s->defs);
+	s->defs = NULL;
+	s->ndefs = 0;
+}
+
+void sched_formats(const Graph *g, const Schedule *s, Dtype *op, Dtype *accum, Dtype *store,
+		   Order *order)
+{
+	for (int d = 0; d < g->ndefs; d++) {
+		const DefSched *x = &s->defs[d];
+		if (op)
+			op[d] = x->op == DT_I32 ? DT_F64 : x->op;
+		if (accum)
+			accum[d] = x->accum == DT_I32 ? DT_F64 : x->accum;
+		if (store)
+			store[d] = x->store == DT_I32 ? DT_F64 : x->store;
+		if (order)
+			order[d] = x->order;
+	}
+}
+
+void sched_splits(const Graph *g, const Schedule *s, int64_t *split, int *split_red)
+{
+	for (int d = 0; d < g->ndefs; d++) {
+		split[d] = 1;
+		split_red[d] = 0;
+		for (int r = 0; r < g->defs[d].nred; r++)
+			if (s->defs[d].split[r] > 1) {
+				split[d] = s->defs[d].split[r];
+				split_red[d] = r;
+			}
+	}
+}
+
+/* ------------------------------------------------------------ checking */
+
+typedef struct {
+	const Graph *g;
+	Diag *d;
+	const Directive *dir;
+} Ck;
+
+static int fail(Ck *c, SrcPos pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(Ck *c, SrcPos pos, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	const Graph *g = c->g;
+	bool own = pos.file && g->file && strcmp(pos.file, g->file) == 0;
+	diag_at(c->d, pos, own ? g->src : NULL, own ? g->srclen : 0, "%s", msg);
+	return -1;
+}
+
+static int find_lhs(const Def *D, const char *name)
+{
+	for (int i = 0; i < D->nlhs; i++)
+		if (strcmp(D->lhs[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int find_red(const Def *D, const char *name)
+{
+	for (int i = 0; i < D->nred; i++)
+		if (strcmp(D->red[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int apply_tile(Ck *c, int d, DefSched *s)
+{
+	const Def *D = &c->g->defs[d];
+	const Directive *x = c->dir;
+	for (int i = 0; i < x->nargs; i++) {
+		const DirArg *a = &x->args[i];
+		int k = find_lhs(D, a->name);
+		if (k < 0 && find_red(D, a->name) >= 0)
+			return fail(c, a->pos, "tile of '%s': '%s' is a reduction index; tile applies "
+				    "to left-hand indices (split cuts a reduction)", dname(c->g, d), a->name);
+		if (k < 0)
+			return fail(c, a->pos, "tile of '%s': '%s' is not a left-hand index of '%s'",
+				    dname(c->g, d), a->name, dname(c->g, d));
+		if (D->monoid == MO_TOPK && k == D->nlhs - 1)
+			return fail(c, a->pos, "tile of '%s': '%s' is the topk's selection index "
+				    "(its K results come from one selection)", dname(c->g, d), a->name);
+		if (a->value < 1)
+			return fail(c, a->pos, "a tile size must be positive");
+		if (s->tile[k])
+			return fail(c, a->pos, "tile of '%s': index '%s' is tiled twice",
+				    dname(c->g, d), a->name);
+		s->tile[k] = a->value;
+	}
+	return 0;
+}
+
+static int apply_split(Ck *c, int d, DefSched *s)
+{
+	const Def *D = &c->g->defs[d];
+	const Directive *x = c->dir;
+	if (x->nargs != 1)
+		return fail(c, x->nargs > 1 ? x->args[1].pos : x->pos,
+			    "split of '%s': one reduction index at a time can be split", dname(c->g, d));
+	const DirArg *a = &x->args[0];
+	int r = find_red(D, a->name);
+	if (r < 0 && find_lhs(D, a->name) >= 0)
+		return fail(c, a->pos, "split of '%s': '%s' is a left-hand index; split applies to "
+			    "reduction indices (tile cuts left-hand ones)", dname(c->g, d), a->name);
+	if (r < 0)
+		return fail(c, a->pos, "split of '%s': '%s' is not a reduction index of '%s'",
+			    dname(c->g, d), a->name, dname(c->g, d));
+	if (a->value < 1)
+		return fail(c, a->pos, "a split factor must be positive");
+	s->split[r] = a->value;
+	return 0;
+}
+
+/* Checks that directive x applies to definition d and records it in s. */
+static int apply(Ck *c, int d, DefSched *s)
+{
+	const Graph *g = c->g;
+	const Def *D = &g->defs[d];
+	const Directive *x = c->dir;
+	const char *n = dname(g, d);
+	bool red = D->monoid != MO_NONE;
+	switch (x->kind) {
+	case SD_STORE: {
+		int t = ir_find_tensor(g, x->target);
+		if (t >= 0 && g->tensors[t].dtype == DT_I32) {
+			if (x->fmt == DT_I32)
+				return 0;   /* what it is anyway */
+			return fail(c, x->pos, "store of '%s' does not apply: its values are integers "
+				    "(i32)", x->target);
+		}
+		if (x->fmt != DT_F64 && x->fmt != DT_F32 && x->fmt != DT_F16 && x->fmt != DT_BF16)
+			return fail(c, x->pos, "store of '%s': the format must be f64, f32, f16 or bf16",
+				    n);
+		s->store = x->fmt;
+		return 0;
+	}
+	case SD_ACCUM:
+		if (!red)
+			return fail(c, x->pos, "accum of '%s' does not apply: '%s' is not a reduction",
+				    n, n);
+		if (!real_body(g, d) && x->fmt == DT_I32)
+			return 0;   /* integer reductions are exact */
+		if (!real_body(g, d))
+			return fail(c, x->pos, "accum of '%s' does not apply: its terms are integers "
+				    "(exact)", n);
+		if (x->fmt != DT_F64 && x->fmt != DT_F32 && x->fmt != DT_F16 && x->fmt != DT_BF16)
+			return fail(c, x->pos, "accum of '%s': the format must be f64, f32, f16 or bf16",
+				    n);
+		s->accum = x->fmt;
+		return 0;
+	case SD_INLINE:
+		if (D->monoid == MO_TOPK)
+			return fail(c, x->pos, "inline of '%s' does not apply: a topk is always stored", n);
+		if (is_output(g, d))
+			return fail(c, x->pos, "inline of '%s' does not apply: it is an output", n);
+		if (red)
+			return fail(c, x->pos, "inline of '%s' does not apply: it is a reduction (a "
+				    "reduction stays stored)", n);
+		s->inlined = true;
+		return 0;
+	case SD_TILE:
+		return apply_tile(c, d, s);
+	case SD_SPLIT:
+	case SD_ORDER:
+		if (!red)
+			return fail(c, x->pos, "%s of '%s' does not apply: '%s' is not a reduction",
+				    kind_names[x->kind], n, n);
+		if (is_selection(D->monoid))
+			return fail(c, x->pos, "%s of '%s' does not apply: %s selects, it has no order "
+				    "or partial results to choose", kind_names[x->kind], n,
+				    monoid_name(D->monoid));
+		if (x->kind == SD_ORDER) {
+			s->order = x->order;
+			return 0;
+		}
+		return apply_split(c, d, s);
+	}
+	return fail(c, x->pos, "unknown directive");
+}
+
+int sched_build(const Graph *g, Schedule *s, Diag *d)
+{
+	sched_default(g, s);
+	/* the first directive of each (definition, kind, result): store may name either
+	 * result of a topk */
+	int *seen = calloc((size_t)g->ndefs * SD__COUNT * 2 + 1, sizeof *seen);
+	IR_ASSERT(seen);
+	Ck c = {g, d, NULL};
+	for (int i = 0; i < g->ndirs; i++) {
+		const Directive *x = &g->dirs[i];
+		c.dir = x;
+		int def = x->def >= 0 ? x->def : ir_find_def(g, x->target);
+		if (def < 0) {
+			fail(&c, x->pos, "%s: no definition named '%s'", kind_names[x->kind], x->target);
+			goto fail;
+		}
+		int t = ir_find_tensor(g, x->target);
+		int res = x->kind == SD_STORE && t >= 0 ? g->tensors[t].result : 0;
+		int *prev = &seen[(def * SD__COUNT + x->kind) * 2 + res];
+		if (*prev) {
+			fail(&c, x->pos, "a second '%s' directive for '%s' (the first is at line %d)",
+			     kind_names[x->kind], dname(g, def), g->dirs[*prev - 1].pos.line);
+			goto fail;
+		}
+		*prev = i + 1;
+		if (apply(&c, def, &s->defs[def]) < 0)
+			goto fail;
+	}
+	for (int def = 0; def < g->ndefs; def++) {
+		if (!s->defs[def].inlined)
+			continue;
+		for (int k = 0; k < SD__COUNT; k++) {
+			int j = seen[(def * SD__COUNT + k) * 2];
+			if (k != SD_INLINE && j) {
+				c.dir = &g->dirs[j - 1];
+				fail(&c, c.dir->pos, "%s of '%s' does not apply: '%s' is inlined (no "
+				     "storage or loops of its own)", kind_names[k], dname(g, def),
+				     dname(g, def));
+				goto fail;
+			}
+		}
+	}
+	for (int def = 0; def < g->ndefs; def++)
+		settle(g, def, &s->defs[def]);
+	free(seen);
+	return 0;
+fail:
+	free(seen);
+	sched_free(s);
+	return -1;
+}
+
+/* ------------------------------------------------------------ sampling */
+
+typedef struct {
+	uint64_t s;
+} Rng;
+
+static uint64_t rnd(Rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* true with probability num/den */
+static bool chance(Rng *r, unsigned num, unsigned den)
+{
+	return rnd(r) % den < num;
+}
+
+static int64_t pick_size(Rng *r, int64_t extent)
+{
+	static const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 16, 32, 64};
+	int64_t v = sizes[rnd(r) % ARRAY_LEN(sizes)];
+	return v > extent && extent > 0 ? extent : v;
+}
+
+static void sample_def(const Graph *g, int d, Rng *r, DefSched *s)
+{
+	const Def *D = &g->defs[d];
+	bool red = D->monoid != MO_NONE;
+	if (!red && D->monoid != MO_TOPK && !is_output(g, d) && chance(r, 3, 10)) {
+		s->inlined = true;
+		return;
+	}
+	if (!int_result(g, d) && chance(r, 2, 5)) {
+		static const Dtype st[] = {DT_F16, DT_BF16, DT_F64};
+		s->store = st[rnd(r) % ARRAY_LEN(st)];
+	}
+	if (red && real_body(g, d) && chance(r, 1, 3)) {
+		static const Dtype ac[] = {DT_F64, DT_F64, DT_F64, DT_F16, DT_BF16};
+		s->accum = ac[rnd(r) % ARRAY_LEN(ac)];
+	}
+	if (chance(r, 1, 2)) {
+		int n = D->monoid == MO_TOPK ? D->nlhs - 1 : D->nlhs;
+		for (int k = 0; k < n; k++)
+			if (chance(r, 2, 3))
+				s->tile[k] = pick_size(r, D->lhs[k].ext.value);
+	}
+	if (red && !is_selection(D->monoid)) {
+		if (chance(r, 2, 5)) {
+			static const int64_t f[] = {2, 3, 4, 8};
+			s->split[rnd(r) % (uint64_t)D->nred] = f[rnd(r) % ARRAY_LEN(f)];
+		}
+		if (chance(r, 2, 5))
+			s->order = ORDER_PAIRWISE;
+	}
+}
+
+void sched_sample(const Graph *g, uint64_t seed, Schedule *s)
+{
+	Rng r = {seed * 0x2545f4914f6cdd1dull + 0x853c49e6748fea9bull};
+	sched_default(g, s);
+	for (int d = 0; d < g->ndefs; d++) {
+		sample_def(g, d, &r, &s->defs[d]);
+		settle(g, d, &s->defs[d]);
+	}
+}
+
+/* ------------------------------------------------------------ text */
+
+typedef struct {
+	char *buf;
+	size_t len, cap;
+} Str;
+
+static void put(Str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(Str *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (s->len + (size_t)n + 1 > s->cap) {
+		s->cap = (s->len + (size_t)n + 1) * 2;
+		s->buf = realloc(s->buf, s->cap);
+		IR_ASSERT(s->buf);
+	}
+	va_start(ap, fmt);
+	vsnprintf(s->buf + s->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	s->len += (size_t)n;
+}
+
+/* "i=16, j=64" for the entries of v that are at least min */
+static void put_args(Str *o, const int64_t *v, int nv, int64_t min,
+		     const char *(*name)(const Def *, int), const Def *D)
+{
+	bool any = false;
+	for (int i = 0; i < nv; i++) {
+		if (v[i] < min)
+			continue;
+		put(o, "%s%s=%lld", any ? ", " : "", name(D, i), (long long)v[i]);
+		any = true;
+	}
+}
+
+static const char *lhs_name(const Def *D, int i) { return D->lhs[i].name; }
+static const char *red_name(const Def *D, int i) { return D->red[i].name; }
+
+static bool has_args(const int64_t *v, int n, int64_t min)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] >= min)
+			return true;
+	return false;
+}
+
+char *sched_text(const Graph *g, const Schedule *s)
+{
+	Str o = {0};
+	put(&o, "%s", "");
+	Schedule dflt;
+	sched_default(g, &dflt);
+	for (int d = 0; d < g->ndefs; d++) {
+		const DefSched *x = &s->defs[d], *z = &dflt.defs[d];
+		const Def *D = &g->defs[d];
+		const char *n = dname(g, d);
+		if (x->inlined) {
+			put(&o, "inline %s\n", n);
+			continue;
+		}
+		if (x->store != z->store)
+			put(&o, "store %s : %s\n", n, dt_name(x->store));
+		if (D->monoid != MO_NONE && x->accum != z->accum)
+			put(&o, "accum %s : %s\n", n, dt_name(x->accum));
+		if (has_args(x->tile, D->nlhs, 1)) {
+			put(&o, "tile %s : ", n);
+			put_args(&o, x->tile, D->nlhs, 1, lhs_name, D);
+			put(&o, "\n");
+		}
+		if (has_args(x->split, D->nred, 2)) {
+			put(&o, "split %s : ", n);
+			put_args(&o, x->split, D->nred, 2, red_name, D);
+			put(&o, "\n");
+		}
+		if (x->order != z->order)
+			put(&o, "order %s : %s\n", n, x->order == ORDER_PAIRWISE ? "pairwise" : "linear");
+	}
+	sched_free(&dflt);
+	return o.buf;
+}

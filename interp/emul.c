@@ -1,0 +1,1123 @@
+/* interp/emul.c: emulation mode. The graph is evaluated the way a kernel with chosen
+ * precisions would compute it: every operation rounded to a format, reductions accumulated
+ * in a format and an order. This is the interpreter that checks precision choices; the
+ * exact meaning is exact.c's business.
+ *
+ * Invariants
+ * - Every emulated real value is a double: each format (f64 and the narrower ones, exponent
+ *   range included) embeds in binary64, so tensors hold doubles whose values lie in their
+ *   format.
+ * - One operation is one MPFR call at the format's precision in the widest exponent range,
+ *   then mpf_finish (check_range and subnormalize with the ternary value): a single correct
+ *   rounding, subnormals and overflow included (numerics.md section 1). Elementary
+ *   functions are MPFR's correctly rounded ones; sigmoid, which MPFR lacks, is rounded
+ *   correctly by a Ziv loop on an enclosing interval. Backend allowances are the budget's
+ *   business, not the emulator's.
+ * - Loads convert: a value read from a tensor (an input in its dtype, a definition in its
+ *   store format) is rounded to the reading definition's op format, as a kernel loading it
+ *   into a register of that type would (a no-op when the op format holds every value of
+ *   the stored one). So are literals (rounded once, from their exact value) and integers
+ *   used as reals. A cast rounds its operand to the cast's format and nothing rounds it
+ *   again: the next operation takes it as it is.
+ * - Integer expressions and definitions are exact int64; an i32 tensor value that does not
+ *   fit in 32 bits, an int64 overflow and `%` by zero are errors (code 2).
+ * - Reductions: terms in the op format; sum and prod accumulate in the accum format, linear
+ *   (left to right, starting from the first term) or pairwise (recursive halves, the first
+ *   floor(n/2) terms on the left); a split reduction (EmuConfig.split) deals the terms into
+ *   S partials by (j - lo) mod S of its split index j, reduces each in that order (an empty
+ *   one is the identity -0 or 1) and combines p0, p1, ... in the same order, as lower.c's
+ *   kernels do; max and min are exact IEEE 754-2019 maximum/minimum;
+ *   logsumexp is the kernel's max-shift m + log(sum exp(x - m)) with x - m and exp in the
+ *   op format, the sum, the log and the final add in the accum format (a NaN or infinite
+ *   max is the result); argmax/argmin/topk compare the rounded terms (ties: smaller index,
+ *   NaN wins). Stored values round to the store format, outputs once more to their dtype.
+ * - Results do not depend on the thread count: a definition's elements are split among
+ *   threads, each element computed by one thread from tensors complete before the
+ *   definition starts; the error reported is the one at the first failing element.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpfmt.h"
+
+enum { ZIV_CAP = 4096, MIN_PER_THREAD = 16 };
+
+/* ------------------------------------------------------------ one operation */
+
+/* MPFR variables of one thread: operands (53 bits hold any emulated value exactly) and one
+ * result variable per format, at that format's precision. */
+typedef struct {
+	mpfr_t x[3];
+	mpfr_t y[DT__COUNT];
+	uint64_t ops;
+} Scratch;
+
+static void scratch_init(Scratch *s)
+{
+	for (int i = 0; i < 3; i++)
+		mpfr_init2(s->x[i], 53);
+	for (int f = 0; f < DT__COUNT; f++)
+		mpfr_init2(s->y[f], f == DT_I32 ? 53 : dt_info((Dtype)f)->prec);
+	s->ops = 0;
+}
+
+static void scratch_clear(Scratch *s)
+{
+	for (int i = 0; i < 3; i++)
+		mpfr_clear(s->x[i]);
+	for (int f = 0; f < DT__COUNT; f++)
+		mpfr_clear(s->y[f]);
+}
+
+static double finish(Scratch *s, Dtype f, int t)
+{
+	mpf_finish(s->y[f], t, f, MPFR_RNDN);
+	return mpfr_get_d(s->y[f], MPFR_RNDN);
+}
+
+/* x (any double) rounded into format f. */
+static double round_d(Scratch *s, Dtype f, double x)
+{
+	if (f == DT_I32)
+		return nearbyint(x);
+	if (f == DT_F64 || isnan(x))
+		return x;
+	s->ops++;
+	return finish(s, f, mpfr_set_d(s->y[f], x, MPFR_RNDN));
+}
+
+/* An integer as a value of format f. */
+static double round_i(Scratch *s, Dtype f, int64_t v)
+{
+	int64_t lim = (int64_t)1 << (f == DT_I32 ? 53 : dt_info(f)->prec);
+	if (v >= -lim && v <= lim && f != DT_E4M3)
+		return (double)v;   /* exact: p bits and well inside the range */
+	if (f == DT_I32)
+		return (double)v;
+	s->ops++;
+	return finish(s, f, mpfr_set_si(s->y[f], (long)v, MPFR_RNDN));
+}
+
+/* IEEE 754-2019 maximum and minimum: NaN if either is NaN, -0 below +0. */
+static double max754(double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return NAN;
+	if (a == b)
+		return signbit(a) ? b : a;
+	return a > b ? a : b;
+}
+
+static double min754(double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return NAN;
+	if (a == b)
+		return signbit(a) ? a : b;
+	return a < b ? a : b;
+}
+
+/* 1/(1+exp(-a)) correctly rounded into f: both ends of an enclosing interval at working
+ * precision w round to the same value of f, or w doubles. Exact cases (a = 0, +-inf) give a
+ * point interval at once; other values are irrational, so the loop ends. */
+static double sigmoid(Scratch *s, Dtype f, double a)
+{
+	if (isnan(a))
+		return NAN;
+	mpfr_t lo, hi, t;
+	mpfr_prec_t p = dt_info(f)->prec;
+	mpfr_inits2(p + 32, lo, hi, t, (mpfr_ptr)0);
+	mpfr_set_d(s->x[0], -a, MPFR_RNDN);
+	double r = NAN;
+	for (mpfr_prec_t w = p + 32;; w *= 2) {
+		mpfr_set_prec(lo, w);
+		mpfr_set_prec(hi, w);
+		mpfr_set_prec(t, w);
+		mpfr_exp(t, s->x[0], MPFR_RNDU);
+		mpfr_add_ui(t, t, 1, MPFR_RNDU);
+		mpfr_ui_div(lo, 1, t, MPFR_RNDD);
+		mpfr_exp(t, s->x[0], MPFR_RNDD);
+		mpfr_add_ui(t, t, 1, MPFR_RNDD);
+		mpfr_ui_div(hi, 1, t, MPFR_RNDU);
+		s->ops += 6;
+		mpf_round(lo, lo, f, MPFR_RNDN);
+		mpf_round(hi, hi, f, MPFR_RNDN);
+		if (mpfr_equal_p(lo, hi) || w >= ZIV_CAP) {
+			r = mpfr_get_d(hi, MPFR_RNDN);
+			break;
+		}
+	}
+	mpfr_clears(lo, hi, t, (mpfr_ptr)0);
+	return r;
+}
+
+/* op(a, b, c) computed at format f's precision in the widest range, rounded once into f.
+ * Casts round a into their own format. */
+static double op1(Scratch *s, Op op, Dtype f, double a, double b, double c)
+{
+	mpfr_ptr y = s->y[f], x = s->x[0], xb = s->x[1], xc = s->x[2];
+	const mpfr_rnd_t R = MPFR_RNDN;
+	int t;
+	switch (op) {
+	case OP_MAX: return round_d(s, f, max754(a, b));
+	case OP_MIN: return round_d(s, f, min754(a, b));
+	case OP_SIGMOID: return sigmoid(s, f, a);
+	case OP_CAST_F64: case OP_CAST_F32: case OP_CAST_F16: case OP_CAST_BF16:
+		return round_d(s, op_cast_dtype(op), a);
+	default: break;
+	}
+	int arity = op_info(op)->arity;
+	mpfr_set_d(x, a, R);
+	if (arity > 1)
+		mpfr_set_d(xb, b, R);
+	if (arity > 2)
+		mpfr_set_d(xc, c, R);
+	s->ops++;
+	switch (op) {
+	case OP_NEG: t = mpfr_neg(y, x, R); break;
+	case OP_ADD: t = mpfr_add(y, x, xb, R); break;
+	case OP_SUB: t = mpfr_sub(y, x, xb, R); break;
+	case OP_MUL: t = mpfr_mul(y, x, xb, R); break;
+	case OP_DIV: t = mpfr_div(y, x, xb, R); break;
+	case OP_EXP: t = mpfr_exp(y, x, R); break;
+	case OP_EXP2: t = mpfr_exp2(y, x, R); break;
+	case OP_EXPM1: t = mpfr_expm1(y, x, R); break;
+	case OP_LOG: t = mpfr_log(y, x, R); break;
+	case OP_LOG2: t = mpfr_log2(y, x, R); break;
+	case OP_LOG1P: t = mpfr_log1p(y, x, R); break;
+	case OP_SQRT: t = mpfr_sqrt(y, x, R); break;
+	case OP_RSQRT:
+		if (mpfr_zero_p(x)) {   /* the spec: rsqrt(-0) = -inf (MPFR gives +inf) */
+			mpfr_set_inf(y, mpfr_signbit(x) ? -1 : 1);
+			t = 0;
+		} else {
+			t = mpfr_rec_sqrt(y, x, R);
+		}
+		break;
+	case OP_ABS: t = mpfr_abs(y, x, R); break;
+	case OP_SIN: t = mpfr_sin(y, x, R); break;
+	case OP_COS: t = mpfr_cos(y, x, R); break;
+	case OP_TANH: t = mpfr_tanh(y, x, R); break;
+	case OP_ERF: t = mpfr_erf(y, x, R); break;
+	case OP_FLOOR: t = mpfr_rint_floor(y, x, R); break;
+	case OP_CEIL: t = mpfr_rint_ceil(y, x, R); break;
+	case OP_POW: t = mpfr_pow(y, x, xb, R); break;
+	case OP_FMA: t = mpfr_fma(y, x, xb, xc, R); break;
+	default: IR_ASSERT(!"emulation: not a real operation");
+	}
+	return finish(s, f, t);
+}
+
+/* Runs fn with the widest exponent range, restoring the caller's range afterwards. */
+double mp_emul_op(Op op, Dtype f, double a, double b, double c)
+{
+	IR_ASSERT(f >= 0 && f < DT__COUNT && f != DT_I32);
+	mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+	mpf_widest_range();
+	Scratch s;
+	scratch_init(&s);
+	double r = op1(&s, op, f, a, b, c);
+	scratch_clear(&s);
+	mpfr_set_emin(emin);
+	mpfr_set_emax(emax);
+	return r;
+}
+
+double mp_round_to(Dtype f, double x)
+{
+	IR_ASSERT(f >= 0 && f < DT__COUNT);
+	if (f == DT_I32)
+		return nearbyint(x);
+	mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+	mpf_widest_range();
+	mpfr_t y;
+	mpfr_init2(y, dt_info(f)->prec);
+	int t = mpfr_set_d(y, x, MPFR_RNDN);
+	mpf_finish(y, t, f, MPFR_RNDN);
+	double r = mpfr_get_d(y, MPFR_RNDN);
+	mpfr_clear(y);
+	mpfr_set_emin(emin);
+	mpfr_set_emax(emax);
+	return r;
+}
+
+/* ------------------------------------------------------------ graph state */
+
+/* The evaluation of one graph: every tensor densely, in C order. */
+typedef struct {
+	const Graph *g;
+	double **rv;                   /* real tensors: values (NULL for i32 tensors) */
+	int64_t **iv;                  /* i32 tensors: values (NULL for real tensors) */
+	Dtype *tfmt;                   /* the format the values of real tensor t lie in */
+	int64_t (*stride)[IR_MAXRANK];
+	double *lit;                   /* lit[f * nnodes + r]: literal node r rounded into f */
+	bool fits[DT__COUNT][DT__COUNT];  /* every value of format a is one of format b */
+} Emu;
+
+/* One thread's share of one definition. */
+typedef struct {
+	Emu *E;
+	const Def *def;
+	Dtype opf, accf, stf;
+	Order order;
+	int64_t S;                     /* split factor (1: none) of reduction index q */
+	int q;
+	int64_t qlo;                   /* the start of q's range for the current terms */
+	int64_t begin, end;
+	int64_t vars[IR_MAXVARS];
+	Scratch s;
+	/* reduction terms of the current element */
+	double *tv;
+	int64_t *ti, *tix;
+	int64_t *tp;                   /* partial of each term (split reductions) */
+	size_t n, cap;
+	double *sbuf;                  /* split folds: terms regrouped by partial, then partials */
+	size_t *scnt;
+	size_t capsbuf;
+	bool failed;
+	int64_t fail_at;
+	Diag d;
+} Worker;
+
+static bool fmt_fits(Dtype a, Dtype b)
+{
+	if (a == b)
+		return true;
+	const DtypeInfo *x = dt_info(a), *y = dt_info(b);
+	if (a == DT_I32 || b == DT_I32 || !y->has_inf)
+		return false;
+	return x->prec <= y->prec && x->emin >= y->emin && x->emax <= y->emax;
+}
+
+/* Rounds every literal of g into every real format, once, from its exact value. */
+static void round_literals(Emu *E, Scratch *s)
+{
+	const Graph *g = E->g;
+	for (uint32_t r = 1; r < g->nnodes; r++) {
+		const Node *n = &g->nodes[r];
+		if (n->kind != NK_NUM)
+			continue;
+		const Lit *l = &g->lits[n->u.lit];
+		for (int f = 0; f < DT__COUNT; f++) {
+			if (f == DT_I32)
+				continue;
+			char *end;
+			int t = mpfr_strtofr(s->y[f], l->text, &end, 0, MPFR_RNDN);
+			if (*end)   /* not MPFR's syntax: the parser's nearest double */
+				t = mpfr_set_d(s->y[f], l->approx, MPFR_RNDN);
+			E->lit[(size_t)f * g->nnodes + r] = finish(s, (Dtype)f, t);
+		}
+	}
+}
+
+/* ------------------------------------------------------------ errors */
+
+/* "d[1, 2] (j = 5)": where worker w is in its definition. */
+static void where(const Worker *w, char *buf, size_t cap)
+{
+	const Graph *g = w->E->g;
+	const Def *D = w->def;
+	size_t k = (size_t)snprintf(buf, cap, "%s[", g->tensors[D->out[0]].name);
+	for (int i = 0; i < D->nlhs && k < cap; i++)
+		k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "",
+				      (long long)w->vars[i]);
+	if (k < cap)
+		k += (size_t)snprintf(buf + k, cap - k, "]");
+	for (int r = 0; r < D->nred && k < cap; r++)
+		k += (size_t)snprintf(buf + k, cap - k, "%s%s = %lld", r ? ", " : " (",
+				      D->red[r].name, (long long)w->vars[D->nlhs + r]);
+	if (D->nred && k < cap)
+		snprintf(buf + k, cap - k, ")");
+}
+
+/* Records an error at node position pos (or the definition's) with code. */
+__attribute__((format(printf, 4, 5)))
+static void fail(Worker *w, SrcPos pos, int code, const char *fmt, ...)
+{
+	if (w->failed)
+		return;
+	char msg[512], at[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	where(w, at, sizeof at);
+	const Graph *g = w->E->g;
+	if (pos.line <= 0)
+		pos = w->def->pos;
+	diag_at(&w->d, pos, g->src, g->srclen, "%s, at %s", msg, at);
+	w->d.code = code;
+	w->failed = true;
+}
+
+/* ------------------------------------------------------------ expressions */
+
+static double eval_real(Worker *w, Ref r);
+static int64_t eval_int(Worker *w, Ref r);
+static bool eval_bool(Worker *w, Ref r);
+
+/* Offset of read n in its tensor: 1 in bounds, 0 outside with a `??` default, -1 error. */
+static int read_at(Worker *w, const Node *n, int64_t *off)
+{
+	const Graph *g = w->E->g;
+	uint32_t t = n->u.read.tensor;
+	const Ref *ix = ir_read_idx(g, n);
+	int64_t o = 0;
+	for (uint32_t i = 0; i < n->u.read.n; i++) {
+		int64_t v = eval_int(w, ix[i]);
+		if (w->failed)
+			return -1;
+		int64_t ext = g->tensors[t].dims[i].value;
+		if (v >= 0 && v < ext) {
+			o += v * w->E->stride[t][i];
+			continue;
+		}
+		if (n->u.read.pad)
+			return 0;
+		const Node *m = ir_node(g, ix[i]);
+		if (m->kind == NK_READ)
+			fail(w, n->pos, 2, "indirect read of '%s' out of range: index %u (read from "
+			     "'%s') is %lld, outside [0, %lld)", g->tensors[t].name, i,
+			     g->tensors[m->u.read.tensor].name, (long long)v, (long long)ext);
+		else
+			fail(w, n->pos, 2, "read of '%s' out of range: index %u is %lld, outside "
+			     "[0, %lld)", g->tensors[t].name, i, (long long)v, (long long)ext);
+		return -1;
+	}
+	*off = o;
+	return 1;
+}
+
+/* A stored value loaded into a register of the op format. */
+static double load(Worker *w, Dtype from, double v)
+{
+	return w->E->fits[from][w->opf] ? v : round_d(&w->s, w->opf, v);
+}
+
+static double read_real(Worker *w, const Node *n)
+{
+	int64_t off = 0;
+	int k = read_at(w, n, &off);
+	if (k < 0)
+		return NAN;
+	if (k == 0)
+		return eval_real(w, n->u.read.pad);
+	uint32_t t = n->u.read.tensor;
+	if (w->E->iv[t])
+		return round_i(&w->s, w->opf, w->E->iv[t][off]);
+	return load(w, w->E->tfmt[t], w->E->rv[t][off]);
+}
+
+static double op_real(Worker *w, const Node *n)
+{
+	const Graph *g = w->E->g;
+	Op op = (Op)n->op;
+	if (op == OP_SELECT)
+		return eval_bool(w, n->a[0]) ? eval_real(w, n->a[1]) : eval_real(w, n->a[2]);
+	Dtype cf = op_cast_dtype(op);
+	if (cf != DT_NONE) {   /* round the operand straight into the cast's format */
+		const Node *a = ir_node(g, n->a[0]);
+		if (a->kind == NK_NUM)
+			return w->E->lit[(size_t)cf * g->nnodes + n->a[0]];
+		if (a->ty == TY_INT)
+			return round_i(&w->s, cf, eval_int(w, n->a[0]));
+		return round_d(&w->s, cf, eval_real(w, n->a[0]));
+	}
+	double x[3] = {0, 0, 0};
+	int arity = op_info(op)->arity;
+	for (int i = 0; i < arity; i++)
+		x[i] = eval_real(w, n->a[i]);
+	if (w->failed)
+		return NAN;
+	return op1(&w->s, op, w->opf, x[0], x[1], x[2]);
+}
+
+static double eval_real(Worker *w, Ref r)
+{
+	const Graph *g = w->E->g;
+	const Node *n = ir_node(g, r);
+	if (n->ty == TY_INT)
+		return round_i(&w->s, w->opf, eval_int(w, r));
+	switch (n->kind) {
+	case NK_NUM: return w->E->lit[(size_t)w->opf * g->nnodes + r];
+	case NK_READ: return read_real(w, n);
+	case NK_OP: return op_real(w, n);
+	default:
+		fail(w, n->pos, 3, "internal: node kind %d is not a real value", n->kind);
+		return NAN;
+	}
+}
+
+static int64_t op_int(Worker *w, const Node *n)
+{
+	Op op = (Op)n->op;
+	if (op == OP_SELECT)
+		return eval_bool(w, n->a[0]) ? eval_int(w, n->a[1]) : eval_int(w, n->a[2]);
+	int64_t a = eval_int(w, n->a[0]), b = 0, v = 0;
+	if (op_info(op)->arity > 1)
+		b = eval_int(w, n->a[1]);
+	if (w->failed)
+		return 0;
+	bool ovf = false;
+	switch (op) {
+	case OP_NEG: ovf = __builtin_sub_overflow((int64_t)0, a, &v); break;
+	case OP_ADD: ovf = __builtin_add_overflow(a, b, &v); break;
+	case OP_SUB: ovf = __builtin_sub_overflow(a, b, &v); break;
+	case OP_MUL: ovf = __builtin_mul_overflow(a, b, &v); break;
+	case OP_ABS: ovf = a == INT64_MIN; v = a < 0 ? -a : a; break;
+	case OP_MAX: v = a > b ? a : b; break;
+	case OP_MIN: v = a < b ? a : b; break;
+	case OP_IDIV: case OP_MOD:
+		if (b == 0) {
+			fail(w, n->pos, 2, "integer %s by zero", op == OP_MOD ? "%" : "division");
+			return 0;
+		}
+		if (b == -1)   /* avoids INT64_MIN / -1 */
+			return op == OP_MOD ? 0 : -a;
+		v = op == OP_MOD ? a % b : a / b;
+		if (op == OP_MOD && v < 0)
+			v += b < 0 ? -b : b;
+		else if (op == OP_IDIV && a % b != 0 && ((a < 0) != (b < 0)))
+			v--;
+		break;
+	default:
+		fail(w, n->pos, 3, "internal: %s is not an integer operation", op_info(op)->name);
+		return 0;
+	}
+	if (ovf)
+		fail(w, n->pos, 2, "integer overflow in '%s'", op_info(op)->spelling);
+	return v;
+}
+
+static int64_t eval_int(Worker *w, Ref r)
+{
+	const Graph *g = w->E->g;
+	const Node *n = ir_node(g, r);
+	switch (n->kind) {
+	case NK_INT: return n->u.ival;
+	case NK_VAR: return w->vars[n->u.var];
+	case NK_SIZE: return g->sizes[n->u.size].value;
+	case NK_OP: return op_int(w, n);
+	case NK_READ: {
+		int64_t off = 0;
+		int k = read_at(w, n, &off);
+		if (k <= 0)
+			return k == 0 ? eval_int(w, n->u.read.pad) : 0;
+		const int64_t *iv = w->E->iv[n->u.read.tensor];
+		if (!iv) {
+			fail(w, n->pos, 3, "internal: integer read of a real tensor");
+			return 0;
+		}
+		return iv[off];
+	}
+	default:
+		fail(w, n->pos, 3, "internal: a real literal where an integer belongs");
+		return 0;
+	}
+}
+
+static bool compare(Op op, double a, double b)
+{
+	switch (op) {
+	case OP_EQ: return a == b;
+	case OP_NE: return a != b;
+	case OP_LT: return a < b;
+	case OP_LE: return a <= b;
+	case OP_GT: return a > b;
+	default: return a >= b;
+	}
+}
+
+static bool compare_int(Op op, int64_t a, int64_t b)
+{
+	switch (op) {
+	case OP_EQ: return a == b;
+	case OP_NE: return a != b;
+	case OP_LT: return a < b;
+	case OP_LE: return a <= b;
+	case OP_GT: return a > b;
+	default: return a >= b;
+	}
+}
+
+static bool eval_bool(Worker *w, Ref r)
+{
+	const Graph *g = w->E->g;
+	const Node *n = ir_node(g, r);
+	if (n->kind != NK_OP) {
+		fail(w, n->pos, 3, "internal: not a boolean");
+		return false;
+	}
+	Op op = (Op)n->op;
+	switch (op) {
+	case OP_NOT: return !eval_bool(w, n->a[0]);
+	case OP_AND: return eval_bool(w, n->a[0]) && eval_bool(w, n->a[1]);
+	case OP_OR: return eval_bool(w, n->a[0]) || eval_bool(w, n->a[1]);
+	case OP_SELECT:
+		return eval_bool(w, n->a[0]) ? eval_bool(w, n->a[1]) : eval_bool(w, n->a[2]);
+	default: break;
+	}
+	if (!(op_info(op)->flags & OPF_CMP)) {
+		fail(w, n->pos, 3, "internal: %s is not a boolean operation", op_info(op)->name);
+		return false;
+	}
+	if (ir_node(g, n->a[0])->ty == TY_INT && ir_node(g, n->a[1])->ty == TY_INT) {
+		int64_t a = eval_int(w, n->a[0]), b = eval_int(w, n->a[1]);
+		return compare_int(op, a, b);
+	}
+	double a = eval_real(w, n->a[0]), b = eval_real(w, n->a[1]);
+	return compare(op, a, b);
+}
+
+/* ------------------------------------------------------------ reductions */
+
+static void push_term(Worker *w, bool ints)
+{
+	if (w->n == w->cap) {
+		w->cap = w->cap ? 2 * w->cap : 64;
+		w->tv = realloc(w->tv, w->cap * sizeof *w->tv);
+		w->ti = realloc(w->ti, w->cap * sizeof *w->ti);
+		w->tix = realloc(w->tix, w->cap * sizeof *w->tix);
+		w->tp = realloc(w->tp, w->cap * sizeof *w->tp);
+		IR_ASSERT(w->tv && w->ti && w->tix && w->tp);
+	}
+	const Def *D = w->def;
+	if (ints)
+		w->ti[w->n] = eval_int(w, D->body);
+	else
+		w->tv[w->n] = eval_real(w, D->body);
+	w->tix[w->n] = w->vars[D->nlhs];   /* the (first) reduction index */
+	w->tp[w->n] = w->S > 1 ? (w->vars[D->nlhs + w->q] - w->qlo) % w->S : 0;
+	w->n++;
+}
+
+/* Evaluates the body at every point of reduction indices r.. in order, outer first. */
+static void collect(Worker *w, int r, bool ints)
+{
+	const Def *D = w->def;
+	if (r == D->nred) {
+		push_term(w, ints);
+		return;
+	}
+	int64_t lo = eval_int(w, D->red[r].lo), hi = eval_int(w, D->red[r].hi);
+	if (r == w->q)
+		w->qlo = lo;
+	for (int64_t v = lo; v < hi && !w->failed; v++) {
+		w->vars[D->nlhs + r] = v;
+		collect(w, r + 1, ints);
+	}
+}
+
+static double pairwise(Worker *w, Op op, const double *t, size_t n)
+{
+	if (n == 1)
+		return round_d(&w->s, w->accf, t[0]);
+	size_t h = n / 2;
+	double a = pairwise(w, op, t, h), b = pairwise(w, op, t + h, n - h);
+	return op1(&w->s, op, w->accf, a, b, 0);
+}
+
+/* Sum or product of t[0..n-1] in the accum format and order (n >= 1). */
+static double fold1(Worker *w, Op op, const double *t, size_t n)
+{
+	if (w->order == ORDER_PAIRWISE)
+		return pairwise(w, op, t, n);
+	double acc = round_d(&w->s, w->accf, t[0]);
+	for (size_t i = 1; i < n; i++)
+		acc = op1(&w->s, op, w->accf, acc, t[i], 0);
+	return acc;
+}
+
+/* The same, split: term i goes to partial tp[i]; a stable counting sort regroups the terms
+ * (each partial keeps their order), then the S partials are combined in the same order. */
+static double fold(Worker *w, Op op, const double *t, size_t n)
+{
+	if (w->S <= 1)
+		return fold1(w, op, t, n);
+	size_t S = (size_t)w->S;
+	if (w->capsbuf < n + S) {
+		w->capsbuf = n + S;
+		w->sbuf = realloc(w->sbuf, w->capsbuf * sizeof *w->sbuf);
+		w->scnt = realloc(w->scnt, (w->capsbuf + 1) * sizeof *w->scnt);
+		IR_ASSERT(w->sbuf && w->scnt);
+	}
+	size_t *at = w->scnt;   /* at[s]: where partial s's next term goes */
+	memset(at, 0, (S + 1) * sizeof *at);
+	for (size_t i = 0; i < n; i++)
+		at[w->tp[i] + 1]++;
+	for (size_t s = 1; s <= S; s++)
+		at[s] += at[s - 1];
+	double *grouped = w->sbuf, *part = w->sbuf + n;
+	for (size_t i = 0; i < n; i++)
+		grouped[at[w->tp[i]]++] = t[i];
+	/* now at[s] is the end of partial s, at[s - 1] (or 0) its start */
+	for (size_t s = 0; s < S; s++) {
+		size_t b = s ? at[s - 1] : 0, m = at[s] - b;
+		part[s] = m ? fold1(w, op, grouped + b, m) : (op == OP_ADD ? -0.0 : 1.0);
+	}
+	if (w->order == ORDER_PAIRWISE)
+		return pairwise(w, op, part, S);
+	double acc = part[0];
+	for (size_t s = 1; s < S; s++)
+		acc = op1(&w->s, op, w->accf, acc, part[s], 0);
+	return acc;
+}
+
+static double logsumexp(Worker *w, double *t, size_t n)
+{
+	double m = t[0];
+	for (size_t i = 1; i < n; i++)
+		m = max754(m, t[i]);
+	if (!isfinite(m))
+		return m;
+	for (size_t i = 0; i < n; i++)
+		t[i] = op1(&w->s, OP_EXP, w->opf, op1(&w->s, OP_SUB, w->opf, t[i], m, 0), 0, 0);
+	double s = fold(w, OP_ADD, t, n);
+	return op1(&w->s, OP_ADD, w->accf, m, op1(&w->s, OP_LOG, w->accf, s, 0, 0), 0);
+}
+
+static double reduce_real(Worker *w)
+{
+	double *t = w->tv;
+	size_t n = w->n;
+	switch (w->def->monoid) {
+	case MO_SUM: return n ? fold(w, OP_ADD, t, n) : 0.0;
+	case MO_PROD: return n ? fold(w, OP_MUL, t, n) : 1.0;
+	case MO_MAX: case MO_MIN: {
+		bool mx = w->def->monoid == MO_MAX;
+		double acc = mx ? -INFINITY : INFINITY;
+		for (size_t i = 0; i < n; i++)
+			acc = mx ? max754(acc, t[i]) : min754(acc, t[i]);
+		return round_d(&w->s, w->accf, acc);
+	}
+	case MO_LOGSUMEXP: return n ? logsumexp(w, t, n) : -INFINITY;
+	default: IR_ASSERT(!"reduce_real: not a real monoid");
+	}
+}
+
+static int64_t reduce_int(Worker *w)
+{
+	Monoid m = w->def->monoid;
+	int64_t acc = m == MO_PROD ? 1 : m == MO_MAX ? INT64_MIN : m == MO_MIN ? INT64_MAX : 0;
+	if (w->n == 0 && (m == MO_MAX || m == MO_MIN)) {
+		fail(w, w->def->pos, 2, "integer %s over an empty range has no value",
+		     monoid_name(m));
+		return 0;
+	}
+	for (size_t i = 0; i < w->n; i++) {
+		int64_t x = w->ti[i];
+		bool ovf = false;
+		switch (m) {
+		case MO_SUM: ovf = __builtin_add_overflow(acc, x, &acc); break;
+		case MO_PROD: ovf = __builtin_mul_overflow(acc, x, &acc); break;
+		case MO_MAX: acc = x > acc ? x : acc; break;
+		case MO_MIN: acc = x < acc ? x : acc; break;
+		default: IR_ASSERT(!"reduce_int: not an integer monoid");
+		}
+		if (ovf) {
+			fail(w, w->def->pos, 2, "integer overflow in %s", monoid_name(m));
+			return 0;
+		}
+	}
+	return acc;
+}
+
+/* Does term i rank before term j (larger for max, smaller for min; a NaN first; ties and
+ * NaN against NaN by the smaller index)? -0 and +0 tie. */
+static bool ranks_before(const Worker *w, bool ints, int dir, size_t i, size_t j)
+{
+	if (ints) {
+		if (w->ti[i] != w->ti[j])
+			return dir > 0 ? w->ti[i] > w->ti[j] : w->ti[i] < w->ti[j];
+	} else {
+		double a = w->tv[i], b = w->tv[j];
+		if (isnan(a) != isnan(b))
+			return isnan(a);
+		if (!isnan(a) && a != b)
+			return dir > 0 ? a > b : a < b;
+	}
+	return w->tix[i] < w->tix[j];
+}
+
+static int64_t argbest(const Worker *w, bool ints, int dir)
+{
+	if (w->n == 0)
+		return -1;
+	size_t best = 0;
+	for (size_t i = 1; i < w->n; i++)
+		if (ranks_before(w, ints, dir, i, best))
+			best = i;
+	return w->tix[best];
+}
+
+/* ------------------------------------------------------------ elements */
+
+static void store_int(Worker *w, int t, int64_t e, int64_t v)
+{
+	if (v < INT32_MIN || v > INT32_MAX)
+		fail(w, w->def->pos, 2, "integer value %lld does not fit in 32 bits", (long long)v);
+	w->E->iv[t][e] = v;
+}
+
+static void set_lhs(Worker *w, int64_t e, int n)
+{
+	const Tensor *t = &w->E->g->tensors[w->def->out[0]];
+	for (int k = n - 1; k >= 0; k--) {
+		int64_t ext = t->dims[k].value;
+		w->vars[k] = e % ext;
+		e /= ext;
+	}
+}
+
+static void swap_terms(Worker *w, bool ints, size_t i, size_t j)
+{
+	int64_t ix = w->tix[i];
+	w->tix[i] = w->tix[j];
+	w->tix[j] = ix;
+	if (ints) {
+		int64_t v = w->ti[i];
+		w->ti[i] = w->ti[j];
+		w->ti[j] = v;
+	} else {
+		double v = w->tv[i];
+		w->tv[i] = w->tv[j];
+		w->tv[j] = v;
+	}
+}
+
+/* Element e of the leading indices of a topk: K values and K indices. */
+static void topk_element(Worker *w, int64_t e, bool ints)
+{
+	const Def *D = w->def;
+	Emu *E = w->E;
+	int tv = D->out[0], ti = D->out[1];
+	int64_t K = E->g->tensors[tv].dims[D->nlhs - 1].value;
+	set_lhs(w, e, D->nlhs - 1);
+	w->vars[D->nlhs - 1] = 0;
+	w->n = 0;
+	collect(w, 0, ints);
+	if (w->failed)
+		return;
+	if ((int64_t)w->n < K) {
+		fail(w, D->pos, 2, "topk over a range of %zu terms, fewer than K = %lld", w->n,
+		     (long long)K);
+		return;
+	}
+	/* selection of the K best, in rank order; the rank order is total, so any selection
+	 * method gives the same result */
+	for (int64_t k = 0; k < K; k++) {
+		size_t best = (size_t)k;
+		for (size_t i = (size_t)k + 1; i < w->n; i++)
+			if (ranks_before(w, ints, 1, i, best))
+				best = i;
+		swap_terms(w, ints, (size_t)k, best);
+		if (ints)
+			store_int(w, tv, e * K + k, w->ti[k]);
+		else
+			E->rv[tv][e * K + k] = round_d(&w->s, w->stf, w->tv[k]);
+		store_int(w, ti, e * K + k, w->tix[k]);
+	}
+}
+
+static void do_element(Worker *w, int64_t e)
+{
+	const Def *D = w->def;
+	Emu *E = w->E;
+	int t = D->out[0];
+	bool body_int = ir_node(E->g, D->body)->ty == TY_INT;
+	if (D->monoid == MO_TOPK) {
+		topk_element(w, e, body_int && E->iv[t]);
+		return;
+	}
+	set_lhs(w, e, D->nlhs);
+	if (D->monoid == MO_NONE) {
+		if (E->iv[t])
+			store_int(w, t, e, eval_int(w, D->body));
+		else
+			E->rv[t][e] = round_d(&w->s, w->stf, eval_real(w, D->body));
+		return;
+	}
+	bool arg = D->monoid == MO_ARGMAX || D->monoid == MO_ARGMIN;
+	bool ints = body_int && (arg || E->iv[t]);
+	w->n = 0;
+	collect(w, 0, ints);
+	if (w->failed)
+		return;
+	if (arg)
+		store_int(w, t, e, argbest(w, ints, D->monoid == MO_ARGMAX ? 1 : -1));
+	else if (E->iv[t])
+		store_int(w, t, e, reduce_int(w));
+	else
+		E->rv[t][e] = round_d(&w->s, w->stf, reduce_real(w));
+}
+
+static void *run_worker(void *p)
+{
+	Worker *w = p;
+	mpf_widest_range();
+	for (int64_t e = w->begin; e < w->end && !w->failed; e++) {
+		do_element(w, e);
+		if (w->failed)
+			w->fail_at = e;
+	}
+	return NULL;
+}
+
+static void *run_thread(void *p)
+{
+	run_worker(p);
+	mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ the driver */
+
+static Dtype pick(const Dtype *a, int k, Dtype dflt)
+{
+	return a && a[k] != DT_NONE ? a[k] : dflt;
+}
+
+/* Formats and order of definition k; -1 with d if a format is not a real one. */
+static int def_formats(const Graph *g, const EmuConfig *cfg, int k, Worker *w, Diag *d)
+{
+	Dtype dflt = cfg && cfg->dflt != DT_NONE ? cfg->dflt : DT_F32;
+	w->opf = pick(cfg ? cfg->op : NULL, k, dflt);
+	w->accf = pick(cfg ? cfg->accum : NULL, k, dflt);
+	w->stf = pick(cfg ? cfg->store : NULL, k, dflt);
+	w->order = cfg && cfg->order ? cfg->order[k] : ORDER_LINEAR;
+	w->S = 1;
+	w->q = -1;
+	Monoid mo = g->defs[k].monoid;
+	if (cfg && cfg->split && cfg->split[k] > 1 &&
+	    (mo == MO_SUM || mo == MO_PROD || mo == MO_LOGSUMEXP)) {
+		int q = cfg->split_red ? cfg->split_red[k] : 0;
+		if (q < 0 || q >= g->defs[k].nred) {
+			diag_set(d, 2, "emulation of '%s': split of reduction index %d, which it does "
+				 "not have", g->tensors[g->defs[k].out[0]].name, q);
+			return -1;
+		}
+		w->S = cfg->split[k];
+		w->q = q;
+	}
+	Dtype f[3] = {w->opf, w->accf, w->stf};
+	for (int i = 0; i < 3; i++)
+		if (f[i] < 0 || f[i] >= DT__COUNT || f[i] == DT_I32) {
+			diag_set(d, 2, "emulation of '%s': %s is not a real format",
+				 g->tensors[g->defs[k].out[0]].name, dt_name(f[i]));
+			return -1;
+		}
+	return 0;
+}
+
+static void emu_free(Emu *E)
+{
+	const Graph *g = E->g;
+	for (int t = 0; t < g->ntensors; t++) {
+		if (E->rv)
+			free(E->rv[t]);
+		if (E->iv)
+			free(E->iv[t]);
+	}
+	free(E->rv);
+	free(E->iv);
+	free(E->tfmt);
+	free(E->stride);
+	free(E->lit);
+}
+
+/* Allocates every tensor's storage and loads the inputs. */
+static int emu_init(Emu *E, const Graph *g, const HostTensor *inputs, Diag *d)
+{
+	memset(E, 0, sizeof *E);
+	E->g = g;
+	size_t nt = (size_t)g->ntensors;
+	E->rv = calloc(nt, sizeof *E->rv);
+	E->iv = calloc(nt, sizeof *E->iv);
+	E->tfmt = calloc(nt, sizeof *E->tfmt);
+	E->stride = calloc(nt ? nt : 1, sizeof *E->stride);
+	E->lit = calloc((size_t)DT__COUNT * g->nnodes, sizeof *E->lit);
+	IR_ASSERT(E->rv && E->iv && E->tfmt && E->stride && E->lit);
+	for (int a = 0; a < DT__COUNT; a++)
+		for (int b = 0; b < DT__COUNT; b++)
+			E->fits[a][b] = fmt_fits((Dtype)a, (Dtype)b);
+	int k = 0;
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *T = &g->tensors[t];
+		int64_t n = ir_tensor_count(g, t), s = 1;
+		for (int i = T->rank - 1; i >= 0; i--) {
+			E->stride[t][i] = s;
+			s *= T->dims[i].value;
+		}
+		if (T->dtype == DT_I32)
+			E->iv[t] = calloc((size_t)(n ? n : 1), sizeof **E->iv);
+		else
+			E->rv[t] = calloc((size_t)(n ? n : 1), sizeof **E->rv);
+		IR_ASSERT(E->iv[t] || E->rv[t]);
+		E->tfmt[t] = T->dtype == DT_I32 ? DT_F64 : (Dtype)T->dtype;
+		if (T->kind != TK_INPUT)
+			continue;
+		const HostTensor *h = &inputs[k++];
+		if (!h->data || h->dtype != T->dtype || h->n != n) {
+			diag_set(d, 2, "input '%s' is declared %s with %lld elements but was given "
+				 "%s with %lld", T->name, dt_name((Dtype)T->dtype), (long long)n,
+				 h->data ? dt_name(h->dtype) : "nothing", (long long)h->n);
+			return -1;
+		}
+		for (int64_t i = 0; i < n; i++) {
+			if (E->iv[t])
+				E->iv[t][i] = (int64_t)ht_get(h, i);
+			else
+				E->rv[t][i] = ht_get(h, i);
+		}
+	}
+	return 0;
+}
+
+/* Evaluates definition k over nw workers (at most), keeping the first error. */
+static int run_def(Emu *E, const EmuConfig *cfg, int k, Worker *ws, int nw, Diag *d)
+{
+	const Graph *g = E->g;
+	const Def *D = &g->defs[k];
+	int64_t n = ir_tensor_count(g, D->out[0]);
+	if (D->monoid == MO_TOPK)
+		n /= g->tensors[D->out[0]].dims[D->nlhs - 1].value;
+	if (def_formats(g, cfg, k, &ws[0], d) < 0)
+		return -1;
+	E->tfmt[D->out[0]] = ws[0].stf;   /* real values are stored in the store format */
+	int use = nw;
+	if (n / MIN_PER_THREAD < use)
+		use = (int)(n / MIN_PER_THREAD) > 1 ? (int)(n / MIN_PER_THREAD) : 1;
+	int64_t chunk = (n + use - 1) / use;
+	for (int i = 0; i < use; i++) {
+		Worker *w = &ws[i];
+		w->E = E;
+		w->def = D;
+		w->opf = ws[0].opf, w->accf = ws[0].accf, w->stf = ws[0].stf;
+		w->order = ws[0].order;
+		w->S = ws[0].S;
+		w->q = ws[0].q;
+		w->begin = i * chunk < n ? i * chunk : n;
+		w->end = w->begin + chunk < n ? w->begin + chunk : n;
+		w->failed = false;
+		memset(w->vars, 0, sizeof w->vars);
+	}
+	if (use == 1) {
+		mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+		run_worker(&ws[0]);
+		mpfr_set_emin(emin);
+		mpfr_set_emax(emax);
+	} else {
+		pthread_t th[use];
+		bool started[use];
+		for (int i = 0; i < use; i++)
+			started[i] = pthread_create(&th[i], NULL, run_thread, &ws[i]) == 0;
+		mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+		for (int i = 0; i < use; i++)
+			if (!started[i])   /* no thread to be had: the same work, here */
+				run_worker(&ws[i]);
+		mpfr_set_emin(emin);
+		mpfr_set_emax(emax);
+		for (int i = 0; i < use; i++)
+			if (started[i])
+				pthread_join(th[i], NULL);
+	}
+	for (int i = 0; i < use; i++)   /* chunks are in element order: the first is first */
+		if (ws[i].failed) {
+			if (d && !d->msg) {
+				d->msg = ws[i].d.msg;
+				d->code = ws[i].d.code;
+				ws[i].d.msg = NULL;
+			}
+			diag_clear(&ws[i].d);
+			return -1;
+		}
+	return 0;
+}
+
+/* Output k of g from E into outs[k], rounded into its dtype. */
+static int deliver(Emu *E, Scratch *s, int k, HostTensor *out, Diag *d)
+{
+	const Graph *g = E->g;
+	const Output *o = &g->outputs[k];
+	const Tensor *T = &g->tensors[o->tensor];
+	if (o->dtype == DT_I32 && !E->iv[o->tensor]) {
+		diag_set(d, 2, "output '%s' : i32 of a real-valued tensor", T->name);
+		return -1;
+	}
+	int64_t dims[IR_MAXRANK];
+	for (int i = 0; i < T->rank; i++)
+		dims[i] = T->dims[i].value;
+	if (ht_alloc(out, o->dtype, T->rank, dims) < 0) {
+		diag_set(d, 3, "out of memory for output '%s'", T->name);
+		return -1;
+	}
+	for (int64_t i = 0; i < out->n; i++) {
+		if (E->iv[o->tensor]) {
+			int64_t v = E->iv[o->tensor][i];
+			ht_set(out, i, o->dtype == DT_I32 ? (double)v : round_i(s, o->dtype, v));
+		} else {
+			ht_set(out, i, round_d(s, o->dtype, E->rv[o->tensor][i]));
+		}
+	}
+	return 0;
+}
+
+int mp_emulate(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
+	       const MpOpts *o, HostTensor *outs, MpStats *st, Diag *d)
+{
+	int nw = o && o->threads > 0 ? o->threads : 1, rc = -1, nout = 0;
+	Emu E;
+	Worker *ws = calloc((size_t)nw, sizeof *ws);
+	IR_ASSERT(ws);
+	for (int i = 0; i < nw; i++)
+		scratch_init(&ws[i].s);
+	mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+	mpf_widest_range();
+	if (emu_init(&E, g, inputs, d) < 0)
+		goto fail_init;
+	round_literals(&E, &ws[0].s);
+	for (int k = 0; k < g->ndefs; k++)
+		if (run_def(&E, cfg, k, ws, nw, d) < 0)
+			goto fail_run;
+	for (; nout < g->noutputs; nout++)
+		if (deliver(&E, &ws[0].s, nout, &outs[nout], d) < 0)
+			goto fail_run;
+	rc = 0;
+	if (st) {
+		memset(st, 0, sizeof *st);
+		for (int k = 0; k < g->noutputs; k++)
+			st->elements += outs[k].n;
+		for (int i = 0; i < nw; i++)
+			st->mpfr_ops += ws[i].s.ops;
+		for (int k = 0; k < g->ndefs; k++) {
+			Worker w;
+			def_formats(g, cfg, k, &w, NULL);
+			Dtype f[3] = {w.opf, w.accf, w.stf};
+			for (int i = 0; i < 3; i++)
+				if (dt_info(f[i])->prec > st->max_prec)
+					st->max_prec = dt_info(f[i])->prec;
+		}
+	}
+fail_run:
+	if (rc < 0)
+		for (int k = 0; k < nout; k++)
+			ht_free(&outs[k]);
+fail_init:
+	emu_free(&E);
+	for (int i = 0; i < nw; i++) {
+		scratch_clear(&ws[i].s);
+		free(ws[i].tv);
+		free(ws[i].ti);
+		free(ws[i].tix);
+		free(ws[i].tp);
+		free(ws[i].sbuf);
+		free(ws[i].scnt);
+		diag_clear(&ws[i].d);
+	}
+	free(ws);
+	mpfr_set_emin(emin);
+	mpfr_set_emax(emax);
+	return rc;
+}

@@ -1,0 +1,122 @@
+/* interp/interp.h: the MPFR interpreter, the oracle every result is judged against.
+ *
+ * Exact mode computes the graph's meaning (graph-format.md section 6) in interval arithmetic
+ * and rounds each output element correctly into its format by the interval-and-escalation
+ * method of numerics.md section 2. Emulation mode rounds every operation to given formats,
+ * accumulating reductions in a given order. Point evaluation computes single output
+ * elements without evaluating whole tensors (memoised).
+ *
+ * Ownership: the interpreter never keeps pointers to caller data past a call, except an
+ * MpSession, which borrows its Graph and input tensors until mp_session_free.
+ * Threads: results are identical for any thread count (each element's result is unique:
+ * a correctly rounded value, or a deterministic emulation).
+ * Errors: -1 with a Diag (code 2 for the user's errors: an out-of-range indirect index names
+ * the tensor, the position and the value; code 3 for internal failures).
+ */
+#ifndef ASSAY_INTERP_H
+#define ASSAY_INTERP_H
+
+#include "../compiler/compiler.h"
+
+typedef struct {
+	int threads;     /* worker threads; <= 0 means 1 */
+	long prec0;      /* first working precision in bits; <= 0 picks a default */
+	long prec_cap;   /* escalation cap in bits; <= 0 means 10000 */
+} MpOpts;
+
+/* Per-element status of an exact result. */
+typedef enum {
+	MP_EXACT_OK = 0,      /* correctly rounded */
+	MP_UNSAMPLABLE = 1,   /* interval ends never agreed within the cap */
+} MpStatus;
+
+typedef struct {
+	int64_t elements;       /* output elements evaluated */
+	int64_t unsamplable;    /* of them, unsamplable */
+	int64_t escalations;    /* element evaluations repeated at a higher precision */
+	long max_prec;          /* the highest precision used */
+	uint64_t mpfr_ops;      /* elementary MPFR operations performed (for throughput) */
+} MpStats;
+
+/* Exact evaluation of every output. inputs[k] holds the k-th input tensor of g (in tensor
+ * order, inputs only). outs[k] is allocated here for output k, in that output's dtype;
+ * status[k] (if status is non-NULL) is allocated here with one MpStatus byte per element
+ * (free with free()). An unsamplable element's value is NaN (0 for i32). */
+int mp_exact(const Graph *g, const HostTensor *inputs, const MpOpts *o,
+	     HostTensor *outs, uint8_t **status, MpStats *st, Diag *d);
+
+/* --------------------------------------------------------- point evaluation */
+
+typedef struct MpSession MpSession;
+
+MpSession *mp_session_new(const Graph *g, const HostTensor *inputs, const MpOpts *o, Diag *d);
+void mp_session_free(MpSession *s);
+
+/* The correctly rounded value of output `output` at coordinates coords (rank of that
+ * output), in format fmt (any Dtype; DT_NONE means the output's own). *value gets the
+ * rounded value (every format's values are doubles). Returns 0, or -1 with d filled.
+ * *status tells whether it settled. Single-threaded per session; use one session per
+ * thread. */
+int mp_point(MpSession *s, int output, const int64_t *coords, Dtype fmt,
+	     double *value, MpStatus *status, Diag *d);
+/* The same for a batch of points of one output, spread over o->threads threads (one
+ * private session each). coords is n * rank values; values and statuses have n slots. */
+int mp_points(const Graph *g, const HostTensor *inputs, const MpOpts *o, int output,
+	      const int64_t *coords, int64_t n, Dtype fmt, double *values, uint8_t *status,
+	      MpStats *st, Diag *d);
+
+/* ------------------------------------------------------------------ emulation */
+
+/* How to round: every operation of definition k rounds to op[k] (DT_NONE: dflt), its
+ * reduction accumulates in accum[k] (DT_NONE: dflt), its stored values round to store[k]
+ * (DT_NONE: dflt) and its reduction runs in order[k]. Arrays have g->ndefs entries or are
+ * NULL. Integer definitions are computed exactly whatever the formats.
+ * Split reductions (compiler/sched.c, lower.c): split[k] = S > 1 deals the terms of a sum,
+ * prod or logsumexp's sum into S partial reductions by (j - lo) mod S, j being reduction
+ * index split_red[k] (0 when split_red is NULL) and lo the start of its range where the
+ * term is taken; each partial reduces its terms in the order they come, in order[k] (an
+ * empty partial is the identity: -0 for sums, 1 for products), and the S partials are
+ * combined in order[k] over p0, p1, ... (linear: ((p0 op p1) op p2) ...). split[k] of 0 or
+ * 1 is no split; max and min are exact in any order, and selections are never split. */
+typedef struct {
+	Dtype dflt;
+	const Dtype *op;
+	const Dtype *accum;
+	const Dtype *store;
+	const Order *order;
+	const int64_t *split;   /* g->ndefs entries, or NULL: no split */
+	const int *split_red;   /* g->ndefs entries, or NULL: reduction index 0 */
+} EmuConfig;
+
+/* Emulated evaluation of every output (each output finally rounded into its own dtype,
+ * outs allocated here as for mp_exact). */
+int mp_emulate(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
+	       const MpOpts *o, HostTensor *outs, MpStats *st, Diag *d);
+
+/* One emulated operation, for tests and for the budget code: rounds op(a, b, c) computed in
+ * format f (numerics.md section 1) and returns it as a double. */
+double mp_emul_op(Op op, Dtype f, double a, double b, double c);
+/* Rounds x (exact double) into format f with round-to-nearest-even, subnormals, overflow. */
+double mp_round_to(Dtype f, double x);
+
+/* ------------------------------------------------------------------- inputs */
+
+typedef enum { DIST_NONE = -1, DIST_NORMAL, DIST_UNIFORM, DIST_ADVERSARIAL, DIST__COUNT } Dist;
+
+typedef struct {
+	Dist dist;
+	uint64_t seed;
+	bool specials;   /* adversarial: also inf and NaN */
+} InputSpec;
+
+Dist dist_parse(const char *s);   /* DIST_NONE if unknown */
+const char *dist_name(Dist d);
+
+/* Fills every input k of g with given[k].data == NULL (given may be NULL) deterministically
+ * from the seed: inputs[k] is allocated here. An i32 input read in an index position is
+ * drawn within the bounds of every dimension it indexes (graph-format.md: generated cases
+ * are always valid). Inputs already given are copied. Returns 0 or -1 with d. */
+int mp_make_inputs(const Graph *g, const InputSpec *spec, const HostTensor *given,
+		   HostTensor *inputs, Diag *d);
+
+#endif

@@ -1,0 +1,1072 @@
+/* oracles/budget.c: error budgets by running error analysis through the scheduled graph
+ * (numerics.md section 4).
+ *
+ * What is bounded. For each output element, with R the rounding into the output's dtype,
+ * `kernel` the value a correct kernel delivers for the schedule on the backend and
+ * `exact` the graph's exact value (graph-format.md section 6), the budget B satisfies
+ *     |kernel - R(exact)| <= B   and   |kernel - exact| <= B.
+ * The first is what verify checks against mp_exact's correctly rounded oracle value; the
+ * second lets it compare with a wider reference. "Correct kernel" means one that computes
+ * what compiler/sched.c says the schedule means, in the formats it names, with +, -, *
+ * correctly rounded and the backend's functions within their allowances (allowances.def);
+ * the emulating interpreter (mp_emulate with orc_emu_config) is one, with every function
+ * correctly rounded (backend "emul").
+ *
+ * How. The graph is evaluated once on the given inputs, element by element, in the order
+ * and formats of the schedule, exactly as interp/emul.c and compiler/lower.c do (op format
+ * for expressions and loads, literals and integers rounded into it, casts rounded, terms
+ * accumulated in the accum format, stored values rounded into the store format). Each
+ * value is a Bv (bval.h): a rigorous enclosure of its exact value and a bound e on its
+ * computed value's distance to it, propagated by the rules of bval.c (propagation over
+ * intervals, not first order, plus each operation's local rounding or allowance).
+ * - Reductions follow the actual tree: linear chains, pairwise halves (the first
+ *   floor(n/2) terms on the left), split reductions as S strided partial chains (term j of
+ *   the split index goes to partial (j - lo) mod S) combined in order, exactly the trees of
+ *   lower.c. Every addition node adds half an ulp of the accum format at the magnitude of
+ *   its partial sum (|exact partial| + the errors below it): the running error bound,
+ *   which never exceeds gamma_h(u_accum) * sum |t_i| + sum e_i for the tree's height h
+ *   (linear n-1, split ceil(n/S)-1 + S-1, pairwise ceil(log2 n)) and is often far below
+ *   it, because it uses the partial sums of the actual data. An identity (an empty
+ *   partial) is added exactly.
+ * - max/min: error <= max e_i (no rounding). logsumexp: the kernel's max shift m + log(sum
+ *   exp(t - m)), analysed with m = the computed max (its exact value does not matter: the
+ *   expression equals logsumexp(t) for any m); its enclosure is computed separately.
+ * - Selections (argmax, argmin, topk): a topk value is the k-th order statistic, 1-Lipschitz
+ *   in the terms (error <= max e_i); an index is decided when the exact winner's computed
+ *   value beats every other term's for every computed value within the bounds, else the
+ *   element is a near tie (orc_budget_ties), and so is every value computed from it.
+ * - ?: on a real comparison that the computed values may decide otherwise: the error is
+ *   that of the other branch plus the distance between the branches; on an integer
+ *   condition that depends on a near tie: a near tie.
+ * - Output: B = max(R(hi + e) - R(lo), R(hi) - R(lo - e), R(hi + e) - lo, hi - R(lo - e))
+ *   for the exact enclosure [lo, hi] and the stored value's bound e, all rounded up.
+ * Unbounded values (possible inf or NaN, divisors around 0, functions at the edge of their
+ * domains, functions a backend promises nothing for) give +inf budgets.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bval.h"
+
+typedef struct {
+	int64_t v;
+	bool tie;
+} Bi;
+
+/* The analysis of one graph. */
+typedef struct {
+	const Graph *g;
+	const Schedule *s;
+	BvCtx c;
+	Bv **rv;                       /* real tensors (NULL for i32 ones) */
+	int64_t **iv;                  /* i32 tensors */
+	uint8_t **itie;                /* their near-tie flags */
+	int64_t (*stride)[IR_MAXRANK];
+	/* the definition being evaluated */
+	const Def *def;
+	Dtype opf, accf, stf;
+	Order order;
+	int64_t S, qlo;                /* split factor of reduction index q, start of q's range */
+	int q;
+	int64_t vars[IR_MAXVARS];
+	/* reduction terms of the current element */
+	Bv *tv;
+	Bi *ti;
+	int64_t *tix, *tp;
+	size_t n, cap;
+	Bv *sbuf;                      /* split folds */
+	size_t *scnt;
+	bool *sempty;
+	size_t capsbuf;
+	/* errors: a soft evaluation (a branch only a flipped condition takes) records them */
+	int soft;
+	bool failed, softfail;
+	Diag *d;
+} Ba;
+
+static Bv ev_real(Ba *b, Ref r);
+static Bi ev_int(Ba *b, Ref r);
+static B3 ev_bool(Ba *b, Ref r);
+
+__attribute__((format(printf, 4, 5)))
+static void fail(Ba *b, SrcPos pos, int code, const char *fmt, ...)
+{
+	if (b->soft) {
+		b->softfail = true;
+		return;
+	}
+	if (b->failed)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (pos.line <= 0)
+		pos = b->def->pos;
+	diag_at(b->d, pos, b->g->src, b->g->srclen, "budget: %s", msg);
+	b->d->code = code;
+	b->failed = true;
+}
+
+static bool stop(const Ba *b)
+{
+	return b->failed || (b->soft && b->softfail);
+}
+
+static bool decided(const B3 *c)
+{
+	return c->ex != 2 && c->cp == (c->ex ? 2 : 1);
+}
+
+/* ------------------------------------------------------------ leaves */
+
+static Bv int_real(Ba *b, Bi v, Dtype f)
+{
+	Bv r = bv_exact((double)v.v, DT_NONE);
+	if (v.v > ((int64_t)1 << 53) || v.v < -((int64_t)1 << 53)) {
+		r.lo = nextafter(r.lo, -INFINITY);
+		r.hi = nextafter(r.hi, INFINITY);
+	}
+	r.tie = v.tie;
+	return bv_round(&b->c, r, f);
+}
+
+/* A literal's exact value, not yet rounded. */
+static Bv lit_exact(const Lit *l)
+{
+	if (!isfinite(l->approx))
+		return bv_unbounded(false);
+	Bv r = bv_exact(l->approx, DT_NONE);
+	if (!l->exact) {
+		r.lo = nextafter(l->approx, -INFINITY);
+		r.hi = nextafter(l->approx, INFINITY);
+	}
+	return r;
+}
+
+/* Offset of read n in its tensor: 1 in bounds, 0 outside with a `??` default, -1 error.
+ * *tie collects near ties of indirect indices. */
+static int read_at(Ba *b, const Node *n, int64_t *off, bool *tie)
+{
+	const Graph *g = b->g;
+	uint32_t t = n->u.read.tensor;
+	const Ref *ix = ir_read_idx(g, n);
+	int64_t o = 0;
+	for (uint32_t i = 0; i < n->u.read.n; i++) {
+		Bi v = ev_int(b, ix[i]);
+		if (stop(b))
+			return -1;
+		*tie |= v.tie;
+		int64_t ext = g->tensors[t].dims[i].value;
+		if (v.v >= 0 && v.v < ext) {
+			o += v.v * b->stride[t][i];
+			continue;
+		}
+		if (n->u.read.pad)
+			return 0;
+		fail(b, n->pos, 2, "read of '%s' out of range: index %u is %lld, outside [0, %lld)",
+		     g->tensors[t].name, i, (long long)v.v, (long long)ext);
+		return -1;
+	}
+	*off = o;
+	return 1;
+}
+
+static Bv read_real(Ba *b, const Node *n)
+{
+	int64_t off = 0;
+	bool tie = false;
+	int k = read_at(b, n, &off, &tie);
+	if (k < 0)
+		return bv_unbounded(tie);
+	Bv v;
+	uint32_t t = n->u.read.tensor;
+	if (k == 0)
+		v = ev_real(b, n->u.read.pad);
+	else if (b->iv[t])
+		v = int_real(b, (Bi){b->iv[t][off], b->itie[t][off]}, b->opf);
+	else
+		v = bv_round(&b->c, b->rv[t][off], b->opf);
+	v.tie |= tie;
+	return v;
+}
+
+/* ------------------------------------------------------------ real expressions */
+
+/* A cast of a literal or an integer: the exact value is R_G(x) and so is the computed one
+ * (rounded straight into G), but a backend keeps a constant of a format wider than the op
+ * format in the op format (lower.c): allow that second rounding too. */
+static Bv cast_const(Ba *b, Bv x, Dtype g)
+{
+	if (!bv_bounded(&x))
+		return x;
+	Bv r = x;
+	r.lo = fmt_round(g, x.lo);
+	r.hi = fmt_round(g, x.hi);
+	r.e = 0;
+	r.fmt = (int8_t)g;
+	if (!isfinite(r.lo) || !isfinite(r.hi))
+		return bv_unbounded(x.tie);
+	if (fmt_within(g, b->opf))
+		return r;
+	Bv w = bv_round(&b->c, r, b->opf);
+	w.fmt = DT_NONE;
+	return w;
+}
+
+static Bv select_real(Ba *b, const Node *n)
+{
+	B3 c = ev_bool(b, n->a[0]);
+	if (stop(b))
+		return bv_unbounded(c.tie);
+	if (decided(&c)) {
+		Bv v = ev_real(b, n->a[c.ex ? 1 : 2]);
+		v.tie |= c.tie;
+		return v;
+	}
+	/* both branches may be taken: the one the exact value does not take is evaluated
+	 * softly (a kernel taking it might meet an error the exact computation does not) */
+	Bv v[2];
+	for (int i = 0; i < 2; i++) {
+		bool exact_branch = c.ex == (i == 0 ? 1 : 0);
+		if (!exact_branch)
+			b->soft++;
+		v[i] = ev_real(b, n->a[1 + i]);
+		if (!exact_branch && --b->soft == 0 && b->softfail) {
+			b->softfail = false;
+			v[i] = bv_unbounded(true);
+		}
+	}
+	return bv_select(&c, &v[0], &v[1]);
+}
+
+static Bv op_real(Ba *b, const Node *n)
+{
+	const Graph *g = b->g;
+	Op op = (Op)n->op;
+	if (op == OP_SELECT)
+		return select_real(b, n);
+	Dtype cf = op_cast_dtype(op);
+	if (cf != DT_NONE) {
+		const Node *a = ir_node(g, n->a[0]);
+		if (a->kind == NK_NUM)
+			return cast_const(b, lit_exact(&g->lits[a->u.lit]), cf);
+		if (a->ty == TY_INT) {
+			Bi v = ev_int(b, n->a[0]);
+			Bv x = int_real(b, v, DT_F64);
+			return cast_const(b, x, cf);
+		}
+		Bv x = ev_real(b, n->a[0]);
+		return bv_unary(&b->c, op, &x, b->opf);
+	}
+	Bv x[3];
+	int arity = op_info(op)->arity;
+	for (int i = 0; i < arity; i++)
+		x[i] = ev_real(b, n->a[i]);
+	if (stop(b))
+		return bv_unbounded(false);
+	Dtype f = b->opf;
+	switch (op) {
+	case OP_ADD: return bv_add(&b->c, &x[0], &x[1], f, false);
+	case OP_SUB: return bv_add(&b->c, &x[0], &x[1], f, true);
+	case OP_MUL: return bv_mul(&b->c, &x[0], &x[1], f);
+	case OP_DIV: return bv_div(&b->c, &x[0], &x[1], f);
+	case OP_FMA: return bv_fma(&b->c, &x[0], &x[1], &x[2], f);
+	case OP_POW: return bv_pow(&b->c, &x[0], &x[1], f);
+	case OP_MAX: return bv_maxmin(&x[0], &x[1], true);
+	case OP_MIN: return bv_maxmin(&x[0], &x[1], false);
+	default: return bv_unary(&b->c, op, &x[0], f);
+	}
+}
+
+static Bv ev_real(Ba *b, Ref r)
+{
+	const Graph *g = b->g;
+	const Node *n = ir_node(g, r);
+	if (n->ty == TY_INT)
+		return int_real(b, ev_int(b, r), b->opf);
+	switch (n->kind) {
+	case NK_NUM: return bv_round(&b->c, lit_exact(&g->lits[n->u.lit]), b->opf);
+	case NK_READ: return read_real(b, n);
+	case NK_OP: return op_real(b, n);
+	default:
+		fail(b, n->pos, 3, "internal: node kind %d is not a real value", n->kind);
+		return bv_unbounded(false);
+	}
+}
+
+/* ------------------------------------------------------------ integers and booleans */
+
+static int64_t int_op(Ba *b, const Node *n, Op op, int64_t a, int64_t c)
+{
+	int64_t v = 0;
+	bool ovf = false;
+	switch (op) {
+	case OP_NEG: ovf = __builtin_sub_overflow((int64_t)0, a, &v); break;
+	case OP_ADD: ovf = __builtin_add_overflow(a, c, &v); break;
+	case OP_SUB: ovf = __builtin_sub_overflow(a, c, &v); break;
+	case OP_MUL: ovf = __builtin_mul_overflow(a, c, &v); break;
+	case OP_ABS: ovf = a == INT64_MIN; v = a < 0 ? -a : a; break;
+	case OP_MAX: v = a > c ? a : c; break;
+	case OP_MIN: v = a < c ? a : c; break;
+	case OP_IDIV: case OP_MOD:
+		if (c == 0) {
+			fail(b, n->pos, 2, "integer %s by zero", op == OP_MOD ? "%" : "division");
+			return 0;
+		}
+		if (c == -1)
+			return op == OP_MOD ? 0 : -a;
+		v = op == OP_MOD ? a % c : a / c;
+		if (op == OP_MOD && v < 0)
+			v += c < 0 ? -c : c;
+		else if (op == OP_IDIV && a % c != 0 && ((a < 0) != (c < 0)))
+			v--;
+		break;
+	default:
+		fail(b, n->pos, 3, "internal: %s is not an integer operation", op_info(op)->name);
+		return 0;
+	}
+	if (ovf)
+		fail(b, n->pos, 2, "integer overflow in '%s'", op_info(op)->spelling);
+	return v;
+}
+
+static Bi op_int(Ba *b, const Node *n)
+{
+	Op op = (Op)n->op;
+	if (op == OP_SELECT) {
+		B3 c = ev_bool(b, n->a[0]);
+		/* the exact branch (the first when even that is unknown); a near tie otherwise */
+		Bi v = ev_int(b, n->a[c.ex == 0 ? 2 : 1]);
+		v.tie |= c.tie || !decided(&c);
+		return v;
+	}
+	Bi a = ev_int(b, n->a[0]), c = {0, false};
+	if (op_info(op)->arity > 1)
+		c = ev_int(b, n->a[1]);
+	if (stop(b))
+		return (Bi){0, true};
+	return (Bi){int_op(b, n, op, a.v, c.v), a.tie || c.tie};
+}
+
+static Bi ev_int(Ba *b, Ref r)
+{
+	const Graph *g = b->g;
+	const Node *n = ir_node(g, r);
+	switch (n->kind) {
+	case NK_INT: return (Bi){n->u.ival, false};
+	case NK_VAR: return (Bi){b->vars[n->u.var], false};
+	case NK_SIZE: return (Bi){g->sizes[n->u.size].value, false};
+	case NK_OP: return op_int(b, n);
+	case NK_READ: {
+		int64_t off = 0;
+		bool tie = false;
+		int k = read_at(b, n, &off, &tie);
+		if (k <= 0) {
+			Bi v = k == 0 ? ev_int(b, n->u.read.pad) : (Bi){0, true};
+			v.tie |= tie;
+			return v;
+		}
+		uint32_t t = n->u.read.tensor;
+		if (!b->iv[t]) {
+			fail(b, n->pos, 3, "internal: integer read of a real tensor");
+			return (Bi){0, true};
+		}
+		return (Bi){b->iv[t][off], tie || b->itie[t][off]};
+	}
+	default:
+		fail(b, n->pos, 3, "internal: a real literal where an integer belongs");
+		return (Bi){0, true};
+	}
+}
+
+static bool cmp_int(Op op, int64_t a, int64_t c)
+{
+	switch (op) {
+	case OP_EQ: return a == c;
+	case OP_NE: return a != c;
+	case OP_LT: return a < c;
+	case OP_LE: return a <= c;
+	case OP_GT: return a > c;
+	default: return a >= c;
+	}
+}
+
+static B3 b3_of(bool v, bool tie)
+{
+	return (B3){v, v ? 2 : 1, tie};
+}
+
+static B3 ev_bool(Ba *b, Ref r)
+{
+	const Graph *g = b->g;
+	const Node *n = ir_node(g, r);
+	Op op = (Op)n->op;
+	if (n->kind != NK_OP) {
+		fail(b, n->pos, 3, "internal: not a boolean");
+		return (B3){2, 3, true};
+	}
+	switch (op) {
+	case OP_NOT: {
+		B3 a = ev_bool(b, n->a[0]);
+		return (B3){a.ex == 2 ? 2 : !a.ex, (uint8_t)(((a.cp & 1) << 1) | ((a.cp & 2) >> 1)),
+			    a.tie};
+	}
+	case OP_AND: case OP_OR: {
+		bool and = op == OP_AND;
+		B3 a = ev_bool(b, n->a[0]);
+		if (decided(&a) && a.ex == !and)   /* short circuit, as the kernels do */
+			return a;
+		B3 c = ev_bool(b, n->a[1]);
+		B3 r = {2, 0, a.tie || c.tie};
+		if (and)
+			r.ex = a.ex == 0 || c.ex == 0 ? 0 : a.ex == 1 && c.ex == 1 ? 1 : 2;
+		else
+			r.ex = a.ex == 1 || c.ex == 1 ? 1 : a.ex == 0 && c.ex == 0 ? 0 : 2;
+		uint8_t t = and ? (a.cp & c.cp & 2) : ((a.cp | c.cp) & 2);
+		uint8_t f = and ? ((a.cp | c.cp) & 1) : (a.cp & c.cp & 1);
+		r.cp = t | f;
+		return r;
+	}
+	case OP_SELECT: {
+		B3 c = ev_bool(b, n->a[0]);
+		B3 v = ev_bool(b, n->a[c.ex == 0 ? 2 : 1]);
+		v.tie |= c.tie || !decided(&c);
+		return v;
+	}
+	default:
+		break;
+	}
+	if (!(op_info(op)->flags & OPF_CMP)) {
+		fail(b, n->pos, 3, "internal: %s is not a boolean operation", op_info(op)->name);
+		return (B3){2, 3, true};
+	}
+	if (ir_node(g, n->a[0])->ty == TY_INT && ir_node(g, n->a[1])->ty == TY_INT) {
+		Bi x = ev_int(b, n->a[0]), y = ev_int(b, n->a[1]);
+		return b3_of(cmp_int(op, x.v, y.v), x.tie || y.tie);
+	}
+	Bv x = ev_real(b, n->a[0]), y = ev_real(b, n->a[1]);
+	return bv_cmp(op, &x, &y);
+}
+
+/* ------------------------------------------------------------ reductions */
+
+static void grow_terms(Ba *b)
+{
+	b->cap = b->cap ? 2 * b->cap : 64;
+	b->tv = realloc(b->tv, b->cap * sizeof *b->tv);
+	b->ti = realloc(b->ti, b->cap * sizeof *b->ti);
+	b->tix = realloc(b->tix, b->cap * sizeof *b->tix);
+	b->tp = realloc(b->tp, b->cap * sizeof *b->tp);
+	IR_ASSERT(b->tv && b->ti && b->tix && b->tp);
+}
+
+static void push_term(Ba *b, bool ints)
+{
+	if (b->n == b->cap)
+		grow_terms(b);
+	const Def *D = b->def;
+	if (ints)
+		b->ti[b->n] = ev_int(b, D->body);
+	else
+		b->tv[b->n] = ev_real(b, D->body);
+	b->tix[b->n] = b->vars[D->nlhs];
+	b->tp[b->n] = b->S > 1 ? (b->vars[D->nlhs + b->q] - b->qlo) % b->S : 0;
+	b->n++;
+}
+
+/* Every term of the reduction indices r.. in order, outer first (emul.c's order). */
+static void collect(Ba *b, int r, bool ints)
+{
+	const Def *D = b->def;
+	if (r == D->nred) {
+		push_term(b, ints);
+		return;
+	}
+	int64_t lo = ev_int(b, D->red[r].lo).v, hi = ev_int(b, D->red[r].hi).v;
+	if (r == b->q)
+		b->qlo = lo;
+	for (int64_t v = lo; v < hi && !stop(b); v++) {
+		b->vars[D->nlhs + r] = v;
+		collect(b, r + 1, ints);
+	}
+}
+
+static Bv node(Ba *b, Op op, const Bv *x, const Bv *y)
+{
+	return op == OP_ADD ? bv_add(&b->c, x, y, b->accf, false) : bv_mul(&b->c, x, y, b->accf);
+}
+
+static Bv pairwise(Ba *b, Op op, const Bv *t, size_t n)
+{
+	if (n == 1)
+		return bv_round(&b->c, t[0], b->accf);
+	size_t h = n / 2;
+	Bv x = pairwise(b, op, t, h), y = pairwise(b, op, t + h, n - h);
+	return node(b, op, &x, &y);
+}
+
+/* t[0..n-1] (n >= 1) in the accum format and order, as one chain or tree. */
+static Bv fold1(Ba *b, Op op, const Bv *t, size_t n)
+{
+	if (b->order == ORDER_PAIRWISE)
+		return pairwise(b, op, t, n);
+	Bv acc = bv_round(&b->c, t[0], b->accf);
+	for (size_t i = 1; i < n; i++)
+		acc = node(b, op, &acc, &t[i]);
+	return acc;
+}
+
+/* The pairwise tree over partials p[lo .. lo+n); an empty partial (the identity) joins
+ * exactly. false when every partial there is empty. */
+static bool ptree(Ba *b, Op op, const Bv *p, const bool *empty, size_t lo, size_t n, Bv *out)
+{
+	if (n == 1) {
+		*out = p[lo];
+		return !empty[lo];
+	}
+	size_t h = n / 2;
+	Bv x, y;
+	bool hx = ptree(b, op, p, empty, lo, h, &x), hy = ptree(b, op, p, empty, lo + h, n - h, &y);
+	if (hx && hy)
+		*out = node(b, op, &x, &y);
+	else if (hx || hy)
+		*out = hx ? x : y;
+	return hx || hy;
+}
+
+/* The same, split: partial tp[i] gets term i (in order); the partials are combined in
+ * order, linear or pairwise (lower.c's strided partial accumulators). */
+static Bv fold(Ba *b, Op op, const Bv *t, size_t n)
+{
+	if (b->S <= 1)
+		return fold1(b, op, t, n);
+	size_t S = (size_t)b->S;
+	if (b->capsbuf < n + S) {
+		b->capsbuf = n + S;
+		b->sbuf = realloc(b->sbuf, b->capsbuf * sizeof *b->sbuf);
+		b->scnt = realloc(b->scnt, (b->capsbuf + 1) * sizeof *b->scnt);
+		b->sempty = realloc(b->sempty, b->capsbuf * sizeof *b->sempty);
+		IR_ASSERT(b->sbuf && b->scnt && b->sempty);
+	}
+	size_t *at = b->scnt;
+	memset(at, 0, (S + 1) * sizeof *at);
+	for (size_t i = 0; i < n; i++)
+		at[b->tp[i] + 1]++;
+	for (size_t s = 1; s <= S; s++)
+		at[s] += at[s - 1];
+	Bv *grouped = b->sbuf, *part = b->sbuf + n;
+	for (size_t i = 0; i < n; i++)
+		grouped[at[b->tp[i]]++] = t[i];
+	for (size_t s = 0; s < S; s++) {
+		size_t lo = s ? at[s - 1] : 0, m = at[s] - lo;
+		b->sempty[s] = m == 0;
+		if (m)
+			part[s] = fold1(b, op, grouped + lo, m);
+	}
+	Bv acc = part[0];
+	if (b->order == ORDER_PAIRWISE) {
+		ptree(b, op, part, b->sempty, 0, S, &acc);
+		return acc;
+	}
+	bool have = false;
+	for (size_t s = 0; s < S; s++) {
+		if (b->sempty[s])
+			continue;
+		acc = have ? node(b, op, &acc, &part[s]) : part[s];
+		have = true;
+	}
+	return acc;
+}
+
+/* logsumexp as the kernels compute it: m = max of the computed terms, then
+ * m + log(sum exp(t - m)). m is treated as an exact input known to lie in the range of
+ * the computed max (the expression equals logsumexp(t) whatever m is). */
+static Bv lse(Ba *b, const Bv *t, size_t n)
+{
+	bool tie = false;
+	double mlo = -INFINITY, mhi = -INFINITY;
+	for (size_t i = 0; i < n; i++) {
+		if (!bv_bounded(&t[i]))
+			return bv_unbounded(true);
+		tie |= t[i].tie;
+		mlo = fmax(mlo, add_dn(t[i].lo, -t[i].e));
+		mhi = fmax(mhi, add_up(t[i].hi, t[i].e));
+	}
+	Bv m = {mlo, mhi, 0, (int8_t)b->opf, tie};
+	Bv *x = malloc(n * sizeof *x);
+	IR_ASSERT(x);
+	for (size_t i = 0; i < n; i++) {
+		Bv d = bv_add(&b->c, &t[i], &m, b->opf, true);
+		x[i] = bv_unary(&b->c, OP_EXP, &d, b->opf);
+	}
+	Bv s = fold(b, OP_ADD, x, n);
+	free(x);
+	Bv l = bv_unary(&b->c, OP_LOG, &s, b->accf);
+	Bv r = bv_add(&b->c, &m, &l, b->accf, false);
+	if (!bv_bounded(&r))
+		return r;
+	bv_lse(&b->c, t, n, &r.lo, &r.hi);
+	r.tie = tie;
+	return bv_bounded(&r) ? r : bv_unbounded(tie);
+}
+
+static Bv reduce_real(Ba *b)
+{
+	const Bv *t = b->tv;
+	size_t n = b->n;
+	switch (b->def->monoid) {
+	case MO_SUM: return n ? fold(b, OP_ADD, t, n) : bv_exact(0.0, b->accf);
+	case MO_PROD: return n ? fold(b, OP_MUL, t, n) : bv_exact(1.0, b->accf);
+	case MO_MAX: case MO_MIN: {
+		if (n == 0)
+			return bv_unbounded(false);
+		Bv acc = t[0];
+		for (size_t i = 1; i < n; i++)
+			acc = bv_maxmin(&acc, &t[i], b->def->monoid == MO_MAX);
+		return bv_round(&b->c, acc, b->accf);
+	}
+	case MO_LOGSUMEXP: return n ? lse(b, t, n) : bv_unbounded(false);
+	default: IR_ASSERT(!"reduce_real: not a real monoid");
+	}
+}
+
+static Bi reduce_int(Ba *b)
+{
+	Monoid m = b->def->monoid;
+	int64_t acc = m == MO_PROD ? 1 : m == MO_MAX ? INT64_MIN : m == MO_MIN ? INT64_MAX : 0;
+	bool tie = false;
+	if (b->n == 0 && (m == MO_MAX || m == MO_MIN)) {
+		fail(b, b->def->pos, 2, "integer %s over an empty range has no value", monoid_name(m));
+		return (Bi){0, true};
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		int64_t x = b->ti[i].v;
+		bool ovf = false;
+		tie |= b->ti[i].tie;
+		switch (m) {
+		case MO_SUM: ovf = __builtin_add_overflow(acc, x, &acc); break;
+		case MO_PROD: ovf = __builtin_mul_overflow(acc, x, &acc); break;
+		case MO_MAX: acc = x > acc ? x : acc; break;
+		case MO_MIN: acc = x < acc ? x : acc; break;
+		default: IR_ASSERT(!"reduce_int: not an integer monoid");
+		}
+		if (ovf) {
+			fail(b, b->def->pos, 2, "integer overflow in %s", monoid_name(m));
+			return (Bi){0, true};
+		}
+	}
+	return (Bi){acc, tie};
+}
+
+/* ------------------------------------------------------------ selections */
+
+/* Does term i (exact key order: larger for dir > 0) certainly come before term j, for all
+ * computed values within the bounds? Ties go to the smaller index. */
+static bool beats(const Ba *b, size_t i, size_t j, int dir)
+{
+	const Bv *x = &b->tv[i], *y = &b->tv[j];
+	double xl = dir > 0 ? add_dn(x->lo, -x->e) : -add_up(x->hi, x->e);
+	double yh = dir > 0 ? add_up(y->hi, y->e) : -add_dn(y->lo, -y->e);
+	return b->tix[j] < b->tix[i] ? xl > yh : xl >= yh;
+}
+
+/* Ranks term i before term j by the midpoints of the exact enclosures (integers exactly),
+ * the smaller index first on ties: the exact order whenever the decision is certain. */
+static bool before(const Ba *b, bool ints, int dir, size_t i, size_t j)
+{
+	if (ints) {
+		int64_t x = b->ti[i].v, y = b->ti[j].v;
+		if (x != y)
+			return dir > 0 ? x > y : x < y;
+	} else {
+		double x = b->tv[i].lo / 2 + b->tv[i].hi / 2, y = b->tv[j].lo / 2 + b->tv[j].hi / 2;
+		if (x != y)
+			return dir > 0 ? x > y : x < y;
+	}
+	return b->tix[i] < b->tix[j];
+}
+
+/* The near-tie flag of a selection whose first k terms (positions, in b->tp) are chosen. */
+static bool sel_tie(const Ba *b, bool ints, int dir, size_t k)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (ints ? b->ti[i].tie : (b->tv[i].tie || !bv_bounded(&b->tv[i])))
+			return true;
+	if (ints)
+		return false;
+	for (size_t p = 0; p < k; p++)
+		for (size_t q = p + 1; q < b->n; q++)
+			if (!beats(b, (size_t)b->tp[p], (size_t)b->tp[q], dir))
+				return true;
+	return false;
+}
+
+/* Puts the k best terms first (positions in b->tp, in rank order). */
+static void rank(Ba *b, bool ints, int dir, size_t k)
+{
+	for (size_t i = 0; i < b->n; i++)
+		b->tp[i] = (int64_t)i;
+	for (size_t p = 0; p < k; p++) {
+		size_t best = p;
+		for (size_t q = p + 1; q < b->n; q++)
+			if (before(b, ints, dir, (size_t)b->tp[q], (size_t)b->tp[best]))
+				best = q;
+		int64_t x = b->tp[p];
+		b->tp[p] = b->tp[best];
+		b->tp[best] = x;
+	}
+}
+
+static Bi arg_best(Ba *b, bool ints, int dir)
+{
+	if (b->n == 0)
+		return (Bi){-1, false};
+	rank(b, ints, dir, 1);
+	return (Bi){b->tix[b->tp[0]], sel_tie(b, ints, dir, 1)};
+}
+
+static int cmp_desc(const void *x, const void *y)
+{
+	double a = *(const double *)x, c = *(const double *)y;
+	return a < c ? 1 : a > c ? -1 : 0;
+}
+
+static void store_int(Ba *b, int t, int64_t e, Bi v)
+{
+	if (v.v < INT32_MIN || v.v > INT32_MAX)
+		fail(b, b->def->pos, 2, "integer value %lld does not fit in 32 bits", (long long)v.v);
+	b->iv[t][e] = v.v;
+	b->itie[t][e] = v.tie;
+}
+
+/* The K values of a real topk element: the k-th largest of the terms, whose error is at
+ * most the largest term error (order statistics are 1-Lipschitz in the max norm). */
+static void topk_values(Ba *b, int t, int64_t e, int64_t K)
+{
+	size_t n = b->n;
+	double *lo = malloc(2 * n * sizeof *lo), *hi = lo + n, emax = 0;
+	IR_ASSERT(lo);
+	bool tie = false, ok = true;
+	for (size_t i = 0; i < n; i++) {
+		lo[i] = b->tv[i].lo;
+		hi[i] = b->tv[i].hi;
+		emax = fmax(emax, b->tv[i].e);
+		tie |= b->tv[i].tie;
+		ok &= bv_bounded(&b->tv[i]);
+	}
+	qsort(lo, n, sizeof *lo, cmp_desc);
+	qsort(hi, n, sizeof *hi, cmp_desc);
+	for (int64_t k = 0; k < K; k++) {
+		Bv v = ok ? (Bv){lo[k], hi[k], emax, (int8_t)b->opf, tie} : bv_unbounded(tie);
+		b->rv[t][e * K + k] = bv_round(&b->c, v, b->stf);
+	}
+	free(lo);
+}
+
+static void set_lhs(Ba *b, int64_t e, int n)
+{
+	const Tensor *t = &b->g->tensors[b->def->out[0]];
+	for (int k = n - 1; k >= 0; k--) {
+		int64_t ext = t->dims[k].value;
+		b->vars[k] = e % ext;
+		e /= ext;
+	}
+}
+
+static void topk_element(Ba *b, int64_t e, bool ints)
+{
+	const Def *D = b->def;
+	int tv = D->out[0], ti = D->out[1];
+	int64_t K = b->g->tensors[tv].dims[D->nlhs - 1].value;
+	set_lhs(b, e, D->nlhs - 1);
+	b->vars[D->nlhs - 1] = 0;
+	b->n = 0;
+	collect(b, 0, ints);
+	if (stop(b))
+		return;
+	if ((int64_t)b->n < K) {
+		fail(b, D->pos, 2, "topk over a range of %zu terms, fewer than K = %lld", b->n,
+		     (long long)K);
+		return;
+	}
+	rank(b, ints, 1, (size_t)K);
+	bool tie = sel_tie(b, ints, 1, (size_t)K);
+	for (int64_t k = 0; k < K; k++) {
+		size_t i = (size_t)b->tp[k];
+		store_int(b, ti, e * K + k, (Bi){b->tix[i], tie});
+		if (ints)
+			store_int(b, tv, e * K + k, b->ti[i]);
+	}
+	if (!ints)
+		topk_values(b, tv, e, K);
+}
+
+/* ------------------------------------------------------------ elements */
+
+static void do_element(Ba *b, int64_t e)
+{
+	const Def *D = b->def;
+	int t = D->out[0];
+	bool body_int = ir_node(b->g, D->body)->ty == TY_INT;
+	if (D->monoid == MO_TOPK) {
+		topk_element(b, e, body_int && b->iv[t]);
+		return;
+	}
+	set_lhs(b, e, D->nlhs);
+	if (D->monoid == MO_NONE) {
+		if (b->iv[t])
+			store_int(b, t, e, ev_int(b, D->body));
+		else
+			b->rv[t][e] = bv_round(&b->c, ev_real(b, D->body), b->stf);
+		return;
+	}
+	bool arg = D->monoid == MO_ARGMAX || D->monoid == MO_ARGMIN;
+	bool ints = body_int && (arg || b->iv[t]);
+	b->n = 0;
+	collect(b, 0, ints);
+	if (stop(b))
+		return;
+	if (arg)
+		store_int(b, t, e, arg_best(b, ints, D->monoid == MO_ARGMAX ? 1 : -1));
+	else if (b->iv[t])
+		store_int(b, t, e, reduce_int(b));
+	else
+		b->rv[t][e] = bv_round(&b->c, reduce_real(b), b->stf);
+}
+
+/* ------------------------------------------------------------ the driver */
+
+static Dtype real_fmt(Dtype f)
+{
+	return f == DT_I32 || f == DT_NONE ? DT_F64 : f;
+}
+
+static void def_setup(Ba *b, int k)
+{
+	const Def *D = &b->g->defs[k];
+	const DefSched *x = &b->s->defs[k];
+	b->def = D;
+	b->opf = real_fmt(x->op);
+	b->accf = real_fmt(x->accum);
+	b->stf = real_fmt(x->store);
+	b->order = x->order;
+	b->S = 1;
+	b->q = -1;
+	if (D->monoid != MO_SUM && D->monoid != MO_PROD && D->monoid != MO_LOGSUMEXP)
+		return;
+	for (int r = 0; r < D->nred; r++)
+		if (x->split[r] > 1) {
+			b->S = x->split[r];
+			b->q = r;
+		}
+}
+
+static void ba_free(Ba *b)
+{
+	const Graph *g = b->g;
+	for (int t = 0; t < g->ntensors; t++) {
+		if (b->rv)
+			free(b->rv[t]);
+		if (b->iv)
+			free(b->iv[t]);
+		if (b->itie)
+			free(b->itie[t]);
+	}
+	free(b->rv);
+	free(b->iv);
+	free(b->itie);
+	free(b->stride);
+	free(b->tv);
+	free(b->ti);
+	free(b->tix);
+	free(b->tp);
+	free(b->sbuf);
+	free(b->scnt);
+	free(b->sempty);
+	bv_free(&b->c);
+}
+
+static int ba_init(Ba *b, const Graph *g, const Schedule *s, int be, const HostTensor *in,
+		   Diag *d)
+{
+	memset(b, 0, sizeof *b);
+	b->g = g;
+	b->s = s;
+	b->d = d;
+	bv_init(&b->c, be);
+	size_t nt = (size_t)g->ntensors + 1;
+	b->rv = calloc(nt, sizeof *b->rv);
+	b->iv = calloc(nt, sizeof *b->iv);
+	b->itie = calloc(nt, sizeof *b->itie);
+	b->stride = calloc(nt, sizeof *b->stride);
+	IR_ASSERT(b->rv && b->iv && b->itie && b->stride);
+	int k = 0;
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *T = &g->tensors[t];
+		int64_t n = ir_tensor_count(g, t), st = 1;
+		for (int i = T->rank - 1; i >= 0; i--) {
+			b->stride[t][i] = st;
+			st *= T->dims[i].value;
+		}
+		size_t m = (size_t)(n ? n : 1);
+		if (T->dtype == DT_I32) {
+			b->iv[t] = calloc(m, sizeof **b->iv);
+			b->itie[t] = calloc(m, 1);
+			IR_ASSERT(b->iv[t] && b->itie[t]);
+		} else {
+			b->rv[t] = calloc(m, sizeof **b->rv);
+			IR_ASSERT(b->rv[t]);
+		}
+		if (T->kind != TK_INPUT)
+			continue;
+		const HostTensor *h = &in[k++];
+		if (!h->data || h->dtype != T->dtype || h->n != n) {
+			diag_set(d, 2, "budget: input '%s' is declared %s with %lld elements but was "
+				 "given %s with %lld", T->name, dt_name((Dtype)T->dtype), (long long)n,
+				 h->data ? dt_name(h->dtype) : "nothing", (long long)h->n);
+			return -1;
+		}
+		for (int64_t i = 0; i < n; i++) {
+			if (b->iv[t])
+				b->iv[t][i] = (int64_t)ht_get(h, i);
+			else
+				b->rv[t][i] = bv_exact(ht_get(h, i), (Dtype)T->dtype);
+		}
+	}
+	return 0;
+}
+
+static int run_defs(Ba *b)
+{
+	const Graph *g = b->g;
+	for (int k = 0; k < g->ndefs; k++) {
+		def_setup(b, k);
+		const Def *D = b->def;
+		int64_t n = ir_tensor_count(g, D->out[0]);
+		if (D->monoid == MO_TOPK)
+			n /= g->tensors[D->out[0]].dims[D->nlhs - 1].value;
+		memset(b->vars, 0, sizeof b->vars);
+		for (int64_t e = 0; e < n && !b->failed; e++)
+			do_element(b, e);
+		if (b->failed)
+			return -1;
+	}
+	return 0;
+}
+
+/* Output k's budgets (and near-tie flags) from the analysis. */
+static int deliver(Ba *b, int k, HostTensor *out, uint8_t **ties, Diag *d)
+{
+	const Graph *g = b->g;
+	const Output *o = &g->outputs[k];
+	const Tensor *T = &g->tensors[o->tensor];
+	if (o->dtype == DT_I32 && !b->iv[o->tensor]) {
+		diag_set(d, 2, "budget: output '%s' : i32 of a real-valued tensor", T->name);
+		return -1;
+	}
+	int64_t dims[IR_MAXRANK];
+	for (int i = 0; i < T->rank; i++)
+		dims[i] = T->dims[i].value;
+	if (ht_alloc(out, DT_F64, T->rank, dims) < 0) {
+		diag_set(d, 3, "budget: out of memory for output '%s'", T->name);
+		return -1;
+	}
+	uint8_t *tie = ties ? malloc((size_t)(out->n ? out->n : 1)) : NULL;
+	IR_ASSERT(!ties || tie);
+	double *bud = out->data;
+	for (int64_t i = 0; i < out->n; i++) {
+		if (b->iv[o->tensor]) {
+			bud[i] = 0;
+			if (tie)
+				tie[i] = b->itie[o->tensor][i];
+		} else {
+			const Bv *v = &b->rv[o->tensor][i];
+			bud[i] = bv_budget(v, o->dtype);
+			if (tie)
+				tie[i] = v->tie;
+		}
+	}
+	if (ties)
+		ties[k] = tie;
+	return 0;
+}
+
+int orc_budget_ties(const Graph *g, const Schedule *s, const char *backend,
+		    const HostTensor *inputs, HostTensor *budgets, uint8_t **ties, Diag *d)
+{
+	int be = al_backend(backend);
+	if (be < 0) {
+		diag_set(d, 2, "budget: unknown backend '%s' (known: emul, c, opencl, vulkan, wgsl, "
+			 "cuda)", backend);
+		return -1;
+	}
+	if (!s || s->ndefs != g->ndefs) {
+		diag_set(d, 3, "budget: internal: a schedule of %d definitions for a graph of %d",
+			 s ? s->ndefs : -1, g->ndefs);
+		return -1;
+	}
+	mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+	mpfr_set_emin(mpfr_get_emin_min());
+	mpfr_set_emax(mpfr_get_emax_max());
+	Ba b;
+	int rc = -1, nout = 0;
+	if (ba_init(&b, g, s, be, inputs, d) < 0 || run_defs(&b) < 0)
+		goto out;
+	for (; nout < g->noutputs; nout++)
+		if (deliver(&b, nout, &budgets[nout], ties, d) < 0)
+			goto out;
+	rc = 0;
+out:
+	if (rc < 0)
+		for (int k = 0; k < nout; k++) {
+			ht_free(&budgets[k]);
+			if (ties) {
+				free(ties[k]);
+				ties[k] = NULL;
+			}
+		}
+	ba_free(&b);
+	mpfr_set_emin(emin);
+	mpfr_set_emax(emax);
+	return rc;
+}
+
+int orc_budget(const Graph *g, const Schedule *s, const char *backend,
+	       const HostTensor *inputs, HostTensor *budgets, Diag *d)
+{
+	return orc_budget_ties(g, s, backend, inputs, budgets, NULL, d);
+}
+
+/* ------------------------------------------------------------ emulator configuration */
+
+void orc_emu_config(const Graph *g, const Schedule *s, OrcEmu *e)
+{
+	size_t n = (size_t)g->ndefs + 1;
+	e->fmt = calloc(3 * n, sizeof *e->fmt);
+	e->order = calloc(n, sizeof *e->order);
+	e->split = calloc(n, sizeof *e->split);
+	e->split_red = calloc(n, sizeof *e->split_red);
+	IR_ASSERT(e->fmt && e->order && e->split && e->split_red);
+	int nd = g->ndefs;
+	sched_formats(g, s, e->fmt, e->fmt + nd, e->fmt + 2 * nd, e->order);
+	for (int k = 0; k < nd; k++)
+		for (int r = 0; r < g->defs[k].nred; r++)
+			if (s->defs[k].split[r] > 1) {
+				e->split[k] = s->defs[k].split[r];
+				e->split_red[k] = r;
+			}
+	e->cfg = (EmuConfig){DT_F32, e->fmt, e->fmt + nd, e->fmt + 2 * nd, e->order, e->split,
+			     e->split_red};
+}
+
+void orc_emu_free(OrcEmu *e)
+{
+	free(e->fmt);
+	free(e->order);
+	free(e->split);
+	free(e->split_red);
+	memset(e, 0, sizeof *e);
+}

@@ -1,0 +1,547 @@
+/* oracles/bval.c: the error rules of single operations for the budget analysis (bval.h
+ * defines the values).
+ *
+ * Each rule bounds |computed - exact| of its result from its operands' enclosures and
+ * bounds, as the sum of
+ * - propagation: how far the exact operation can move between the exact operands and any
+ *   computed ones within their bounds. Never first order: + and - add the bounds; * adds
+ *   |a|eb + |b|ea + ea·eb; / takes (ea + |a/b|·eb) / min|computed b| (no bound when the
+ *   computed divisor's range holds 0); a monotone function f is evaluated at the ends:
+ *   max(f(xh + e) - f(xl), f(xh) - f(xl - e)) (mirrored when decreasing), which also
+ *   covers the casts (rounding is monotone), floor and ceil; sin and cos are 1-Lipschitz;
+ *   pow is monotone in each argument for a positive base, so its box's corners bound it.
+ * - the local error of the operation in its format f: at most half an ulp of f in the
+ *   binade of the largest magnitude the computed result can have (the standard model with
+ *   underflow: half the smallest subnormal below the normal range; no bound where the
+ *   result may overflow). When both operands are exact and the exact result is a double,
+ *   a correctly rounded operation's error is computed exactly instead. A backend's
+ *   allowance (allowances.def) replaces the half ulp for functions it does not round
+ *   correctly.
+ * Enclosures of exact values use directed rounding: TwoSum and fma residuals for + - * /,
+ * MPFR at 53 bits with RNDD/RNDU for the other functions (the caller sets MPFR's widest
+ * exponent range).
+ */
+#include <math.h>
+#include "bval.h"
+
+#define BIG 0x1p-900   /* below this, residuals of * and / may underflow: widen instead */
+
+void bv_init(BvCtx *c, int be)
+{
+	c->be = be;
+	mpfr_inits2(53, c->x, c->y, c->z, (mpfr_ptr)0);
+}
+
+void bv_free(BvCtx *c)
+{
+	mpfr_clears(c->x, c->y, c->z, (mpfr_ptr)0);
+}
+
+/* ------------------------------------------------------------ formats */
+
+static double min_sub(const DtypeInfo *fi)
+{
+	return ldexp(1.0, (int)fi->emin - 1);
+}
+
+static double min_norm(const DtypeInfo *fi)
+{
+	return ldexp(1.0, (int)fi->emin + fi->prec - 2);
+}
+
+/* Magnitudes at and above this round to infinity (maxfinite + half its ulp). */
+static double ovf(const DtypeInfo *fi)
+{
+	return fi->maxfinite + ldexp(1.0, (int)fi->emax - 1 - fi->prec);
+}
+
+double fmt_half_ulp(Dtype f, double m)
+{
+	const DtypeInfo *fi = dt_info(f);
+	if (!(m < ovf(fi)))
+		return INFINITY;
+	if (m < min_norm(fi)) {
+		double h = min_sub(fi) / 2;
+		return h > 0 ? h : min_sub(fi);   /* f64: 2^-1075 is not a double */
+	}
+	return ldexp(1.0, ilogb(m) - fi->prec);
+}
+
+double fmt_round(Dtype f, double x)
+{
+	if (f == DT_F64 || !isfinite(x) || x == 0)
+		return x;
+	const DtypeInfo *fi = dt_info(f);
+	double ax = fabs(x);
+	double q = ax < min_norm(fi) ? min_sub(fi) : ldexp(1.0, ilogb(ax) - fi->prec + 1);
+	double r = q * nearbyint(x / q);   /* x / q is exact; nearbyint ties to even */
+	return fabs(r) > fi->maxfinite ? copysign(INFINITY, x) : r;
+}
+
+bool fmt_within(Dtype a, Dtype b)
+{
+	if (a == b)
+		return true;
+	if (a < 0 || b < 0 || a == DT_I32 || b == DT_I32)
+		return false;
+	const DtypeInfo *x = dt_info(a), *y = dt_info(b);
+	return y->has_inf && x->prec <= y->prec && x->emin >= y->emin && x->emax <= y->emax;
+}
+
+/* The exact rounding error of z (a double) into f: |R(z) - z|, INFINITY on overflow. */
+static double exact_local(Dtype f, double z)
+{
+	double r = fmt_round(f, z);
+	return isinf(r) ? INFINITY : fabs(r - z);
+}
+
+/* ------------------------------------------------------------ directed arithmetic */
+
+static double nup(double x)
+{
+	return nextafter(x, INFINITY);
+}
+
+static double ndn(double x)
+{
+	return nextafter(x, -INFINITY);
+}
+
+/* The rounding error t of s = fl(a + b), s + t = a + b exactly (TwoSum). */
+static double two_sum_err(double a, double b, double s)
+{
+	double bb = s - a;
+	return (a - (s - bb)) + (b - bb);
+}
+
+double add_dn(double a, double b)
+{
+	double s = a + b;
+	return isfinite(s) && two_sum_err(a, b, s) < 0 ? ndn(s) : s;
+}
+
+double add_up(double a, double b)
+{
+	double s = a + b;
+	return isfinite(s) && two_sum_err(a, b, s) > 0 ? nup(s) : s;
+}
+
+static double mul_dir(double a, double b, bool up)
+{
+	double p = a * b;
+	if (!isfinite(p) || a == 0 || b == 0)
+		return p;
+	if (fabs(p) < BIG)   /* the residual may underflow (p == 0 included): widen */
+		return up ? nup(p) : ndn(p);
+	double t = fma(a, b, -p);
+	return up ? (t > 0 ? nup(p) : p) : (t < 0 ? ndn(p) : p);
+}
+
+static double div_dir(double a, double b, bool up)
+{
+	double q = a / b;
+	if (!isfinite(q))
+		return q;
+	if ((fabs(q) < BIG || fabs(a) < BIG) && a != 0)
+		return up ? nup(q) : ndn(q);
+	double r = fma(-q, b, a);   /* a - q*b exactly: the sign of a/b - q is r's times b's */
+	double s = b > 0 ? r : -r;
+	return up ? (s > 0 ? nup(q) : q) : (s < 0 ? ndn(q) : q);
+}
+
+/* Low and high ends of {a*b or a/b : a in [al, ah], b in [bl, bh]}. */
+static void corners(bool div, double al, double ah, double bl, double bh, double *lo, double *hi)
+{
+	double x[2] = {al, ah}, y[2] = {bl, bh};
+	*lo = INFINITY;
+	*hi = -INFINITY;
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 2; j++) {
+			double l = div ? div_dir(x[i], y[j], false) : mul_dir(x[i], y[j], false);
+			double h = div ? div_dir(x[i], y[j], true) : mul_dir(x[i], y[j], true);
+			*lo = fmin(*lo, l);
+			*hi = fmax(*hi, h);
+		}
+}
+
+/* A function of ops.def at x rounded down or up to a double (MPFR at 53 bits). */
+static double fn(BvCtx *c, Op op, double x, bool up)
+{
+	mpfr_rnd_t r = up ? MPFR_RNDU : MPFR_RNDD, rr = up ? MPFR_RNDD : MPFR_RNDU;
+	mpfr_set_d(c->x, x, MPFR_RNDN);
+	switch (op) {
+	case OP_EXP: mpfr_exp(c->y, c->x, r); break;
+	case OP_EXP2: mpfr_exp2(c->y, c->x, r); break;
+	case OP_EXPM1: mpfr_expm1(c->y, c->x, r); break;
+	case OP_LOG: mpfr_log(c->y, c->x, r); break;
+	case OP_LOG2: mpfr_log2(c->y, c->x, r); break;
+	case OP_LOG1P: mpfr_log1p(c->y, c->x, r); break;
+	case OP_SQRT: mpfr_sqrt(c->y, c->x, r); break;
+	case OP_RSQRT: mpfr_rec_sqrt(c->y, c->x, r); break;
+	case OP_SIN: mpfr_sin(c->y, c->x, r); break;
+	case OP_COS: mpfr_cos(c->y, c->x, r); break;
+	case OP_TANH: mpfr_tanh(c->y, c->x, r); break;
+	case OP_ERF: mpfr_erf(c->y, c->x, r); break;
+	case OP_SIGMOID:   /* 1 / (1 + exp(-x)): the denominator rounded the other way */
+		mpfr_neg(c->x, c->x, MPFR_RNDN);
+		mpfr_exp(c->y, c->x, rr);
+		mpfr_add_ui(c->y, c->y, 1, rr);
+		mpfr_ui_div(c->y, 1, c->y, r);
+		break;
+	case OP_FLOOR: return floor(x);
+	case OP_CEIL: return ceil(x);
+	default: {
+		Dtype g = op_cast_dtype(op);
+		IR_ASSERT(g != DT_NONE);
+		return fmt_round(g, x);
+	}
+	}
+	return mpfr_get_d(c->y, r);
+}
+
+static double pow_dir(BvCtx *c, double x, double y, bool up)
+{
+	mpfr_set_d(c->x, x, MPFR_RNDN);
+	mpfr_set_d(c->z, y, MPFR_RNDN);
+	mpfr_pow(c->y, c->x, c->z, up ? MPFR_RNDU : MPFR_RNDD);
+	return mpfr_get_d(c->y, up ? MPFR_RNDU : MPFR_RNDD);
+}
+
+/* ------------------------------------------------------------ values */
+
+Bv bv_unbounded(bool tie)
+{
+	return (Bv){-INFINITY, INFINITY, INFINITY, DT_NONE, tie};
+}
+
+Bv bv_exact(double x, Dtype f)
+{
+	if (!isfinite(x))
+		return bv_unbounded(false);
+	return (Bv){x, x, 0, (int8_t)f, false};
+}
+
+static bool point(const Bv *a)
+{
+	return a->e == 0 && a->lo == a->hi;
+}
+
+static double mag(const Bv *a)
+{
+	return fmax(fabs(a->lo), fabs(a->hi));
+}
+
+/* Finishes a rule: its bound e (inflated for the bound's own roundings). */
+static Bv fin(Bv r, double e)
+{
+	r.e = e * INFL;
+	return bv_bounded(&r) ? r : bv_unbounded(r.tie);
+}
+
+/* Is op correctly rounded on this backend in format f? */
+static bool is_cr(BvCtx *c, Op op, Dtype f)
+{
+	if (c->be == 0 || op == OP_ADD || op == OP_SUB || op == OP_MUL)
+		return true;
+	bool found;
+	double b = al_local(c->be, op, f, -INFINITY, INFINITY, 1.0, &found);
+	return found && b <= fmt_half_ulp(f, 1.0) * INFL;
+}
+
+/* The local error of op in format f for arguments in [xlo, xhi] (DIV: the divisor's) and
+ * a result of magnitude <= ymax, before the result is rounded: the backend's allowance, or
+ * half an ulp where the operation rounds correctly. */
+static double local(BvCtx *c, Op op, Dtype f, double xlo, double xhi, double ymax)
+{
+	double cr = fmt_half_ulp(f, ymax);
+	if (c->be == 0 || isinf(cr))
+		return cr;
+	bool found;
+	double b = al_local(c->be, op, f, xlo, xhi, ymax, &found);
+	if (found)
+		return b;
+	switch (op) {
+	case OP_ADD: case OP_SUB: case OP_MUL: return cr;
+	default: return INFINITY;   /* the backend promises nothing known */
+	}
+}
+
+Bv bv_round(BvCtx *c, Bv a, Dtype f)
+{
+	(void)c;
+	if (!bv_bounded(&a) || (a.fmt != DT_NONE && fmt_within((Dtype)a.fmt, f)))
+		return a;
+	double loc = point(&a) ? exact_local(f, a.lo) : fmt_half_ulp(f, mag(&a) + a.e);
+	double e = a.e;
+	a.fmt = (int8_t)f;
+	return fin(a, e + loc);
+}
+
+Bv bv_add(BvCtx *c, const Bv *a, const Bv *b, Dtype f, bool sub)
+{
+	bool tie = a->tie || b->tie;
+	if (!bv_bounded(a) || !bv_bounded(b))
+		return bv_unbounded(tie);
+	double bl = sub ? -b->hi : b->lo, bh = sub ? -b->lo : b->hi;
+	Bv r = {add_dn(a->lo, bl), add_up(a->hi, bh), 0, (int8_t)f, tie};
+	double prop = a->e + b->e, loc;
+	if (point(a) && point(b) && r.lo == r.hi)
+		loc = exact_local(f, r.lo);
+	else
+		loc = local(c, sub ? OP_SUB : OP_ADD, f, 0, 0, mag(&r) + prop);
+	return fin(r, prop + loc);
+}
+
+Bv bv_mul(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
+{
+	bool tie = a->tie || b->tie;
+	if (!bv_bounded(a) || !bv_bounded(b))
+		return bv_unbounded(tie);
+	Bv r = {0, 0, 0, (int8_t)f, tie};
+	corners(false, a->lo, a->hi, b->lo, b->hi, &r.lo, &r.hi);
+	double prop = mag(a) * b->e + mag(b) * a->e + a->e * b->e, loc;
+	if (point(a) && point(b) && r.lo == r.hi)
+		loc = exact_local(f, r.lo);
+	else
+		loc = local(c, OP_MUL, f, 0, 0, mag(&r) + prop);
+	return fin(r, prop + loc);
+}
+
+Bv bv_div(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
+{
+	bool tie = a->tie || b->tie;
+	if (!bv_bounded(a) || !bv_bounded(b))
+		return bv_unbounded(tie);
+	double bl = add_dn(b->lo, -b->e), bh = add_up(b->hi, b->e);
+	if (bl <= 0 && bh >= 0)
+		return bv_unbounded(tie);
+	Bv r = {0, 0, 0, (int8_t)f, tie};
+	corners(true, a->lo, a->hi, b->lo, b->hi, &r.lo, &r.hi);
+	double bmin = fmin(fabs(bl), fabs(bh));
+	double prop = a->e == 0 && b->e == 0 ? 0 : (a->e + mag(&r) * b->e) / bmin, loc;
+	if (point(a) && point(b) && r.lo == r.hi && is_cr(c, OP_DIV, f))
+		loc = exact_local(f, r.lo);
+	else
+		loc = local(c, OP_DIV, f, bl, bh, mag(&r) + prop);
+	return fin(r, prop + loc);
+}
+
+Bv bv_fma(BvCtx *c, const Bv *a, const Bv *b, const Bv *d, Dtype f)
+{
+	bool tie = a->tie || b->tie || d->tie;
+	if (!bv_bounded(a) || !bv_bounded(b) || !bv_bounded(d))
+		return bv_unbounded(tie);
+	double pl, ph;
+	corners(false, a->lo, a->hi, b->lo, b->hi, &pl, &ph);
+	Bv r = {add_dn(pl, d->lo), add_up(ph, d->hi), 0, (int8_t)f, tie};
+	double prop = mag(a) * b->e + mag(b) * a->e + a->e * b->e + d->e, loc;
+	if (point(a) && point(b) && point(d) && pl == ph && r.lo == r.hi && is_cr(c, OP_FMA, f))
+		loc = exact_local(f, r.lo);
+	else
+		loc = local(c, OP_FMA, f, 0, 0, mag(&r) + prop);
+	return fin(r, prop + loc);
+}
+
+Bv bv_pow(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
+{
+	bool tie = a->tie || b->tie;
+	if (!bv_bounded(a) || !bv_bounded(b))
+		return bv_unbounded(tie);
+	double al = add_dn(a->lo, -a->e), ah = add_up(a->hi, a->e);
+	double bl = add_dn(b->lo, -b->e), bh = add_up(b->hi, b->e);
+	Bv r = {INFINITY, -INFINITY, 0, (int8_t)f, tie};
+	double cl = INFINITY, ch = -INFINITY, prop = 0;
+	if (point(a) && point(b)) {
+		r.lo = cl = pow_dir(c, a->lo, b->lo, false);
+		r.hi = ch = pow_dir(c, a->lo, b->lo, true);
+	} else if (al > 0) {
+		/* monotone in each argument for a positive base: the corners bound the box */
+		double x[2] = {a->lo, a->hi}, y[2] = {b->lo, b->hi};
+		double X[2] = {al, ah}, Y[2] = {bl, bh};
+		for (int i = 0; i < 2; i++)
+			for (int j = 0; j < 2; j++) {
+				r.lo = fmin(r.lo, pow_dir(c, x[i], y[j], false));
+				r.hi = fmax(r.hi, pow_dir(c, x[i], y[j], true));
+				cl = fmin(cl, pow_dir(c, X[i], Y[j], false));
+				ch = fmax(ch, pow_dir(c, X[i], Y[j], true));
+			}
+		prop = fmax(add_up(ch, -r.lo), add_up(r.hi, -cl));
+	} else {
+		return bv_unbounded(tie);
+	}
+	if (!isfinite(cl) || !isfinite(ch))
+		return bv_unbounded(tie);
+	double loc = local(c, OP_POW, f, al, ah, fmax(fabs(cl), fabs(ch)));
+	return fin(r, prop + loc);
+}
+
+/* sin and cos: 1-Lipschitz, |f| <= 1. */
+static Bv trig(BvCtx *c, Op op, const Bv *a, Dtype f)
+{
+	double m = a->lo == a->hi ? a->lo : a->lo / 2 + a->hi / 2;
+	double rad = fmax(add_up(a->hi, -m), add_up(m, -a->lo));
+	Bv r = {fmax(-1, add_dn(fn(c, op, m, false), -rad)), fmin(1, add_up(fn(c, op, m, true), rad)),
+		0, (int8_t)f, a->tie};
+	double prop = point(a) ? 0 : fmin(a->e, 2);
+	double ymax = fmin(1, mag(&r) + prop);
+	double loc = local(c, op, f, add_dn(a->lo, -a->e), add_up(a->hi, a->e), ymax);
+	return fin(r, prop + loc);
+}
+
+/* f over the exact and the computed ranges of a, f monotone (increasing when inc);
+ * [*ylo, *yhi] gets the range of f over the computed arguments. */
+static Bv mono(BvCtx *c, Op op, const Bv *a, bool inc, double *ylo, double *yhi)
+{
+	double xl = add_dn(a->lo, -a->e), xh = add_up(a->hi, a->e);
+	Bv r = {0, 0, 0, DT_NONE, a->tie};
+	if (inc) {
+		r.lo = fn(c, op, a->lo, false);
+		r.hi = fn(c, op, a->hi, true);
+		*ylo = point(a) ? r.lo : fn(c, op, xl, false);
+		*yhi = point(a) ? r.hi : fn(c, op, xh, true);
+	} else {
+		r.lo = fn(c, op, a->hi, false);
+		r.hi = fn(c, op, a->lo, true);
+		*ylo = point(a) ? r.lo : fn(c, op, xh, false);
+		*yhi = point(a) ? r.hi : fn(c, op, xl, true);
+	}
+	r.e = point(a) ? 0 : fmax(add_up(*yhi, -r.lo), add_up(r.hi, -*ylo));
+	return r;
+}
+
+/* Whether the computed argument range [xl, xh] lies in op's domain (no NaN, no infinity). */
+static bool in_domain(Op op, double xl, double xh)
+{
+	switch (op) {
+	case OP_LOG: case OP_LOG2: case OP_RSQRT: return xl > 0;
+	case OP_LOG1P: return xl > -1;
+	case OP_SQRT: return xl >= 0;
+	default: return true;
+	}
+}
+
+Bv bv_unary(BvCtx *c, Op op, const Bv *a, Dtype f)
+{
+	if (!bv_bounded(a))
+		return bv_unbounded(a->tie);
+	Bv r = *a;
+	switch (op) {
+	case OP_NEG:
+		r.lo = -a->hi;
+		r.hi = -a->lo;
+		return r;
+	case OP_ABS:
+		r.lo = a->lo >= 0 ? a->lo : a->hi <= 0 ? -a->hi : 0;
+		r.hi = mag(a);
+		return r;
+	case OP_SIN: case OP_COS:
+		return trig(c, op, a, f);
+	default:
+		break;
+	}
+	double xl = add_dn(a->lo, -a->e), xh = add_up(a->hi, a->e), yl, yh;
+	if (!in_domain(op, xl, xh))
+		return bv_unbounded(a->tie);
+	r = mono(c, op, a, op != OP_RSQRT, &yl, &yh);
+	if (!isfinite(yl) || !isfinite(yh))
+		return bv_unbounded(a->tie);
+	Dtype g = op_cast_dtype(op);
+	if (g != DT_NONE || op == OP_FLOOR || op == OP_CEIL) {
+		/* exact operations: a cast is the rounding itself, floor and ceil of a value of
+		 * f are values of f */
+		r.fmt = (int8_t)(g != DT_NONE ? g : f);
+		return fin(r, r.e);
+	}
+	r.fmt = (int8_t)f;
+	return fin(r, r.e + local(c, op, f, xl, xh, fmax(fabs(yl), fabs(yh))));
+}
+
+Bv bv_maxmin(const Bv *a, const Bv *b, bool max)
+{
+	bool tie = a->tie || b->tie;
+	if (!bv_bounded(a) || !bv_bounded(b))
+		return bv_unbounded(tie);
+	Bv r = {max ? fmax(a->lo, b->lo) : fmin(a->lo, b->lo),
+		max ? fmax(a->hi, b->hi) : fmin(a->hi, b->hi), fmax(a->e, b->e), DT_NONE, tie};
+	if (a->fmt != DT_NONE && b->fmt != DT_NONE)
+		r.fmt = fmt_within((Dtype)a->fmt, (Dtype)b->fmt) ? b->fmt :
+			fmt_within((Dtype)b->fmt, (Dtype)a->fmt) ? a->fmt : DT_NONE;
+	return r;
+}
+
+/* The relation op between intervals [al, ah] and [bl, bh]: 0, 1, or 2 when it depends. */
+static uint8_t rel(Op op, double al, double ah, double bl, double bh)
+{
+	switch (op) {
+	case OP_LT: return ah < bl ? 1 : al >= bh ? 0 : 2;
+	case OP_LE: return ah <= bl ? 1 : al > bh ? 0 : 2;
+	case OP_GT: return al > bh ? 1 : ah <= bl ? 0 : 2;
+	case OP_GE: return al >= bh ? 1 : ah < bl ? 0 : 2;
+	case OP_EQ: return al == ah && bl == bh && al == bl ? 1 : (ah < bl || bh < al) ? 0 : 2;
+	default: {   /* NE */
+		uint8_t eq = rel(OP_EQ, al, ah, bl, bh);
+		return eq == 2 ? 2 : !eq;
+	}
+	}
+}
+
+B3 bv_cmp(Op op, const Bv *a, const Bv *b)
+{
+	B3 r = {2, 3, a->tie || b->tie};
+	if (!bv_bounded(a) || !bv_bounded(b))
+		return r;
+	r.ex = rel(op, a->lo, a->hi, b->lo, b->hi);
+	uint8_t cp = rel(op, add_dn(a->lo, -a->e), add_up(a->hi, a->e), add_dn(b->lo, -b->e),
+			 add_up(b->hi, b->e));
+	r.cp = cp == 2 ? 3 : cp ? 2 : 1;
+	return r;
+}
+
+Bv bv_select(const B3 *c, const Bv *a, const Bv *b)
+{
+	bool tie = c->tie || a->tie || b->tie;
+	if (!bv_bounded(a) || !bv_bounded(b))
+		return bv_unbounded(tie);
+	Bv r;
+	if (c->ex != 2) {
+		/* the exact value takes one branch; the computed one may take the other */
+		const Bv *x = c->ex ? a : b, *y = c->ex ? b : a;
+		double d = fmax(add_up(y->hi, -x->lo), add_up(x->hi, -y->lo));
+		r = *x;
+		r.e = fmax(x->e, y->e + d) * INFL;
+	} else {
+		r.lo = fmin(a->lo, b->lo);
+		r.hi = fmax(a->hi, b->hi);
+		r.e = (fmax(a->e, b->e) + add_up(r.hi, -r.lo)) * INFL;
+	}
+	r.fmt = a->fmt == b->fmt ? a->fmt : DT_NONE;
+	r.tie = tie;
+	return bv_bounded(&r) ? r : bv_unbounded(tie);
+}
+
+double bv_budget(const Bv *a, Dtype out)
+{
+	if (!bv_bounded(a))
+		return INFINITY;
+	double cl = add_dn(a->lo, -a->e), ch = add_up(a->hi, a->e);
+	double rcl = fmt_round(out, cl), rch = fmt_round(out, ch);
+	double rxl = fmt_round(out, a->lo), rxh = fmt_round(out, a->hi);
+	if (!isfinite(rcl) || !isfinite(rch) || !isfinite(rxl) || !isfinite(rxh))
+		return INFINITY;
+	double b = fmax(fmax(add_up(rch, -rxl), add_up(rxh, -rcl)),
+			fmax(add_up(rch, -a->lo), add_up(a->hi, -rcl)));
+	return fmax(b, 0);
+}
+
+void bv_lse(BvCtx *c, const Bv *t, size_t n, double *lo, double *hi)
+{
+	double m0 = -INFINITY, slo = 0, shi = 0;
+	for (size_t i = 0; i < n; i++)
+		m0 = fmax(m0, t[i].lo);
+	for (size_t i = 0; i < n; i++) {
+		slo = add_dn(slo, fn(c, OP_EXP, add_dn(t[i].lo, -m0), false));
+		shi = add_up(shi, fn(c, OP_EXP, add_up(t[i].hi, -m0), true));
+	}
+	*lo = add_dn(m0, fn(c, OP_LOG, slo, false));
+	*hi = add_up(m0, fn(c, OP_LOG, shi, true));
+}

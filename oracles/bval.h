@@ -1,0 +1,111 @@
+/* oracles/bval.h (private to oracles/): the values of the budget analysis and the error
+ * rules of single operations (bval.c), and the allowance lookup (allowances.c).
+ *
+ * A Bv describes one value of the scheduled computation:
+ * - [lo, hi] encloses its EXACT value (the graph's real-arithmetic meaning), computed with
+ *   directed rounding (error-free transformations for + - * / sqrt, MPFR's directed
+ *   rounding at 53 bits for the other functions), so the enclosure is rigorous;
+ * - e bounds |computed - exact|, where "computed" is what the backend (or the emulator)
+ *   gets for this value under the schedule. Error bounds are sums and products of
+ *   nonnegative doubles rounded to nearest; every rule multiplies its result by INFL =
+ *   1 + 2^-40, far more than the few roundings of the bound's own arithmetic;
+ * - fmt: a format every possible computed value belongs to (DT_NONE: unknown), which makes
+ *   a conversion into a format that holds it exact;
+ * - tie: the value depends on a discrete choice (an argmax/argmin/topk index, an integer
+ *   ?: condition) that a correct kernel may make differently from the exact computation
+ *   (numerics.md section 4a). Real ?: conditions that may flip are folded into e instead.
+ * A value is "bounded" when lo, hi and e are finite; otherwise nothing is known of it (it
+ * may be infinite or NaN, exactly or as computed) and everything computed from it is
+ * unbounded too.
+ */
+#ifndef ASSAY_BVAL_H
+#define ASSAY_BVAL_H
+
+#include <mpfr.h>
+#include "oracles.h"
+
+#define INFL (1.0 + 0x1p-40)
+
+typedef struct {
+	double lo, hi;
+	double e;
+	int8_t fmt;
+	bool tie;
+} Bv;
+
+/* A boolean: its exact value (0, 1, or 2: undecided) and the values a correct kernel may
+ * compute (bit 0: false, bit 1: true). */
+typedef struct {
+	uint8_t ex, cp;
+	bool tie;
+} B3;
+
+/* Per-analysis state: the backend (an index of al_backends; 0 is "emul", every operation
+ * correctly rounded) and MPFR scratch at 53 bits. */
+typedef struct {
+	int be;
+	mpfr_t x, y, z;
+} BvCtx;
+
+void bv_init(BvCtx *c, int be);
+void bv_free(BvCtx *c);
+
+/* ------------------------------------------------------------ formats */
+
+/* Half a unit in the last place of format f in the binade of magnitude m (the largest
+ * rounding error of a value of magnitude <= m), INFINITY where such a value may overflow. */
+double fmt_half_ulp(Dtype f, double m);
+/* x rounded to nearest even into f (f64: x), overflow to +-inf. */
+double fmt_round(Dtype f, double x);
+/* Every value of format a is one of format b. */
+bool fmt_within(Dtype a, Dtype b);
+
+/* ------------------------------------------------------------ values */
+
+static inline bool bv_bounded(const Bv *a)
+{
+	return a->lo >= -1.7976931348623157e308 && a->hi <= 1.7976931348623157e308 &&
+	       a->e <= 1.7976931348623157e308;
+}
+Bv bv_unbounded(bool tie);
+/* An exact value (an input element, an exact integer); computed exactly, in format f. */
+Bv bv_exact(double x, Dtype f);
+/* The value as computed, then rounded into f (a load into the op format, a store). */
+Bv bv_round(BvCtx *c, Bv a, Dtype f);
+
+/* Operations of ops.def computed in format f (the op format), as the backend does. */
+Bv bv_add(BvCtx *c, const Bv *a, const Bv *b, Dtype f, bool sub);
+Bv bv_mul(BvCtx *c, const Bv *a, const Bv *b, Dtype f);
+Bv bv_div(BvCtx *c, const Bv *a, const Bv *b, Dtype f);
+Bv bv_fma(BvCtx *c, const Bv *a, const Bv *b, const Bv *d, Dtype f);
+Bv bv_pow(BvCtx *c, const Bv *a, const Bv *b, Dtype f);
+/* NEG ABS FLOOR CEIL, the functions of one argument, and the casts (f unused for casts). */
+Bv bv_unary(BvCtx *c, Op op, const Bv *a, Dtype f);
+Bv bv_maxmin(const Bv *a, const Bv *b, bool max);
+/* A comparison op (OP_LT...) of two computed values. */
+B3 bv_cmp(Op op, const Bv *a, const Bv *b);
+/* c ? a : b for real values (a flip becomes part of the error). */
+Bv bv_select(const B3 *c, const Bv *a, const Bv *b);
+
+/* The budget of an output element holding a (computed, stored) delivered in dtype out:
+ * a bound on |R(computed) - R(exact)| and on |R(computed) - exact| (R: rounding into out). */
+double bv_budget(const Bv *a, Dtype out);
+
+/* An enclosure [*lo, *hi] of logsumexp of the exact values of t[0..n-1] (all bounded). */
+void bv_lse(BvCtx *c, const Bv *t, size_t n, double *lo, double *hi);
+
+/* Directed rounding of doubles (exact error-free transformations). */
+double add_dn(double a, double b);
+double add_up(double a, double b);
+
+/* ------------------------------------------------------------ allowances (allowances.c) */
+
+/* Backends known to the budgets: "emul" (index 0) and those of allowances.def. -1 if
+ * unknown; NULL is "emul". */
+int al_backend(const char *name);
+/* The error bound of op on backend be in format f for arguments in [xlo, xhi] (for DIV the
+ * divisor's) and results of magnitude <= ymax. *found is false when the table has no row
+ * for (op, be, f); the bound is INFINITY when its rows do not cover [xlo, xhi]. */
+double al_local(int be, Op op, Dtype f, double xlo, double xhi, double ymax, bool *found);
+
+#endif

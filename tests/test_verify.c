@@ -1,0 +1,589 @@
+/* tests/test_verify.c: verify/: the error measures on hand-made values, every failure kind
+ * caught as its verdict by the worker pipeline on the real c backend, sampled checking,
+ * the record format and the files of -o, and (acceptance, a subset) every example passing
+ * on the c backend under its own schedule and two sampled ones.
+ *
+ * The failure-kind tests judge against a budget of this file (VfOpts.budget: four units
+ * of f32 roundoff relative to each exact value, plus 2^-60), so that they fail only for
+ * verify's own reasons; the clean-run and acceptance tests use the real orc_budget.
+ * Compiled programs are cached in $TMPDIR/assay-test-verify.
+ */
+#include <float.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "testutil.h"
+#include "../compiler/compiler.h"
+#include "../interp/interp.h"
+#include "../oracles/oracles.h"
+#include "../verify/verify.h"
+
+/* ------------------------------------------------------------ metrics */
+
+typedef struct {
+	Dtype f;
+	double a, b;
+	double dist;
+} UlpCase;
+
+START_TEST(ulp_distance)
+{
+	const double sub32 = 0x1p-149, min32 = 0x1p-126;
+	const UlpCase t[] = {
+		{DT_F32, 1.0, nextafterf(1.0f, 2.0f), 1},
+		{DT_F32, 0.0, -0.0, 0},                       /* +-0 -> ord 0 */
+		{DT_F32, -sub32, sub32, 2},                   /* across zero */
+		{DT_F32, 0.0, sub32, 1},                      /* subnormals */
+		{DT_F32, min32, min32 - sub32, 1},            /* min normal / max subnormal */
+		{DT_F32, FLT_MAX, INFINITY, 1},               /* inf is the next ordinal */
+		{DT_F32, -1.0, 1.0, 2.0 * 0x3f800000},
+		{DT_F16, 1.0, 1.0 + 0x1p-10, 1},
+		{DT_F16, 65504, INFINITY, 1},
+		{DT_F16, -0x1p-24, 0x1p-24, 2},
+		{DT_BF16, 1.0, 1.0 + 0x1p-7, 1},
+		{DT_BF16, -0.0, 0x1p-133, 1},
+		{DT_F64, 1.0, nextafter(1.0, 2.0), 1},
+		{DT_F64, -DBL_MAX, DBL_MAX, 2.0 * (double)0x7fefffffffffffffull},
+		{DT_I32, 3, 5, 2},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
+		double got = vf_ulp_dist(t[i].f, t[i].a, t[i].b);
+		ck_assert_msg(got == t[i].dist, "case %zu (%s %g %g): %.17g, want %.17g", i,
+			      dt_name(t[i].f), t[i].a, t[i].b, got, t[i].dist);
+		ck_assert(vf_ulp_dist(t[i].f, t[i].b, t[i].a) == got);
+	}
+	ck_assert_int_eq(vf_ord(DT_F32, -0.0), 0);
+	ck_assert_int_eq(vf_ord(DT_F32, -sub32), -1);
+	ck_assert_int_eq(vf_ord(DT_F16, -1.0), -0x3c00);
+}
+END_TEST
+
+/* One element judged alone. */
+typedef struct {
+	Dtype f;
+	double got, want, budget;
+	Verdict v;
+	double ratio;   /* expected max_ratio (NAN: do not check) */
+} ElemCase;
+
+START_TEST(special_values)
+{
+	const ElemCase t[] = {
+		{DT_F32, NAN, 1.0, INFINITY, V_SPECIAL_MISMATCH, NAN},  /* NaN never passes */
+		{DT_F32, 1.0, NAN, INFINITY, V_SPECIAL_MISMATCH, NAN},
+		{DT_F32, NAN, -NAN, 0, V_PASS, 0},                      /* canonical NaN */
+		{DT_F32, INFINITY, -INFINITY, INFINITY, V_SPECIAL_MISMATCH, NAN},
+		{DT_F32, FLT_MAX, INFINITY, INFINITY, V_SPECIAL_MISMATCH, NAN},
+		{DT_F32, INFINITY, FLT_MAX, INFINITY, V_SPECIAL_MISMATCH, NAN},
+		{DT_F16, -INFINITY, -INFINITY, 0, V_PASS, 0},
+		{DT_F32, 0.0, -0.0, 0, V_SPECIAL_MISMATCH, NAN},        /* exact zero, wrong sign */
+		{DT_F32, 0.0, -0.0, 1e-30, V_PASS, 0},                  /* budget: sign not decided */
+		{DT_F32, 1.0, 1.5, 1.0, V_PASS, 0.5},
+		{DT_F32, 1.0, 1.5, 0.25, V_OVER_BUDGET, 2},
+		{DT_F32, 1.0, 1.0, 0, V_PASS, 0},                       /* 0/0 = 0 */
+		{DT_F32, 1.0, 1.5, 0, V_OVER_BUDGET, INFINITY},         /* e/0 = inf */
+		{DT_F32, 1.0, 7.0, INFINITY, V_PASS, 0},                /* no bound known */
+		{DT_F32, 1.0, 1.5, NAN, V_OVER_BUDGET, INFINITY},       /* broken budget fails */
+		{DT_I32, 3, 5, 0, V_OVER_BUDGET, INFINITY},             /* indices must match */
+		{DT_I32, 4, 4, 0, V_PASS, 0},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
+		VfMetrics m;
+		vf_metrics_init(&m);
+		vf_metrics_add(&m, t[i].f, 0, t[i].got, t[i].want, t[i].budget, false);
+		vf_metrics_done(&m);
+		Verdict v = vf_metrics_verdict(&m);
+		ck_assert_msg(v == t[i].v, "case %zu: %s, want %s", i, vf_verdict_name(v),
+			      vf_verdict_name(t[i].v));
+		ck_assert_msg(isnan(t[i].ratio) || m.max_ratio == t[i].ratio,
+			      "case %zu: ratio %g, want %g", i, m.max_ratio, t[i].ratio);
+		ck_assert(m.frac_within == (v == V_PASS ? 1.0 : 0.0));
+	}
+}
+END_TEST
+
+START_TEST(near_ties)
+{
+	VfMetrics m;
+	vf_metrics_init(&m);
+	vf_metrics_add(&m, DT_I32, 0, 3, 5, 0, true);       /* a near tie: counted, not failed */
+	vf_metrics_add(&m, DT_I32, 1, 4, 4, 0, true);
+	vf_metrics_add(&m, DT_F32, 2, 1.0, 2.0, 0.5, true);  /* downstream real value */
+	vf_metrics_done(&m);
+	ck_assert_int_eq(vf_metrics_verdict(&m), V_PASS);
+	ck_assert_int_eq(m.n_ties, 3);
+	ck_assert_int_eq(m.n_tie_disagree, 2);
+	ck_assert_double_eq(m.max_ratio, 0);
+	ck_assert_double_eq(m.frac_within, 1.0 / 3);
+	vf_metrics_add(&m, DT_I32, 3, 3, 5, 0, false);      /* a clear margin fails */
+	vf_metrics_add(&m, DT_F32, 4, NAN, 5, INFINITY, true);  /* specials stay categorical */
+	vf_metrics_done(&m);
+	ck_assert_int_eq(m.n_over, 1);
+	ck_assert_int_eq(vf_metrics_verdict(&m), V_SPECIAL_MISMATCH);
+}
+END_TEST
+
+static HostTensor vec(Dtype f, const double *v, int64_t n)
+{
+	HostTensor t;
+	ck_assert_int_eq(ht_alloc(&t, f, 1, &n), 0);
+	for (int64_t i = 0; i < n; i++)
+		ht_set(&t, i, v[i]);
+	return t;
+}
+
+START_TEST(array_metrics)
+{
+	const double got[] = {1, 2, 3, 4, 100}, want[] = {1, 2, 4, 4, 100},
+		     bud[] = {0.5, 0.5, 0.5, 2, 0};
+	HostTensor g = vec(DT_F32, got, 5), w = vec(DT_F32, want, 5), b = vec(DT_F64, bud, 5);
+	uint8_t status[5] = {0, 0, 0, 0, MP_UNSAMPLABLE};
+	VfMetrics m;
+	vf_metrics_init(&m);
+	vf_compare(&g, &w, &b, NULL, status, NULL, 5, &m);
+	vf_metrics_done(&m);
+	ck_assert_int_eq(m.n_checked, 4);
+	ck_assert_int_eq(m.n_unsamplable, 1);
+	ck_assert_int_eq(m.n_over, 1);
+	ck_assert_double_eq(m.nmse, 1.0 / (1 + 4 + 16 + 16));
+	ck_assert_double_eq(m.max_abs, 1);
+	ck_assert_double_eq(m.max_rel, 0.25);
+	ck_assert_double_eq(m.max_ratio, 2);
+	ck_assert_double_eq(m.max_ulp, vf_ulp_dist(DT_F32, 3, 4));
+	ck_assert_double_eq(m.frac_within, 0.75);
+	ck_assert_int_eq(m.worst, 2);
+	ck_assert_int_eq(vf_metrics_verdict(&m), V_OVER_BUDGET);
+	/* a sampled comparison: want is dense over the sampled indices */
+	const int64_t idx[2] = {0, 3};
+	const double wsub[] = {1, 4};
+	HostTensor ws = vec(DT_F32, wsub, 2);
+	vf_metrics_init(&m);
+	vf_compare(&g, &ws, &b, NULL, NULL, idx, 2, &m);
+	vf_metrics_done(&m);
+	ck_assert_int_eq(m.n_checked, 2);
+	ck_assert_int_eq(vf_metrics_verdict(&m), V_PASS);
+	/* a NaN among passing elements still fails, and is the worst element */
+	const double gn[] = {1, 2, NAN, 4, 100};
+	HostTensor g2 = vec(DT_F32, gn, 5);
+	vf_metrics_init(&m);
+	vf_compare(&g2, &w, NULL, NULL, NULL, NULL, 5, &m);
+	vf_metrics_done(&m);
+	ck_assert_int_eq(vf_metrics_verdict(&m), V_SPECIAL_MISMATCH);
+	ck_assert_int_eq(m.worst, 2);
+	ht_free(&g);
+	ht_free(&g2);
+	ht_free(&w);
+	ht_free(&ws);
+	ht_free(&b);
+}
+END_TEST
+
+START_TEST(fault_names)
+{
+	unsigned f;
+	Diag d = {0};
+	char buf[128];
+	ck_assert_int_eq(vf_faults_parse("drop_tail,no_combine", &f, &d), 0);
+	ck_assert_uint_eq(f, KF_DROP_TAIL | KF_NO_COMBINE);
+	ck_assert_str_eq(vf_faults_name(f, buf, sizeof buf), "drop_tail,no_combine");
+	ck_assert_int_eq(vf_faults_parse("", &f, &d), 0);
+	ck_assert_uint_eq(f, 0);
+	ck_assert_int_eq(vf_faults_parse("skip_last,bogus", &f, &d), -1);
+	ck_assert_ptr_nonnull(strstr(d.msg, "bogus"));
+	diag_clear(&d);
+	VfOpts o = {0};
+	setenv("ASSAY_FAULT", "pad_zero", 1);
+	setenv("ASSAY_TEST_HANG", "1", 1);
+	setenv("ASSAY_TEST_NAN", "0", 1);
+	ck_assert_int_eq(vf_opts_env(&o, &d), 0);
+	ck_assert_uint_eq(o.w.faults, KF_PAD_ZERO);
+	ck_assert_uint_eq(o.w.hooks, VF_HOOK_HANG);
+	setenv("ASSAY_FAULT", "nope", 1);
+	ck_assert_int_eq(vf_opts_env(&o, &d), -1);
+	ck_assert_int_eq(d.code, 2);
+	diag_clear(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------ the pipeline */
+
+static const char *cache_dir(void)
+{
+	static char buf[512];
+	const char *t = getenv("TMPDIR");
+	snprintf(buf, sizeof buf, "%s/assay-test-verify", t && *t ? t : "/tmp");
+	return buf;
+}
+
+static const char affine_src[] =
+	"graph affine\n"
+	"size N = 37\n"
+	"input x : f32[N]\n"
+	"y[i:N] = x[i] * 2 + 0.1\n"
+	"output y : f32\n";
+
+static const char argmax_src[] =
+	"graph amax\n"
+	"size M = 2, N = 16\n"
+	"input x : f32[M, N]\n"
+	"a[m:M] = argmax(j:N) x[m, j]\n"
+	"output a : i32\n";
+
+/* Records collected by the sink (copies of what the tests look at). */
+typedef struct {
+	int n;
+	Verdict v[64];
+	char reason[64][512];
+	bool sampled[64];
+	int64_t n_checked[64], n64[64];
+} Got;
+
+static void collect(void *ctx, const VfRecord *r)
+{
+	Got *g = ctx;
+	ck_assert_int_lt(g->n, 64);
+	g->v[g->n] = r->verdict;
+	snprintf(g->reason[g->n], sizeof g->reason[0], "%s", r->reason);
+	g->sampled[g->n] = r->sampled;
+	g->n_checked[g->n] = r->m.n_checked;
+	g->n64[g->n] = r->m64.n_checked;
+	g->n++;
+}
+
+/* The test's own budget: 2^-22 relative to each exact value, plus 2^-60. */
+static int local_budget(const Graph *g, const Schedule *s, const char *backend,
+			const HostTensor *inputs, HostTensor *budgets, Diag *d)
+{
+	HostTensor *ex = calloc((size_t)g->noutputs + 1, sizeof *ex);
+	MpOpts mo = {1, 0, 0};
+	if (mp_exact(g, inputs, &mo, ex, NULL, NULL, d))
+		return -1;
+	for (int k = 0; k < g->noutputs; k++) {
+		ck_assert_int_eq(ht_alloc(&budgets[k], DT_F64, ex[k].rank, ex[k].dims), 0);
+		for (int64_t i = 0; i < ex[k].n; i++)
+			ht_set(&budgets[k], i, g->outputs[k].dtype == DT_I32 ? 0 :
+				    fabs(ht_get(&ex[k], i)) * 0x1p-22 + 0x1p-60);
+		ht_free(&ex[k]);
+	}
+	free(ex);
+	return 0;
+}
+
+typedef struct {
+	const char *src;
+	const char *sched;      /* directives of the first schedule ("" for the default) */
+	int nsampled;
+	unsigned faults, hooks;
+	double timeout;
+	bool real_budget;
+	int64_t max_exact, nsample;
+	const char *out_dir;
+} Run;
+
+/* Checks a graph on the c backend; fills got and returns vf_check's value. */
+static int run(const Run *r, Got *got)
+{
+	Diag d = {0};
+	Graph *g = ir_parse(r->src, strlen(r->src), "test.tg", NULL, 0, &d);
+	ck_assert_msg(g != NULL, "parse: %s", d.msg ? d.msg : "?");
+	if (r->sched && *r->sched)
+		ck_assert_int_eq(ir_parse_schedule(g, r->sched, strlen(r->sched), "t.sched", &d), 0);
+	VfSched *sc;
+	int ns, failed;
+	ck_assert_int_eq(vf_sched_list(g, "default", 1, r->nsampled, &sc, &ns, &d), 0);
+	HostTensor *in = calloc((size_t)ir_ninputs(g) + 1, sizeof *in);
+	InputSpec spec = {DIST_NORMAL, 1, false};
+	ck_assert_int_eq(mp_make_inputs(g, &spec, NULL, in, &d), 0);
+	if (strstr(r->src, "argmax"))   /* the maximum is the last term of every row */
+		for (int64_t i = 0; i < in[0].n; i++)
+			ht_set(&in[0], i, (double)(i % 16));
+	const Backend *b = be_find("c");
+	memset(got, 0, sizeof *got);
+	VfOpts o = {
+		.w = {r->timeout, 1, cache_dir(), r->faults, r->hooks},
+		.threads = 1, .max_exact = r->max_exact, .nsample = r->nsample, .seed = 1,
+		.dist = "normal", .out_dir = r->out_dir,
+		.budget = r->real_budget ? NULL : local_budget, .sink = collect, .ctx = got,
+	};
+	int rc = vf_check(g, in, &b, 1, sc, ns, &o, &failed, &d);
+	ck_assert_msg(rc == 0, "vf_check: %s", d.msg ? d.msg : "?");
+	int fails = 0;
+	for (int i = 0; i < got->n; i++)
+		fails += vf_verdict_fails(got->v[i]);
+	ck_assert_int_eq(failed, fails);
+	for (int k = 0; k < ir_ninputs(g); k++)
+		ht_free(&in[k]);
+	free(in);
+	vf_sched_list_free(sc, ns);
+	ir_free(g);
+	return rc;
+}
+
+static void expect_all(const Got *got, int n, Verdict v, const char *in_reason)
+{
+	ck_assert_int_eq(got->n, n);
+	for (int i = 0; i < got->n; i++) {
+		ck_assert_msg(got->v[i] == v, "record %d: %s (%s), want %s", i,
+			      vf_verdict_name(got->v[i]), got->reason[i], vf_verdict_name(v));
+		ck_assert_msg(!in_reason || strstr(got->reason[i], in_reason),
+			      "record %d: reason '%s' lacks '%s'", i, got->reason[i], in_reason);
+	}
+}
+
+START_TEST(clean_run_passes)
+{
+	Got got;
+	Run r = {affine_src, "tile y : i=8\n", 2, 0, 0, 0, false, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 3, V_PASS, NULL);
+	r.real_budget = true;
+	run(&r, &got);
+	expect_all(&got, 3, V_PASS, NULL);
+	Run a = {argmax_src, "", 1, 0, 0, 0, true, 0, 0, NULL};
+	run(&a, &got);
+	expect_all(&got, 2, V_PASS, NULL);
+}
+END_TEST
+
+START_TEST(dropped_tail_is_over_budget)
+{
+	Got got;
+	/* 37 = 4 * 8 + 5: the last partial tile is not computed */
+	Run r = {affine_src, "tile y : i=8\n", 0, KF_DROP_TAIL, 0, 0, false, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 1, V_OVER_BUDGET, "y[3");
+	r.faults = 0;
+	run(&r, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+}
+END_TEST
+
+START_TEST(index_disagreement_is_over_budget)
+{
+	Got got;
+	Run r = {argmax_src, "", 0, KF_SKIP_LAST, 0, 0, true, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 1, V_OVER_BUDGET, "no near tie");
+}
+END_TEST
+
+START_TEST(segfault_is_crash)
+{
+	Got got;
+	/* two schedules: the run goes on after the first crash */
+	Run r = {affine_src, "", 1, 0, VF_HOOK_CRASH, 0, false, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 2, V_CRASH, "SIGSEGV");
+}
+END_TEST
+
+START_TEST(oob_write_is_caught)
+{
+	Got got;
+	setenv("ASSAY_TEST_OOB", "1", 1);
+	VfOpts o = {0};
+	Diag d = {0};
+	ck_assert_int_eq(vf_opts_env(&o, &d), 0);
+	Run r = {affine_src, "", 0, 0, o.w.hooks, 0, false, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 1, V_OOB_WRITE, "past its end");
+}
+END_TEST
+
+START_TEST(endless_loop_is_timeout)
+{
+	Got got;
+	Run r = {affine_src, "", 1, 0, VF_HOOK_HANG, 1.0, false, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 2, V_TIMEOUT, "no result after 1 s");
+}
+END_TEST
+
+START_TEST(nan_is_special_mismatch)
+{
+	Got got;
+	Run r = {affine_src, "", 0, 0, VF_HOOK_NAN, 0, false, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 1, V_SPECIAL_MISMATCH, "nan against the oracle's");
+}
+END_TEST
+
+/* A compiler that answers --version but fails on every program. */
+static void fake_cc(const char *path, const char *body)
+{
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "#!/bin/sh\n%s\n", body);
+	fclose(f);
+	ck_assert_int_eq(chmod(path, 0755), 0);
+}
+
+START_TEST(compile_failure_and_unavailable)
+{
+	Got got;
+	char path[600];
+	snprintf(path, sizeof path, "%s/fake-cc-%ld", cache_dir(), (long)getpid());
+	mkdir(cache_dir(), 0777);
+	fake_cc(path, "[ \"$1\" = --version ] && exit 0\necho 'kernel.c:1: error: boom' >&2\nexit 1");
+	setenv("CC", path, 1);
+	Run r = {affine_src, "", 0, 0, 0, 0, false, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 1, V_COMPILE_ERROR, "boom");
+	fake_cc(path, "exit 1");
+	run(&r, &got);
+	expect_all(&got, 1, V_UNSUPPORTED, "no working C compiler");
+	unlink(path);
+}
+END_TEST
+
+START_TEST(sampled_outputs)
+{
+	Got got;
+	/* 37 elements > max_exact 16: 8 sampled exactly, all 37 against f64 */
+	Run r = {affine_src, "tile y : i=8\n", 0, 0, 0, 0, false, 16, 8, NULL};
+	run(&r, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+	ck_assert(got.sampled[0]);
+	ck_assert_int_eq(got.n_checked[0], 8);
+	ck_assert_int_eq(got.n64[0], 37);
+	r.faults = KF_DROP_TAIL;
+	run(&r, &got);
+	expect_all(&got, 1, V_OVER_BUDGET, NULL);
+	r.real_budget = true;
+	r.faults = 0;
+	run(&r, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+}
+END_TEST
+
+static bool exists(const char *dir, const char *rel)
+{
+	char p[1024];
+	snprintf(p, sizeof p, "%s/%s", dir, rel);
+	return access(p, R_OK) == 0;
+}
+
+START_TEST(records_and_files)
+{
+	char dir[] = "/tmp/assay-test-verify-out-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	Got got;
+	Run r = {affine_src, "tile y : i=8\n", 1, 0, 0, 0, false, 0, 0, dir};
+	run(&r, &got);
+	expect_all(&got, 2, V_PASS, NULL);
+	const char *files[] = {"inputs/x.npy", "oracle/y.npy", "affine/c-default/kernel.c",
+			       "affine/c-default/schedule.txt", "affine/c-default/y.npy",
+			       "affine/c-default/y.budget.npy", "affine/c-s1/kernel.c"};
+	for (size_t i = 0; i < ARRAY_LEN(files); i++) {
+		char rel[256];
+		snprintf(rel, sizeof rel, "%s%s", i < 2 ? "affine/" : "", files[i]);
+		ck_assert_msg(exists(dir, rel), "%s/%s missing", dir, rel);
+	}
+	char p[1024];
+	snprintf(p, sizeof p, "%s/results.jsonl", dir);
+	char *text = tu_read_file(p, NULL);
+	ck_assert_ptr_nonnull(text);
+	int lines = 0;
+	for (char *q = text; (q = strchr(q, '\n')); q++)
+		lines++;
+	ck_assert_int_eq(lines, 2);
+	const char *keys[] = {"\"graph\":\"affine\"", "\"backend\":\"c\"", "\"schedule\":\"default\"",
+			      "\"schedule_text\":\"tile y : i=8\\n\"", "\"output\":\"y\"",
+			      "\"dtype\":\"f32\"", "\"verdict\":\"pass\"", "\"max_ulp\":",
+			      "\"nmse\":", "\"max_ratio\":", "\"frac_within\":1", "\"n_checked\":37",
+			      "\"exact\":\"all\"", "\"seed\":1", "\"inputs\":\"normal\"",
+			      "\"timings\":{\"oracle_s\":", "\"schedule\":\"s1\""};
+	for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+		ck_assert_msg(strstr(text, keys[i]), "no %s in %s", keys[i], text);
+	free(text);
+	/* a non-finite number is a string: JSON has no inf */
+	VfRecord rec = {.graph = "g", .backend = "c", .sched = "default", .output = "y",
+			.dtype = DT_F32, .verdict = V_OVER_BUDGET, .reason = "a \"quoted\"\nline"};
+	vf_metrics_init(&rec.m);
+	rec.m.max_ratio = INFINITY;
+	char *buf;
+	size_t n;
+	FILE *f = open_memstream(&buf, &n);
+	vf_record_json(f, &rec);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "\"max_ratio\":\"inf\""));
+	ck_assert_ptr_nonnull(strstr(buf, "\"reason\":\"a \\\"quoted\\\"\\nline\""));
+	ck_assert_ptr_nonnull(strstr(buf, "\"verdict\":\"over-budget\""));
+	free(buf);
+}
+END_TEST
+
+/* ------------------------------------------------------------ acceptance (subset) */
+
+START_TEST(examples_pass)
+{
+	static const char *ex[] = {
+		"attention", "batched_matmul", "conv1d", "embedding", "layernorm", "matmul",
+		"moe_topk", "paged_kv_decode", "rmsnorm", "rope", "softmax", "swiglu_mlp",
+	};
+	const char *e = ex[_i];
+	char path[256];
+	snprintf(path, sizeof path, "examples/%s.tg", e);
+	Diag d = {0};
+	Graph *g = ir_parse_file(path, NULL, 0, &d);
+	ck_assert_msg(g != NULL, "%s", d.msg ? d.msg : "?");
+	VfSched *sc;
+	int ns, failed;
+	ck_assert_int_eq(vf_sched_list(g, g->has_schedule ? "graph" : "default", 1, 2, &sc, &ns,
+				       &d), 0);
+	HostTensor *in = calloc((size_t)ir_ninputs(g) + 1, sizeof *in);
+	InputSpec spec = {DIST_NORMAL, 1, false};
+	ck_assert_int_eq(mp_make_inputs(g, &spec, NULL, in, &d), 0);
+	const Backend *b = be_find("c");
+	Got got = {0};
+	VfOpts o = {.w = {20, 2, cache_dir(), 0, 0}, .threads = 2, .seed = 1, .dist = "normal",
+		    .sink = collect, .ctx = &got};
+	ck_assert_msg(vf_check(g, in, &b, 1, sc, ns, &o, &failed, &d) == 0, "%s", d.msg);
+	for (int i = 0; i < got.n; i++)
+		ck_assert_msg(got.v[i] == V_PASS, "%s record %d: %s: %s", e, i,
+			      vf_verdict_name(got.v[i]), got.reason[i]);
+	ck_assert_int_eq(got.n, ns * g->noutputs);
+	for (int k = 0; k < ir_ninputs(g); k++)
+		ht_free(&in[k]);
+	free(in);
+	vf_sched_list_free(sc, ns);
+	ir_free(g);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("verify");
+	TCase *m = tcase_create("metrics");
+	tcase_add_test(m, ulp_distance);
+	tcase_add_test(m, special_values);
+	tcase_add_test(m, array_metrics);
+	tcase_add_test(m, near_ties);
+	tcase_add_test(m, fault_names);
+	suite_add_tcase(s, m);
+	TCase *w = tcase_create("pipeline");
+	tcase_set_timeout(w, 60);
+	tcase_add_test(w, clean_run_passes);
+	tcase_add_test(w, dropped_tail_is_over_budget);
+	tcase_add_test(w, index_disagreement_is_over_budget);
+	tcase_add_test(w, segfault_is_crash);
+	tcase_add_test(w, oob_write_is_caught);
+	tcase_add_test(w, endless_loop_is_timeout);
+	tcase_add_test(w, nan_is_special_mismatch);
+	tcase_add_test(w, compile_failure_and_unavailable);
+	tcase_add_test(w, sampled_outputs);
+	tcase_add_test(w, records_and_files);
+	suite_add_tcase(s, w);
+	TCase *a = tcase_create("acceptance");
+	tcase_set_timeout(a, 120);
+	tcase_add_loop_test(a, examples_pass, 0, 12);
+	suite_add_tcase(s, a);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(suite());
+}

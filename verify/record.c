@@ -1,0 +1,214 @@
+/* verify/record.c: the result record format and the files `-o DIR` keeps.
+ *
+ * A record is one JSON object on one line (JSON lines), one per (graph, backend, schedule,
+ * output), in the order the checks ran. Fields (reports/ reads these; add, never rename):
+ *   graph, file, backend, schedule (name: default | graph | file | s1..sN),
+ *   schedule_text (the directives that differ from the default, sched_text), sched_seed,
+ *   output, dtype, verdict, reason ("" when none), max_ulp, max_abs, max_rel, nmse,
+ *   max_ratio, frac_within, n_checked, n_special, n_unsamplable, n_ties (elements the
+ *   budget flags as near ties), n_tie_disagree (of them, disagreeing: not failures),
+ *   n_elements,
+ *   worst {index, got, want, budget} (null when nothing was compared),
+ *   sampled (bool), exact ("all" | "sampled N, all vs f64"),
+ *   f64 {max_ratio, max_ulp, n_special, n_over} (only when sampled),
+ *   seed, inputs (distribution), faults (comma list, "" when none), case_dir (relative to
+ *   DIR), timings {oracle_s, budget_s, compile_s, launch_s, worker_s, cache_hit}.
+ * Non-finite numbers are written as the strings "inf", "-inf" and "nan" (JSON has no
+ * such numbers); finite ones with 17 significant digits, so a double reads back exactly.
+ *
+ * Files: DIR/results.jsonl is opened in append mode per record, written, flushed and
+ * fsync'ed, so a killed run loses at most the record in flight.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "verify.h"
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\t': fputs("\\t", f); break;
+		case '\r': fputs("\\r", f); break;
+		default:
+			if (*p < 0x20)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+static void json_num(FILE *f, double x)
+{
+	if (isnan(x))
+		fputs("\"nan\"", f);
+	else if (isinf(x))
+		fputs(x > 0 ? "\"inf\"" : "\"-inf\"", f);
+	else
+		fprintf(f, "%.17g", x);
+}
+
+static void key(FILE *f, const char *k)
+{
+	fprintf(f, ",\"%s\":", k);
+}
+
+static void worst(FILE *f, const VfMetrics *m)
+{
+	key(f, "worst");
+	if (m->worst < 0) {
+		fputs("null", f);
+		return;
+	}
+	fprintf(f, "{\"index\":%lld,\"got\":", (long long)m->worst);
+	json_num(f, m->worst_got);
+	fputs(",\"want\":", f);
+	json_num(f, m->worst_want);
+	fputs(",\"budget\":", f);
+	json_num(f, m->worst_budget);
+	fputc('}', f);
+}
+
+static void timings(FILE *f, const VfRecord *r)
+{
+	key(f, "timings");
+	fputs("{\"oracle_s\":", f);
+	json_num(f, r->oracle_s);
+	fputs(",\"budget_s\":", f);
+	json_num(f, r->budget_s);
+	fputs(",\"compile_s\":", f);
+	json_num(f, r->compile_s);
+	fputs(",\"launch_s\":", f);
+	json_num(f, r->launch_s);
+	fputs(",\"worker_s\":", f);
+	json_num(f, r->worker_s);
+	fprintf(f, ",\"cache_hit\":%s}", r->cache_hit ? "true" : "false");
+}
+
+void vf_record_json(FILE *f, const VfRecord *r)
+{
+	const VfMetrics *m = &r->m;
+	char fb[128];
+	fputs("{\"graph\":", f);
+	json_str(f, r->graph);
+	key(f, "file"), json_str(f, r->file);
+	key(f, "backend"), json_str(f, r->backend);
+	key(f, "schedule"), json_str(f, r->sched);
+	key(f, "schedule_text"), json_str(f, r->sched_text);
+	key(f, "sched_seed"), fprintf(f, "%llu", (unsigned long long)r->sched_seed);
+	key(f, "output"), json_str(f, r->output);
+	key(f, "dtype"), json_str(f, dt_name(r->dtype));
+	key(f, "verdict"), json_str(f, vf_verdict_name(r->verdict));
+	key(f, "reason"), json_str(f, r->reason);
+	key(f, "max_ulp"), json_num(f, m->max_ulp);
+	key(f, "max_abs"), json_num(f, m->max_abs);
+	key(f, "max_rel"), json_num(f, m->max_rel);
+	key(f, "nmse"), json_num(f, m->nmse);
+	key(f, "max_ratio"), json_num(f, m->max_ratio);
+	key(f, "frac_within"), json_num(f, m->frac_within);
+	key(f, "n_checked"), fprintf(f, "%lld", (long long)m->n_checked);
+	key(f, "n_special"), fprintf(f, "%lld", (long long)m->n_special);
+	key(f, "n_unsamplable"), fprintf(f, "%lld", (long long)m->n_unsamplable);
+	key(f, "n_ties"), fprintf(f, "%lld", (long long)m->n_ties);
+	key(f, "n_tie_disagree"), fprintf(f, "%lld", (long long)m->n_tie_disagree);
+	key(f, "n_elements"), fprintf(f, "%lld", (long long)r->n_elements);
+	worst(f, m);
+	key(f, "sampled"), fputs(r->sampled ? "true" : "false", f);
+	key(f, "exact");
+	if (r->sampled) {
+		char ex[64];
+		snprintf(ex, sizeof ex, "sampled %lld, all vs f64",
+			 (long long)(m->n_checked + m->n_unsamplable));
+		json_str(f, ex);
+		key(f, "f64");
+		fputs("{\"max_ratio\":", f);
+		json_num(f, r->m64.max_ratio);
+		fputs(",\"max_ulp\":", f);
+		json_num(f, r->m64.max_ulp);
+		fprintf(f, ",\"n_special\":%lld,\"n_over\":%lld}", (long long)r->m64.n_special,
+			(long long)r->m64.n_over);
+	} else {
+		json_str(f, "all");
+	}
+	key(f, "seed"), fprintf(f, "%llu", (unsigned long long)r->seed);
+	key(f, "inputs"), json_str(f, r->dist);
+	key(f, "faults"), json_str(f, vf_faults_name(r->faults, fb, sizeof fb));
+	key(f, "case_dir"), json_str(f, r->case_dir);
+	timings(f, r);
+	fputs("}\n", f);
+}
+
+/* ------------------------------------------------------------------ files */
+
+int vf_mkdirs(const char *path, Diag *d)
+{
+	char *buf = strdup(path);
+	IR_ASSERT(buf);
+	int rc = 0;
+	for (char *p = buf + 1;; p++) {
+		bool end = *p == 0;
+		if (*p != '/' && !end)
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0777) && errno != EEXIST) {
+			diag_set(d, 2, "cannot create directory %s: %s", buf, strerror(errno));
+			rc = -1;
+			break;
+		}
+		if (end)
+			break;
+		*p = '/';
+	}
+	free(buf);
+	return rc;
+}
+
+int vf_write_text(const char *path, const char *text, Diag *d)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		diag_set(d, 2, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t n = strlen(text);
+	bool bad = fwrite(text, 1, n, f) != n;
+	if (fclose(f) || bad) {
+		diag_set(d, 2, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int vf_append_record(const char *dir, const VfRecord *r, Diag *d)
+{
+	char *path = NULL;
+	if (asprintf(&path, "%s/results.jsonl", dir) < 0)
+		path = NULL;
+	IR_ASSERT(path);
+	int rc = -1;
+	FILE *f = fopen(path, "a");
+	if (!f) {
+		diag_set(d, 2, "cannot append to %s: %s", path, strerror(errno));
+		goto out;
+	}
+	vf_record_json(f, r);
+	bool bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
+	if (fclose(f) || bad) {
+		diag_set(d, 2, "cannot write %s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	free(path);
+	return rc;
+}

@@ -1,0 +1,245 @@
+/* verify/verify.h: runs derived kernels in isolated worker processes, diffs every output
+ * with the exact oracle and scores it against its error budget: one verdict per
+ * (backend, schedule, output) (spec/cli.md "Verdicts").
+ *
+ * The pieces, each usable alone:
+ * - metrics.c: error measures of one output against its oracle and budget (numerics.md
+ *   section 3) and the verdict they imply;
+ * - worker.c: one (backend, schedule) run in a forked worker process; a crash, a hang, a
+ *   write into a guard region, a compile failure become outcomes, never the caller's death;
+ * - check.c: the pipeline over a graph: oracle once, then for each backend and schedule a
+ *   worker, budgets, metrics, one VfRecord per output;
+ * - record.c: the JSON-lines record format (DIR/results.jsonl) and the files kept by -o.
+ *
+ * Ownership: a VfRecord's strings are owned by the pipeline and live only during the
+ * callback that receives it; copy what you keep. Errors: -1 with a Diag (code 2 for the
+ * user's input, 3 for internal failures); a verdict is never an error.
+ */
+#ifndef ASSAY_VERIFY_H
+#define ASSAY_VERIFY_H
+
+#include <stdio.h>
+#include "../compiler/compiler.h"
+#include "../interp/interp.h"
+#include "../oracles/oracles.h"
+
+typedef enum {
+	V_PASS, V_OVER_BUDGET, V_SPECIAL_MISMATCH, V_CRASH, V_TIMEOUT, V_OOB_WRITE,
+	V_COMPILE_ERROR, V_UNSUPPORTED, V__COUNT
+} Verdict;
+
+const char *vf_verdict_name(Verdict v);
+/* A failing verdict makes `assay check` exit 1: all but pass and unsupported. */
+bool vf_verdict_fails(Verdict v);
+
+/* ------------------------------------------------------------------ metrics */
+
+/* Error measures of one output (numerics.md section 3). Numeric measures (ulp, abs, rel,
+ * nmse) cover the elements where both values are numbers (finite, or equal infinities);
+ * special values are categories, counted before any tolerance:
+ * - a NaN against a number, either way (NaN payloads and signs are canonicalised first);
+ * - an infinity against anything but the same infinity;
+ * - the sign of a zero, where the oracle's value is a zero AND the element's budget is 0:
+ *   only where no rounding error is allowed is the sign of an exact zero decided by IEEE
+ *   rules (graph-format.md section 6); elsewhere a kernel may legitimately produce a tiny
+ *   value of either sign that rounds to -0 or +0, and +-0 are at ULP distance 0.
+ * A NaN never passes: a NaN against a number is a special mismatch, and a NaN against a
+ * NaN (the oracle's own NaN, e.g. sqrt(-1)) is an agreement, not a tolerance.
+ * Elements whose oracle is unsamplable (MP_UNSAMPLABLE) are skipped and counted. Integer
+ * (i32) outputs must be equal: their budget is 0, a difference has ratio inf.
+ * Near ties (numerics.md 4a, orc_budget_ties): at an element flagged as depending on a
+ * choice between near-equal candidates, a disagreement (an integer that differs, a real
+ * value over its budget) is counted in n_tie_disagree, not as a failure, and its ratio is
+ * left out of max_ratio (the budget assumed the exact choice); it still counts in the
+ * other measures. Special values are categorical even there. */
+typedef struct {
+	int64_t n_checked;      /* elements compared (unsamplable ones excluded) */
+	int64_t n_special;      /* special-value mismatches */
+	int64_t n_zero_sign;    /* of them, a zero of the wrong sign */
+	int64_t n_unsamplable;  /* oracle elements skipped */
+	int64_t n_over;         /* elements with ratio > 1 (special mismatches excluded) */
+	int64_t n_ties;         /* elements flagged as near ties */
+	int64_t n_tie_disagree; /* of them, disagreeing (not failures) */
+	double max_ulp;         /* ULP distance in the output's format (ord mapping, +-0 -> 0) */
+	double max_abs;         /* |got - want| */
+	double max_rel;         /* |got - want| / |want| (inf where want is 0 and got is not) */
+	double nmse;            /* sum (got - want)^2 / sum want^2 over numeric elements */
+	double max_ratio;       /* error / budget (0/0 = 0, e/0 = inf, e/inf = 0) */
+	double frac_within;     /* elements with ratio <= 1 and no special mismatch (near-tie
+	                           disagreements excluded) / n_checked */
+	int64_t worst;          /* flat index of the element of max ratio (or of the first
+	                           special mismatch), -1 if none */
+	double worst_got, worst_want, worst_budget;
+	/* internal sums for nmse */
+	double sum_d2, sum_w2;
+} VfMetrics;
+
+/* The ordinal of x in format f (f64 f32 f16 bf16; i32: the integer itself):
+ * ord(x) = x < 0 ? -bits(-x) : bits(x), so +-0 -> 0. x must be a value of f, not NaN. */
+int64_t vf_ord(Dtype f, double x);
+/* |ord(a) - ord(b)| in format f, as a double (exact below 2^53). Both must be non-NaN. */
+double vf_ulp_dist(Dtype f, double a, double b);
+
+void vf_metrics_init(VfMetrics *m);
+/* Adds one element: got (the kernel's), want (the oracle's), budget (absolute; +inf: no
+ * bound known), tie (a near tie). f is the output's format. k is the element's flat index
+ * (for worst). */
+void vf_metrics_add(VfMetrics *m, Dtype f, int64_t k, double got, double want, double budget,
+		    bool tie);
+/* Finishes (nmse, frac_within). */
+void vf_metrics_done(VfMetrics *m);
+/* Compares n elements into m (after vf_metrics_init; call vf_metrics_done after). Element
+ * i is got, budget and ties at flat index idx[i] (i when idx is NULL) against want at i
+ * and status[i]. budget NULL means 0; ties and status may be NULL (no ties; all settled).
+ * got and want are in the output's format. */
+void vf_compare(const HostTensor *got, const HostTensor *want, const HostTensor *budget,
+		const uint8_t *ties, const uint8_t *status, const int64_t *idx, int64_t n,
+		VfMetrics *m);
+/* The verdict of metrics: special-mismatch first, then over-budget, else pass. */
+Verdict vf_metrics_verdict(const VfMetrics *m);
+
+/* ------------------------------------------------------------------- worker */
+
+/* Test-only hooks (for the tests of failure kinds, and for measuring a fuzzer): each
+ * breaks the worker on purpose, never the generated code. Set from the environment by
+ * vf_opts_env: ASSAY_TEST_CRASH=1 raises SIGSEGV in the worker just before launch;
+ * ASSAY_TEST_HANG=1 spins forever just before launch; ASSAY_TEST_OOB=1 writes one
+ * element past the end of a guarded buffer the worker adds to the program (the backend's
+ * own buffers cannot be reached through the Backend interface), found by the same guard
+ * check; ASSAY_TEST_NAN=1 poisons element 0 of every real output with a NaN after
+ * download. */
+enum {
+	VF_HOOK_CRASH = 1 << 0,
+	VF_HOOK_HANG = 1 << 1,
+	VF_HOOK_OOB = 1 << 2,
+	VF_HOOK_NAN = 1 << 3,
+};
+
+/* What a worker came back with. On WK_OK, outs[k] holds output k in its dtype. */
+typedef enum {
+	WK_OK, WK_CRASH, WK_TIMEOUT, WK_OOB, WK_COMPILE_ERROR, WK_UNSUPPORTED
+} WorkerStatus;
+
+typedef struct {
+	WorkerStatus status;
+	char *reason;        /* malloc'ed message (compiler's message, signal name, ...) */
+	char *source;        /* malloc'ed kernel source (Backend.emit), NULL if not reached */
+	HostTensor *outs;    /* g->noutputs tensors on WK_OK (calloc'ed), else NULL */
+	bool cache_hit;
+	double compile_s, launch_s, wall_s;
+} WorkerResult;
+
+typedef struct {
+	double timeout_s;    /* <= 0: 20 */
+	int threads;         /* backend threads */
+	const char *cache_dir;
+	unsigned faults;     /* LowerOpts.faults (KF_*) */
+	unsigned hooks;      /* VF_HOOK_* */
+} WorkerOpts;
+
+/* Runs g under s on backend b in a forked worker process (its own process group): lower,
+ * emit, compile, alloc, upload, launch, guards, download. Returns 0 with r filled (any
+ * status), or -1 with d when the worker could not be started at all (code 3). The caller
+ * frees r with vf_worker_free. Call it with no other threads running (fork). */
+int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
+		  const HostTensor *inputs, const WorkerOpts *o, WorkerResult *r, Diag *d);
+void vf_worker_free(const Graph *g, WorkerResult *r);
+
+/* ------------------------------------------------------------------ pipeline */
+
+/* A schedule to check: name "default", "graph" (the graph's schedule block), "file"
+ * (--schedule FILE) or "s1".."sN" (sampled with seed). */
+typedef struct {
+	char name[16];
+	Schedule s;
+	char *text;          /* sched_text (malloc'ed) */
+	uint64_t seed;       /* sampled: the seed given to sched_sample; else 0 */
+} VfSched;
+
+/* The seed of the k-th sampled schedule (k >= 1) of graph g under a run's seed: a mix of
+ * the seed, the graph's name (its file's base name if it has none) and k. */
+uint64_t vf_sched_seed(const Graph *g, uint64_t seed, int k);
+/* The name vf uses for g in records: g->name, else its file's base name without .tg
+ * (written into buf). */
+const char *vf_graph_name(const Graph *g, char *buf, size_t n);
+
+/* One record: one (backend, schedule, output). */
+typedef struct {
+	const char *graph;       /* vf_graph_name */
+	const char *file;        /* g->file */
+	const char *backend;
+	const char *sched;       /* VfSched.name */
+	const char *sched_text;
+	uint64_t sched_seed;
+	const char *output;      /* tensor name */
+	Dtype dtype;
+	Verdict verdict;
+	const char *reason;      /* "" when none */
+	VfMetrics m;             /* exact comparison (all elements, or the sampled ones) */
+	bool sampled;            /* the exact oracle covered a sample only */
+	int64_t n_elements;      /* elements of the output */
+	VfMetrics m64;           /* sampled: all elements against the f64 evaluation */
+	uint64_t seed;           /* inputs and sampling seed */
+	const char *dist;        /* inputs distribution name */
+	unsigned faults;         /* seeded faults in effect */
+	const char *case_dir;    /* -o: the case's folder relative to DIR, else "" */
+	double oracle_s, budget_s, compile_s, launch_s, worker_s;
+	bool cache_hit;
+} VfRecord;
+
+typedef void VfSink(void *ctx, const VfRecord *r);
+
+typedef struct {
+	WorkerOpts w;
+	int threads;             /* oracle threads (<= 0: 1) */
+	int64_t max_exact;       /* outputs larger than this are sampled (<= 0: 1 << 20) */
+	int64_t nsample;         /* sampled elements per large output (<= 0: 4096) */
+	uint64_t seed;           /* the inputs' seed; also picks sampled elements */
+	const char *dist;        /* the inputs' distribution, for records */
+	const char *out_dir;     /* -o DIR: keep sources, schedules, .npy, results.jsonl */
+	/* Budgets: NULL means orc_budget (tests may substitute a stand-in). */
+	int (*budget)(const Graph *g, const Schedule *s, const char *backend,
+		      const HostTensor *inputs, HostTensor *budgets, Diag *d);
+	VfSink *sink;            /* called once per record, in order */
+	void *ctx;
+} VfOpts;
+
+/* Reads ASSAY_FAULT (a comma list of drop_tail, skip_last, pad_zero, no_combine) and the
+ * ASSAY_TEST_* hooks into o->w. Returns 0, or -1 with d (code 2) on an unknown name. */
+int vf_opts_env(VfOpts *o, Diag *d);
+/* Parses a comma list of fault names into KF_* bits; -1 with d on an unknown name. */
+int vf_faults_parse(const char *list, unsigned *faults, Diag *d);
+/* The comma list of the names of faults (static storage in buf). */
+const char *vf_faults_name(unsigned faults, char *buf, size_t n);
+
+/* The schedules `assay check` runs: first g's own (sched_build of its directives: from a
+ * schedule block or --schedule FILE; the default when it has none), named first_name,
+ * then nsampled sampled ones s1..sN (sched_sample with vf_sched_seed(g, seed, k)).
+ * *out is allocated here (free with vf_sched_list_free). -1 with d if g's directives do
+ * not apply (code 2). */
+int vf_sched_list(const Graph *g, const char *first_name, uint64_t seed, int nsampled,
+		  VfSched **out, int *n, Diag *d);
+void vf_sched_list_free(VfSched *s, int n);
+
+/* Checks g (with its inputs) on each backend under each schedule: the oracle once, then a
+ * worker per (backend, schedule), a record per output to o->sink (and to
+ * o->out_dir/results.jsonl). *failed gets the number of failing records. Returns 0, or -1
+ * with d for an internal failure (the oracle or the budget could not be computed) or
+ * a user error (an input the oracle rejects: code 2). */
+int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *backends,
+	     int nbackends, const VfSched *scheds, int nscheds, const VfOpts *o,
+	     int *failed, Diag *d);
+
+/* ------------------------------------------------------------------- records */
+
+/* Writes r as one JSON object on one line (non-finite numbers as the strings "inf",
+ * "-inf", "nan"). */
+void vf_record_json(FILE *f, const VfRecord *r);
+
+/* Creates path and its parents (mkdir -p). -1 with d (code 2). */
+int vf_mkdirs(const char *path, Diag *d);
+int vf_write_text(const char *path, const char *text, Diag *d);
+/* Appends r to DIR/results.jsonl, flushed and fsync'ed. */
+int vf_append_record(const char *dir, const VfRecord *r, Diag *d);
+
+#endif

@@ -119,15 +119,21 @@ static const char *softmax =
 	"y[r:R, c:C] = e[r, c] / s[r]\n"
 	"output y : f32\n";
 
-static void row(const char *name, const char *src, double raw, const char *anchor)
+/* nexp: the exponentials the graph needs (0: none). The ops/s figure counts every
+ * elementary operation (cheap adds and compares too), so beside the raw exp rate the
+ * softmax also gets an exponentials-per-second figure: the harder comparison. */
+static void row(const char *name, const char *src, double raw, const char *anchor, double nexp)
 {
 	double t1, t2;
 	double r1 = oracle_rate(src, 1, &t1);
 	double r2 = oracle_rate(src, 2, &t2);
 	printf("%-22s 1 thread %10.3g ops/s (%.2f s)  %s %10.3g ops/s  ratio %.2f  (target >= 0.30)\n",
 	       name, r1, t1, anchor, raw, r1 / raw);
+	if (nexp > 0)
+		printf("%-22s 1 thread %10.3g exp/s, all other work included: ratio to raw exp %.2f\n",
+		       name, nexp / t1, nexp / t1 / raw);
 	printf("%-22s 2 threads %9.3g ops/s (%.2f s)  speed-up %.2fx  (target >= 1.8x)\n",
-	       name, r2, t2, r2 / r1);
+	       name, r2, t2, t1 / t2);
 }
 
 int main(void)
@@ -135,7 +141,7 @@ int main(void)
 	printf("exact-mode oracle throughput at %d bits, medians of %d runs\n", PREC, REPS);
 	double fma = raw_rate(false), ex = raw_rate(true);
 	printf("anchor: raw mpfr_fma %.3g ops/s, raw mpfr_exp %.3g ops/s\n", fma, ex);
-	row("matmul 256x256x256", matmul, fma, "raw mpfr_fma");
-	row("softmax 64x4096", softmax, ex, "raw mpfr_exp");
+	row("matmul 256x256x256", matmul, fma, "raw mpfr_fma", 0);
+	row("softmax 64x4096", softmax, ex, "raw mpfr_exp", 64.0 * 4096);
 	return 0;
 }

@@ -59,8 +59,13 @@ static void row(void *ctx, const VfRecord *r)
 		snprintf(ulp, sizeof ulp, "%.0f", r->m.max_ulp);
 		snprintf(ratio, sizeof ratio, "%.3g", fmax(r->m.max_ratio, r->m64.max_ratio));
 	}
-	printf("%-16s %-8s %-9s %-8s %-17s %12s %12s%s\n", r->graph, r->backend, r->sched,
-	       r->output, vf_verdict_name(r->verdict), ulp, ratio, r->sampled ? "  (sampled)" : "");
+	char note[96] = "";
+	if (numeric && r->m.n_unbounded)
+		snprintf(note, sizeof note, "  (no bound at %lld of %lld)", (long long)r->m.n_unbounded,
+			 (long long)r->m.n_checked);
+	printf("%-16s %-8s %-9s %-8s %-17s %12s %12s%s%s\n", r->graph, r->backend, r->sched,
+	       r->output, vf_verdict_name(r->verdict), ulp, ratio, r->sampled ? "  (sampled)" : "",
+	       note);
 	if (r->reason && *r->reason && r->verdict != V_PASS) {
 		int len = (int)strcspn(r->reason, "\n");
 		printf("    %.*s%s\n", len > 300 ? 300 : len, r->reason,

@@ -19,6 +19,19 @@ static const OrcAllowance table[] = {
 /* "emul" first: index 0 is the correctly rounded model of the emulating interpreter. */
 static const char *const backends[] = {"emul", "c", "opencl", "vulkan", "wgsl", "cuda"};
 
+/* Formats a backend has no arithmetic for, computed as operations of a wider format whose
+ * every result is rounded into the narrow one. + - * / and sqrt stay correctly rounded
+ * when the wide precision is at least 2p + 2 (Figueroa 1995); other functions err by the
+ * wide format's allowance plus the final rounding. */
+static const struct {
+	const char *backend;
+	Dtype fmt, via;
+} vias[] = {
+	/* compiler/lower.c: f16 and bf16 arithmetic as f32 operations, each rounded */
+	{"c", DT_F16, DT_F32},
+	{"c", DT_BF16, DT_F32},
+};
+
 int orc_nallowances(void)
 {
 	return (int)ARRAY_LEN(table);
@@ -69,9 +82,29 @@ static double row_bound(const OrcAllowance *r, Dtype f, double xlo, double xhi, 
 	return b * INFL;
 }
 
+/* op in format f computed through format w (vias). */
+static double via_local(int be, Op op, Dtype f, Dtype w, double xlo, double xhi, double ymax)
+{
+	bool cr = op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_DIV || op == OP_SQRT;
+	if (cr && dt_info(w)->prec >= 2 * dt_info(f)->prec + 2)
+		return fmt_half_ulp(f, ymax) * INFL;
+	bool found;
+	double b = al_local(be, op, w, xlo, xhi, ymax, &found);
+	if (!found && cr)
+		b = fmt_half_ulp(w, ymax);
+	else if (!found)
+		return INFINITY;
+	return (b + fmt_half_ulp(f, ymax + b)) * INFL;
+}
+
 double al_local(int be, Op op, Dtype f, double xlo, double xhi, double ymax, bool *found)
 {
 	const char *name = backends[be];
+	for (size_t i = 0; i < ARRAY_LEN(vias); i++)
+		if (vias[i].fmt == f && strcmp(vias[i].backend, name) == 0) {
+			*found = true;
+			return via_local(be, op, f, vias[i].via, xlo, xhi, ymax);
+		}
 	const OrcAllowance *hit[8];
 	int nhit = 0;
 	*found = false;

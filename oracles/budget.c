@@ -953,6 +953,12 @@ static int run_defs(Ba *b)
 			do_element(b, e);
 		if (b->failed)
 			return -1;
+		if (getenv("ORC_DEBUG")) {
+			int64_t m = ir_tensor_count(g, D->out[0]), nu = 0;
+			for (int64_t e = 0; b->rv[D->out[0]] && e < m; e++)
+				nu += !bv_bounded(&b->rv[D->out[0]][e]);
+			fprintf(stderr, "def %s: %lld of %lld unbounded\n", g->tensors[D->out[0]].name, (long long)nu, (long long)m);
+		}
 	}
 	return 0;
 }

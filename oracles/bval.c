@@ -271,7 +271,14 @@ Bv bv_round(BvCtx *c, Bv a, Dtype f)
 	(void)c;
 	if (!bv_bounded(&a) || (a.fmt != DT_NONE && fmt_within((Dtype)a.fmt, f)))
 		return a;
-	double loc = point(&a) ? exact_local(f, a.lo) : fmt_half_ulp(f, mag(&a) + a.e);
+	double loc = fmt_half_ulp(f, mag(&a) + a.e);
+	if (a.e == 0) {
+		/* computed = exact, so the result is R(exact): when both ends round alike, that
+		 * is the value, and its error is known to the enclosure's width */
+		double rl = fmt_round(f, a.lo), rh = fmt_round(f, a.hi);
+		if (rl == rh && isfinite(rl))
+			loc = fmax(fabs(rl - a.lo), fabs(rh - a.hi)) * INFL;
+	}
 	double e = a.e;
 	a.fmt = (int8_t)f;
 	return fin(a, e + loc);

@@ -100,6 +100,7 @@ START_TEST(special_values)
 		ck_assert_msg(isnan(t[i].ratio) || m.max_ratio == t[i].ratio,
 			      "case %zu: ratio %g, want %g", i, m.max_ratio, t[i].ratio);
 		ck_assert(m.frac_within == (v == V_PASS ? 1.0 : 0.0));
+		ck_assert_int_eq(m.n_unbounded, isinf(t[i].budget) && v == V_PASS && !isnan(t[i].got));
 	}
 }
 END_TEST
@@ -154,6 +155,7 @@ START_TEST(array_metrics)
 	ck_assert_double_eq(m.max_ulp, vf_ulp_dist(DT_F32, 3, 4));
 	ck_assert_double_eq(m.frac_within, 0.75);
 	ck_assert_int_eq(m.worst, 2);
+	ck_assert_int_eq(m.n_unbounded, 0);
 	ck_assert_int_eq(vf_metrics_verdict(&m), V_OVER_BUDGET);
 	/* a sampled comparison: want is dense over the sampled indices */
 	const int64_t idx[2] = {0, 3};
@@ -238,6 +240,7 @@ typedef struct {
 	char reason[64][512];
 	bool sampled[64];
 	int64_t n_checked[64], n64[64];
+	char by[64][32];
 } Got;
 
 static void collect(void *ctx, const VfRecord *r)
@@ -249,6 +252,7 @@ static void collect(void *ctx, const VfRecord *r)
 	g->sampled[g->n] = r->sampled;
 	g->n_checked[g->n] = r->m.n_checked;
 	g->n64[g->n] = r->m64.n_checked;
+	snprintf(g->by[g->n], sizeof g->by[0], "%s", r->ref64_by ? r->ref64_by : "");
 	g->n++;
 }
 
@@ -448,6 +452,7 @@ START_TEST(sampled_outputs)
 	ck_assert(got.sampled[0]);
 	ck_assert_int_eq(got.n_checked[0], 8);
 	ck_assert_int_eq(got.n64[0], 37);
+	ck_assert_str_eq(got.by[0], "c backend");   /* the compiled all-f64 program */
 	r.faults = KF_DROP_TAIL;
 	run(&r, &got);
 	expect_all(&got, 1, V_OVER_BUDGET, NULL);

@@ -151,6 +151,7 @@ void vf_metrics_add(VfMetrics *m, Dtype f, int64_t k, double got, double want, d
 	}
 	if (isnan(got) || isinf(got))
 		return;  /* the same special value on both sides: an agreement, error 0 */
+	m->n_unbounded += isinf(budget) && budget > 0;
 	double err = fabs(got - want);
 	double rel = want != 0 ? err / fabs(want) : (err == 0 ? 0 : INFINITY);
 	double ulp = vf_ulp_dist(f, got, want);

@@ -5,12 +5,14 @@
  *   graph, file, backend, schedule (name: default | graph | file | s1..sN),
  *   schedule_text (the directives that differ from the default, sched_text), sched_seed,
  *   output, dtype, verdict, reason ("" when none), max_ulp, max_abs, max_rel, nmse,
- *   max_ratio, frac_within, n_checked, n_special, n_unsamplable, n_ties (elements the
+ *   max_ratio, frac_within, n_checked, n_special, n_unsamplable, n_unbounded (elements
+ *   whose budget is +inf: no bound known, they pass whatever), n_ties (elements the
  *   budget flags as near ties), n_tie_disagree (of them, disagreeing: not failures),
  *   n_elements,
  *   worst {index, got, want, budget} (null when nothing was compared),
  *   sampled (bool), exact ("all" | "sampled N, all vs f64"),
- *   f64 {max_ratio, max_ulp, n_special, n_over} (only when sampled),
+ *   f64 {max_ratio, max_ulp, n_special, n_over, by} (only when sampled; by: "c backend"
+ *   or "interpreter", see check.c),
  *   seed, inputs (distribution), faults (comma list, "" when none), case_dir (relative to
  *   DIR), timings {oracle_s, budget_s, compile_s, launch_s, worker_s, cache_hit}.
  * Non-finite numbers are written as the strings "inf", "-inf" and "nan" (JSON has no
@@ -119,6 +121,7 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	key(f, "n_checked"), fprintf(f, "%lld", (long long)m->n_checked);
 	key(f, "n_special"), fprintf(f, "%lld", (long long)m->n_special);
 	key(f, "n_unsamplable"), fprintf(f, "%lld", (long long)m->n_unsamplable);
+	key(f, "n_unbounded"), fprintf(f, "%lld", (long long)m->n_unbounded);
 	key(f, "n_ties"), fprintf(f, "%lld", (long long)m->n_ties);
 	key(f, "n_tie_disagree"), fprintf(f, "%lld", (long long)m->n_tie_disagree);
 	key(f, "n_elements"), fprintf(f, "%lld", (long long)r->n_elements);
@@ -135,8 +138,10 @@ void vf_record_json(FILE *f, const VfRecord *r)
 		json_num(f, r->m64.max_ratio);
 		fputs(",\"max_ulp\":", f);
 		json_num(f, r->m64.max_ulp);
-		fprintf(f, ",\"n_special\":%lld,\"n_over\":%lld}", (long long)r->m64.n_special,
+		fprintf(f, ",\"n_special\":%lld,\"n_over\":%lld,\"by\":", (long long)r->m64.n_special,
 			(long long)r->m64.n_over);
+		json_str(f, r->ref64_by);
+		fputc('}', f);
 	} else {
 		json_str(f, "all");
 	}

@@ -58,6 +58,8 @@ typedef struct {
 	int64_t n_zero_sign;    /* of them, a zero of the wrong sign */
 	int64_t n_unsamplable;  /* oracle elements skipped */
 	int64_t n_over;         /* elements with ratio > 1 (special mismatches excluded) */
+	int64_t n_unbounded;    /* elements compared numerically whose budget is +inf (no bound
+	                           known: they pass whatever their error) */
 	int64_t n_ties;         /* elements flagged as near ties */
 	int64_t n_tie_disagree; /* of them, disagreeing (not failures) */
 	double max_ulp;         /* ULP distance in the output's format (ord mapping, +-0 -> 0) */
@@ -179,6 +181,7 @@ typedef struct {
 	bool sampled;            /* the exact oracle covered a sample only */
 	int64_t n_elements;      /* elements of the output */
 	VfMetrics m64;           /* sampled: all elements against the f64 evaluation */
+	const char *ref64_by;    /* sampled: who evaluated in f64 ("c backend", "interpreter") */
 	uint64_t seed;           /* inputs and sampling seed */
 	const char *dist;        /* inputs distribution name */
 	unsigned faults;         /* seeded faults in effect */
@@ -197,7 +200,8 @@ typedef struct {
 	uint64_t seed;           /* the inputs' seed; also picks sampled elements */
 	const char *dist;        /* the inputs' distribution, for records */
 	const char *out_dir;     /* -o DIR: keep sources, schedules, .npy, results.jsonl */
-	/* Budgets: NULL means orc_budget (tests may substitute a stand-in). */
+	/* Budgets: NULL means orc_budget_ties (tests may substitute a stand-in; it gives no
+	 * near-tie flags). */
 	int (*budget)(const Graph *g, const Schedule *s, const char *backend,
 		      const HostTensor *inputs, HostTensor *budgets, Diag *d);
 	VfSink *sink;            /* called once per record, in order */

@@ -165,8 +165,10 @@ static void launch_and_fetch(const Backend *b, const Graph *g, BeModule *m, cons
 	Diag d = {0};
 	h->stage = ST_LAUNCH;
 	/* the hooks stand for a kernel that crashes or never ends */
-	if (hooks & VF_HOOK_CRASH)
+	if (hooks & VF_HOOK_CRASH) {
+		signal(SIGSEGV, SIG_DFL);   /* past a sanitizer's handler, as a plain build dies */
 		raise(SIGSEGV);
+	}
 	if (hooks & VF_HOOK_HANG)
 		for (volatile unsigned long spin = 0;; spin++)
 			;

@@ -1,0 +1,743 @@
+/* fuzz/gen_expr.c: random expressions, reads and index expressions for the generator
+ * (gen.h). Every function returns text that is valid in the definition being written:
+ *
+ * - Index expressions are quasi-affine in the current variables, and their value interval
+ *   is computed from the variables' intervals. A read whose every index interval lies
+ *   inside its extent is in bounds; otherwise it gets `?? DEFAULT`. Indirect indices read an
+ *   index table (an i32 input only ever read in index positions, which mp_make_inputs draws
+ *   in bounds) or an integer tensor whose tracked values fit the extent.
+ * - Integer expressions carry their value interval; an operation whose interval would leave
+ *   +-2^16 is not written (its first operand stands instead), and `%` divides only by a
+ *   positive literal or size.
+ * - In tie mode (gen.h) only exact operations and exact tensors are used.
+ * Operands that are not atoms are parenthesised; ir_print restores the canonical form.
+ */
+#include <string.h>
+#include "gen.h"
+
+enum { INTLIM = 1 << 16 };
+
+/* Literals: dyadic ones are exact (safe in decisions); the others are not binary numbers. */
+static const char *const dyadic[] = {
+	"0.0", "1.0", "2.0", "0.5", "-1.0", "0.25", "1.5", "-0.5", "0.125", "0x1.8p-3",
+	"2.5e-1", "-0.75", "1e3", "3.0", "-2.0",
+};
+static const char *const inexact[] = {"0.1", "1e-3", "3.14159", "-0.3", "1e-30", "1e30", "0.7"};
+static const char *const special[] = {"inf", "-inf", "nan"};
+static const char *const pads[] = {"0", "0.0", "1.0", "-inf", "inf", "-1.0", "0.5", "nan"};
+
+static Ex mk(char *s, Ty ty, bool atom, bool exact, int64_t lo, int64_t hi, int nodes)
+{
+	return (Ex){s, ty, atom, exact, lo, hi, nodes};
+}
+
+static const char *par(Gen *G, Ex e)
+{
+	return e.atom ? e.s : gs(G, "(%s)", e.s);
+}
+
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t iabs(int64_t a) { return a < 0 ? -a : a; }
+
+static Ex lit_real(Gen *G)
+{
+	Rng *r = &G->r;
+	const char *s;
+	if (tie_mode(G) || rng_chance(r, 0.6))
+		s = dyadic[rng_below(r, ARRAY_LEN(dyadic))];
+	else if (rng_chance(r, 0.75))
+		s = inexact[rng_below(r, ARRAY_LEN(inexact))];
+	else
+		s = special[rng_below(r, ARRAY_LEN(special))];
+	return mk((char *)s, TY_REAL, s[0] != '-', true, 0, 0, 0);
+}
+
+static Ex lit_int(Gen *G, int64_t lo, int64_t hi)
+{
+	int64_t v = lo + rng_below(&G->r, hi - lo + 1);
+	return mk(gs(G, "%lld", (long long)v), TY_INT, v >= 0, true, v, v, 0);
+}
+
+static Ex var_ex(Gen *G, int k)
+{
+	return mk(G->v[k].name, TY_INT, true, true, G->v[k].lo, G->v[k].hi, 0);
+}
+
+/* ------------------------------------------------------------ index expressions */
+
+typedef struct {
+	char *s;
+	int64_t lo, hi;
+} Ix;
+
+/* Variables with non-negative values up to at most maxhi, collected into c. */
+static int vars_upto(Gen *G, int64_t maxhi, int *c)
+{
+	int n = 0;
+	for (int k = 0; k < G->nv; k++)
+		if (G->v[k].lo >= 0 && G->v[k].hi <= maxhi)
+			c[n++] = k;
+	return n;
+}
+
+static int any_var(Gen *G)
+{
+	return G->nv ? (int)rng_below(&G->r, G->nv) : -1;
+}
+
+static bool ix_var(Gen *G, int64_t e, const char *et, Ix *x)
+{
+	int c[GMAXVARS], n = vars_upto(G, e - 1, c);
+	(void)et;
+	if (n == 0)
+		return false;
+	int k = c[rng_below(&G->r, n)];
+	*x = (Ix){G->v[k].name, G->v[k].lo, G->v[k].hi};
+	return true;
+}
+
+static bool ix_reverse(Gen *G, int64_t e, const char *et, Ix *x)
+{
+	int c[GMAXVARS], n = vars_upto(G, e - 1, c);
+	if (n == 0)
+		return false;
+	const GVar *v = &G->v[c[rng_below(&G->r, n)]];
+	char *s = et[0] >= '0' && et[0] <= '9' ? gs(G, "%lld - %s", (long long)(e - 1), v->name)
+		: gs(G, "%s - 1 - %s", et, v->name);
+	*x = (Ix){s, e - 1 - v->hi, e - 1 - v->lo};
+	return true;
+}
+
+static bool ix_stride(Gen *G, int64_t e, const char *et, Ix *x)
+{
+	int64_t a = 2 + rng_below(&G->r, 2);
+	int c[GMAXVARS], n = vars_upto(G, (e - 1) / a, c);
+	(void)et;
+	if (n == 0)
+		return false;
+	const GVar *v = &G->v[c[rng_below(&G->r, n)]];
+	int64_t b = rng_below(&G->r, imin(3, e - 1 - a * v->hi) + 1);
+	char *s = b ? gs(G, "%lld * %s + %lld", (long long)a, v->name, (long long)b)
+		: gs(G, "%lld * %s", (long long)a, v->name);
+	*x = (Ix){s, a * v->lo + b, a * v->hi + b};
+	return true;
+}
+
+/* i + k: in bounds when it fits, else centred (convolution padding) and padded. */
+static bool ix_window(Gen *G, int64_t e, const char *et, Ix *x)
+{
+	(void)et;
+	if (G->nv < 2)
+		return false;
+	int a = any_var(G), b = any_var(G);
+	if (a == b)
+		b = (a + 1) % G->nv;
+	const GVar *v = &G->v[a], *w = &G->v[b];
+	if (v->lo < 0 || w->lo < 0)
+		return false;
+	int64_t off = 0;
+	if (v->hi + w->hi > e - 1 || rng_chance(&G->r, G->o->p_oob))
+		off = -rng_below(&G->r, w->hi + 1);
+	char *s = off ? gs(G, "%s + %s - %lld", v->name, w->name, (long long)-off)
+		: gs(G, "%s + %s", v->name, w->name);
+	*x = (Ix){s, v->lo + w->lo + off, v->hi + w->hi + off};
+	return true;
+}
+
+static bool ix_div(Gen *G, int64_t e, const char *et, Ix *x)
+{
+	(void)et;
+	int k = any_var(G);
+	if (k < 0 || G->v[k].lo < 0)
+		return false;
+	const GVar *v = &G->v[k];
+	int64_t c = 2 + rng_below(&G->r, 3);
+	if (v->hi / c > e - 1)
+		return false;
+	*x = (Ix){gs(G, "%s / %lld", v->name, (long long)c), v->lo / c, v->hi / c};
+	return true;
+}
+
+static bool ix_mod(Gen *G, int64_t e, const char *et, Ix *x)
+{
+	int k = any_var(G);
+	if (k < 0)
+		return false;
+	const char *v = G->v[k].name;
+	char *s;
+	switch (rng_below(&G->r, 3)) {
+	case 0: s = gs(G, "%s %% %s", v, et); break;
+	case 1: s = gs(G, "(%s + %lld) %% %s", v, (long long)(1 + rng_below(&G->r, 3)), et); break;
+	default: s = gs(G, "(2 * %s + 1) %% %s", v, et); break;
+	}
+	*x = (Ix){s, 0, e - 1};
+	return true;
+}
+
+static bool ix_flat(Gen *G, int64_t e, const char *et, Ix *x)
+{
+	(void)et;
+	if (G->nv < 2)
+		return false;
+	int a = any_var(G), b = any_var(G);
+	if (a == b)
+		b = (a + 1) % G->nv;
+	const GVar *v = &G->v[a], *w = &G->v[b];
+	int64_t W = w->hi + 1;
+	if (v->lo < 0 || w->lo < 0 || v->hi * W + w->hi > e - 1)
+		return false;
+	const char *wt = w->lhs && w->ext.v == W ? ext_text(G, w->ext) : gs(G, "%lld", (long long)W);
+	*x = (Ix){gs(G, "%s * %s + %s", v->name, wt, w->name), v->lo * W + w->lo, v->hi * W + w->hi};
+	return true;
+}
+
+static bool ix_const(Gen *G, int64_t e, const char *et, Ix *x)
+{
+	bool named = !(et[0] >= '0' && et[0] <= '9');
+	if (named && e > 1 && rng_chance(&G->r, 0.3)) {
+		*x = (Ix){gs(G, "%s - 1", et), e - 1, e - 1};
+		return true;
+	}
+	int64_t c = rng_chance(&G->r, 0.5) ? 0 : rng_below(&G->r, e);
+	*x = (Ix){gs(G, "%lld", (long long)c), c, c};
+	return true;
+}
+
+static Ex read_of(Gen *G, int t, int use);
+
+/* A new index table: an i32 input whose shape is made of the current variables' ranges. */
+static int new_table(Gen *G, int64_t e)
+{
+	GExt dims[2];
+	int rank = (int)imin(G->nv, (int)rng_below(&G->r, 3));
+	for (int k = 0; k < rank; k++) {
+		const GVar *v = &G->v[any_var(G)];
+		dims[k] = v->lhs ? v->ext : ext_of_value(G, v->hi + 1);
+	}
+	int t = new_input(G, DT_I32, rank, dims);
+	if (t < 0)
+		return -1;
+	G->t[t].ixtab = true;
+	G->t[t].lo = 0;
+	G->t[t].hi = e - 1;
+	return t;
+}
+
+static bool ix_indirect(Gen *G, int64_t e, const char *et, Ix *x)
+{
+	(void)et;
+	if (G->ixdepth >= 2)
+		return false;
+	int c[GMAXT], n = 0;
+	for (int t = 0; t < G->nt; t++) {
+		const GTensor *T = &G->t[t];
+		if (T->isint && (T->ixtab || (T->lo >= 0 && T->hi <= e - 1)))
+			c[n++] = t;
+	}
+	int t = -1;
+	if ((n == 0 || rng_chance(&G->r, 0.3)) && G->ninputs < G->o->max_inputs)
+		t = new_table(G, e);
+	if (t < 0 && n > 0)
+		t = c[rng_below(&G->r, n)];
+	if (t < 0)
+		return false;
+	if (G->t[t].ixtab)
+		G->t[t].hi = imin(G->t[t].hi, e - 1);
+	G->ixdepth++;
+	Ex r = read_of(G, t, 2);
+	G->ixdepth--;
+	*x = (Ix){r.s, 0, e - 1};
+	return true;
+}
+
+typedef bool (*IxFn)(Gen *, int64_t, const char *, Ix *);
+static const IxFn ixfns[FZ_IX__COUNT] = {
+	[FZ_IX_VAR] = ix_var, [FZ_IX_REVERSE] = ix_reverse, [FZ_IX_STRIDE] = ix_stride,
+	[FZ_IX_WINDOW] = ix_window, [FZ_IX_DIV] = ix_div, [FZ_IX_MOD] = ix_mod,
+	[FZ_IX_RESHAPE] = NULL /* two dimensions: read_of */, [FZ_IX_FLAT] = ix_flat,
+	[FZ_IX_CONST] = ix_const, [FZ_IX_INDIRECT] = ix_indirect,
+};
+
+/* An index expression for a dimension of extent e; *oob when it may fall outside. */
+static char *index_for(Gen *G, GExt ext, bool *oob)
+{
+	unsigned w[FZ_IX__COUNT];
+	memcpy(w, G->o->ix_w, sizeof w);
+	w[FZ_IX_RESHAPE] = 0;
+	const char *et = ext_text(G, ext);
+	Ix x;
+	for (;;) {
+		int k = rng_pick(&G->r, w, FZ_IX__COUNT);
+		if (k < 0) {
+			ix_const(G, ext.v, et, &x);
+			break;
+		}
+		if (ixfns[k](G, ext.v, et, &x))
+			break;
+		w[k] = 0;
+	}
+	/* a shifted index now and then, padded */
+	if (rng_chance(&G->r, G->o->p_oob / 2) && x.lo == x.hi && ext.v > 1) {
+		x.s = gs(G, "%s + 1", x.s);
+		x.lo++, x.hi++;
+	}
+	if (x.lo < 0 || x.hi > ext.v - 1)
+		*oob = true;
+	return x.s;
+}
+
+/* r / C, r % C for dimensions (E1, C) with r below E1 * C. */
+static bool reshape_pair(Gen *G, GExt e1, GExt e2, char **a, char **b)
+{
+	int c[GMAXVARS], n = vars_upto(G, e1.v * e2.v - 1, c);
+	if (n == 0 || e2.v < 2)
+		return false;
+	const GVar *v = &G->v[c[rng_below(&G->r, n)]];
+	const char *ct = ext_text(G, e2);
+	*a = gs(G, "%s / %s", v->name, ct);
+	*b = gs(G, "%s %% %s", v->name, ct);
+	return true;
+}
+
+/* ------------------------------------------------------------------- reads */
+
+static Ex pad_default(Gen *G, bool isint, int use)
+{
+	if (use == 2)
+		return mk("0", TY_INT, true, true, 0, 0, 0);
+	if (isint)
+		return lit_int(G, -2, 3);
+	const char *s = pads[rng_below(&G->r, ARRAY_LEN(pads))];
+	return mk((char *)s, s[0] == '0' && s[1] == 0 ? TY_INT : TY_REAL, s[0] != '-', true, 0, 0,
+		  0);
+}
+
+/* A read of tensor t from the current definition. use: 0 a real value, 1 an integer value,
+ * 2 a whole index position (its default, if any, is 0). */
+static Ex read_of(Gen *G, int t, int use)
+{
+	GTensor *T = &G->t[t];
+	char *ix[FZ_MAXRANK];
+	bool oob = false;
+	unsigned wsum = 0;
+	for (int k = 0; k < FZ_IX__COUNT; k++)
+		wsum += G->o->ix_w[k];
+	double preshape = wsum ? (double)G->o->ix_w[FZ_IX_RESHAPE] / wsum : 0;
+	for (int k = 0; k < T->rank; k++) {
+		if (k + 1 < T->rank && rng_chance(&G->r, preshape) &&
+		    reshape_pair(G, T->dims[k], T->dims[k + 1], &ix[k], &ix[k + 1])) {
+			k++;
+			continue;
+		}
+		ix[k] = index_for(G, T->dims[k], &oob);
+	}
+	char *s = gs(G, "%s[", T->name);
+	for (int k = 0; k < T->rank; k++)
+		s = gs(G, "%s%s%s", s, k ? ", " : "", ix[k]);
+	s = gs(G, "%s]", s);
+	T->uses++;
+	Ex e = mk(s, T->isint ? TY_INT : TY_REAL, true, T->exact, T->lo, T->hi, 1);
+	if (!T->isint)
+		e.lo = e.hi = 0;
+	if (oob || rng_chance(&G->r, G->o->p_pad)) {
+		Ex d = pad_default(G, T->isint, use);
+		e.s = gs(G, "%s ?? %s", s, d.s);
+		e.atom = false;
+		if (e.ty == TY_INT)
+			e.lo = imin(e.lo, d.lo), e.hi = imax(e.hi, d.hi);
+	}
+	return e;
+}
+
+/* A new input read by the current variables in one of the view kinds, shaped to fit. */
+static Ex design_input(Gen *G, Dtype dt)
+{
+	GExt dims[FZ_MAXRANK];
+	int rank = (int)rng_below(&G->r, G->o->max_rank + 1), n = 0;
+	int64_t elems = 1;
+	while (n < rank) {
+		int k = any_var(G);
+		if (k < 0)
+			break;
+		const GVar *v = &G->v[k];
+		int64_t hi = v->hi;
+		GExt e = v->lhs && !rng_chance(&G->r, 0.15) ? v->ext : ext_of_value(G, hi + 1);
+		if (v->lo < 0 || elems * e.v > G->o->max_elems)
+			break;
+		/* a stride or a window widens the dimension; a division narrows it */
+		int kind = rng_pick(&G->r, G->o->ix_w, FZ_IX__COUNT);
+		if (kind == FZ_IX_STRIDE && elems * (2 * hi + 2) <= G->o->max_elems)
+			e = ext_of_value(G, 2 * hi + 1 + rng_below(&G->r, 2));
+		else if (kind == FZ_IX_DIV && hi >= 2)
+			e = ext_of_value(G, hi / 2 + 1);
+		else if (kind == FZ_IX_WINDOW && G->nv > 1 && elems * (hi + 4) <= G->o->max_elems)
+			e = ext_of_value(G, hi + 1 + rng_below(&G->r, 3));
+		else if (kind == FZ_IX_CONST || kind == FZ_IX_INDIRECT)
+			e = fresh_ext(G, G->o->max_extent);
+		if (elems * e.v > G->o->max_elems)
+			break;
+		dims[n++] = e;
+		elems *= e.v;
+	}
+	int t = new_input(G, dt, n, dims);
+	if (t < 0)
+		return mk(NULL, TY_REAL, true, true, 0, 0, 0);
+	return read_of(G, t, dt == DT_I32);
+}
+
+static bool def_used(const Gen *G, const GTensor *T)
+{
+	return T->uses > 0 || (T->mate >= 0 && G->t[T->mate].uses > 0);
+}
+
+/* A read of some tensor: preferably a definition nothing reads yet (so that every
+ * definition ends up used, in chains and diamonds), else any tensor, else a new input. */
+static Ex gx_read(Gen *G, bool want_int)
+{
+	int front[GMAXT], any[GMAXT], nf = 0, na = 0;
+	bool tie = tie_mode(G);
+	for (int t = 0; t < G->nt; t++) {
+		const GTensor *T = &G->t[t];
+		if ((tie && !T->exact) || (want_int && !T->isint) || T->ixtab)
+			continue;
+		if (!T->input && !def_used(G, T))
+			front[nf++] = t;
+		any[na++] = t;
+	}
+	Rng *r = &G->r;
+	bool can_new = G->ninputs < G->o->max_inputs;
+	if (nf && rng_chance(r, 0.6))
+		return read_of(G, front[rng_below(r, nf)], want_int);
+	if (can_new && (na == 0 || rng_chance(r, 0.35))) {
+		unsigned w[DT_I32 + 1];
+		memcpy(w, G->o->in_dtype_w, sizeof w);
+		if (want_int)
+			memset(w, 0, sizeof w[0] * DT_I32);
+		int dt = rng_pick(r, w, DT_I32 + 1);
+		if (dt >= 0)
+			return design_input(G, (Dtype)dt);
+	}
+	if (na)
+		return read_of(G, any[rng_below(r, na)], want_int);
+	return mk(NULL, TY_REAL, true, true, 0, 0, 0);
+}
+
+Ex gx_read_tensor(Gen *G, int t)
+{
+	return read_of(G, t, G->t[t].isint);
+}
+
+/* ------------------------------------------------------------- expressions */
+
+static char *gx_bool(Gen *G, int depth);
+
+static Ex int_leaf(Gen *G)
+{
+	int64_t r = rng_below(&G->r, 100);
+	if (r < 35 && G->nv)
+		return var_ex(G, any_var(G));
+	if (r < 70) {
+		Ex e = gx_read(G, true);
+		if (e.s)
+			return e;
+	}
+	if (r < 85 && G->nsizes) {
+		int k = (int)rng_below(&G->r, G->nsizes);
+		int64_t v = G->sizes[k].v;
+		return mk((char *)ext_text(G, (GExt){k, v}), TY_INT, true, true, v, v, 0);
+	}
+	return lit_int(G, -3, 9);
+}
+
+/* The interval of integer op over a (and b). */
+static void int_iv(Op op, const Ex *a, const Ex *b, int64_t *lo, int64_t *hi)
+{
+	int64_t p[4];
+	switch (op) {
+	case OP_NEG: *lo = -a->hi, *hi = -a->lo; break;
+	case OP_ABS:
+		*hi = imax(iabs(a->lo), iabs(a->hi));
+		*lo = a->lo <= 0 && a->hi >= 0 ? 0 : imin(iabs(a->lo), iabs(a->hi));
+		break;
+	case OP_ADD: *lo = a->lo + b->lo, *hi = a->hi + b->hi; break;
+	case OP_SUB: *lo = a->lo - b->hi, *hi = a->hi - b->lo; break;
+	case OP_MUL:
+		p[0] = a->lo * b->lo, p[1] = a->lo * b->hi, p[2] = a->hi * b->lo, p[3] = a->hi * b->hi;
+		*lo = imin(imin(p[0], p[1]), imin(p[2], p[3]));
+		*hi = imax(imax(p[0], p[1]), imax(p[2], p[3]));
+		break;
+	case OP_MAX: *lo = imax(a->lo, b->lo), *hi = imax(a->hi, b->hi); break;
+	case OP_MIN: *lo = imin(a->lo, b->lo), *hi = imin(a->hi, b->hi); break;
+	case OP_SELECT: *lo = imin(a->lo, b->lo), *hi = imax(a->hi, b->hi); break;
+	case OP_MOD: *lo = 0, *hi = a->lo >= 0 ? imin(a->hi, b->hi - 1) : b->hi - 1; break;
+	default: IR_ASSERT(!"not an integer op");
+	}
+}
+
+/* Combines operands into op's text, type, exactness and interval. An integer +, - or *
+ * that could grow past INTLIM takes its operands modulo 251 instead (never drop an
+ * operand: its reads count as uses). */
+static Ex combine(Gen *G, Op op, char *s, const Ex *a, int n, bool exact)
+{
+	Ex e = mk(s, TY_INT, false, exact, 0, 0, 1);
+	bool allint = (op_info(op)->flags & (OPF_INT_OK | OPF_INT_ONLY)) != 0;
+	for (int k = 0; k < n; k++) {
+		allint &= a[k].ty == TY_INT;
+		e.exact &= a[k].exact;
+		e.nodes += a[k].nodes;
+	}
+	if (op_info(op)->flags & OPF_CALL)
+		e.atom = true;
+	if (!allint) {
+		e.ty = TY_REAL;
+		return e;
+	}
+	int_iv(op, &a[0], n > 1 ? &a[1] : &a[0], &e.lo, &e.hi);
+	bool grows = op == OP_ADD || op == OP_SUB || op == OP_MUL;
+	if (!grows || (e.lo >= -INTLIM && e.hi <= INTLIM))
+		return e;
+	Ex m[2];
+	for (int k = 0; k < 2; k++)
+		m[k] = mk(gs(G, "%s %% 251", par(G, a[k])), TY_INT, false, true,
+			  0, a[k].lo >= 0 ? imin(a[k].hi, 250) : 250, a[k].nodes + 1);
+	e.s = gs(G, "%s %s %s", par(G, m[0]), op_info(op)->spelling, par(G, m[1]));
+	int_iv(op, &m[0], &m[1], &e.lo, &e.hi);
+	return e;
+}
+
+static Ex int_op(Gen *G, Op op, int depth)
+{
+	Ex a[2];
+	a[0] = gx_int(G, depth - 1);
+	const char *A = par(G, a[0]);
+	switch (op) {
+	case OP_NEG:
+	case OP_ABS:
+		return combine(G, op, op == OP_NEG ? gs(G, "-%s", A) : gs(G, "abs(%s)", a[0].s), a, 1,
+			       true);
+	case OP_MOD:
+		if (G->nsizes && rng_chance(&G->r, 0.3)) {
+			int k = (int)rng_below(&G->r, G->nsizes);
+			a[1] = mk((char *)ext_text(G, (GExt){k, G->sizes[k].v}), TY_INT, true, true,
+				  G->sizes[k].v, G->sizes[k].v, 0);
+		} else {
+			a[1] = lit_int(G, 2, 7);
+		}
+		return combine(G, op, gs(G, "%s %% %s", A, a[1].s), a, 2, true);
+	case OP_SELECT: {
+		char *c = gx_bool(G, depth - 1);
+		a[1] = gx_int(G, depth - 1);
+		return combine(G, op, gs(G, "%s ? %s : %s", c, A, par(G, a[1])), a, 2, true);
+	}
+	default:
+		break;
+	}
+	a[1] = gx_int(G, depth - 1);
+	if (op == OP_MAX || op == OP_MIN)
+		return combine(G, op, gs(G, "%s(%s, %s)", op_info(op)->spelling, a[0].s, a[1].s), a,
+			       2, true);
+	return combine(G, op, gs(G, "%s %s %s", A, op_info(op)->spelling, par(G, a[1])), a, 2,
+		       true);
+}
+
+Ex gx_int(Gen *G, int depth)
+{
+	static const Op ops[] = {OP_NEG, OP_ADD, OP_SUB, OP_MUL, OP_MOD, OP_ABS, OP_MAX, OP_MIN,
+				 OP_SELECT};
+	if (depth <= 0 || rng_chance(&G->r, 0.3))
+		return int_leaf(G);
+	unsigned w[ARRAY_LEN(ops)];
+	for (size_t k = 0; k < ARRAY_LEN(ops); k++)
+		w[k] = G->o->op_w[ops[k]];
+	int k = rng_pick(&G->r, w, ARRAY_LEN(ops));
+	return k < 0 ? int_leaf(G) : int_op(G, ops[k], depth);
+}
+
+static Ex real_leaf(Gen *G)
+{
+	int64_t r = rng_below(&G->r, 100);
+	if (r < 70) {
+		Ex e = gx_read(G, false);
+		if (e.s)
+			return e;
+	}
+	if (r < 88 || !G->nv)
+		return lit_real(G);
+	return int_leaf(G);
+}
+
+static bool exact_op(Op op)
+{
+	switch (op) {
+	case OP_NEG: case OP_ADD: case OP_SUB: case OP_MUL: case OP_SELECT: case OP_ABS:
+	case OP_FLOOR: case OP_CEIL: case OP_MAX: case OP_MIN: case OP_FMA: case OP_MOD:
+	case OP_POW: /* only with the exponent 2 or 3 in tie mode */
+		return true;
+	default:
+		return (op_info(op)->flags & OPF_CAST) != 0;
+	}
+}
+
+/* A unary function whose values are irrational at almost every exact argument and that
+ * never saturates (erf, tanh, sigmoid, exp and their kin approach their limits faster than
+ * any working precision can resolve: ceil(erf(1000)) is undecidable in practice). */
+static bool irrational_fn(Op op)
+{
+	switch (op) {
+	case OP_LOG: case OP_LOG2: case OP_LOG1P: case OP_SQRT: case OP_RSQRT: case OP_SIN:
+	case OP_COS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+Ex gx_decision(Gen *G, int depth)
+{
+	if (G->o->risky_ties)
+		return gx_real(G, depth);
+	bool saved = G->tie;
+	G->tie = true;
+	Ex a = gx_real(G, depth);
+	G->tie = saved;
+	if (saved || !rng_chance(&G->r, 0.3))
+		return a;
+	unsigned w[OP__COUNT];
+	for (int op = 0; op < OP__COUNT; op++)
+		w[op] = irrational_fn((Op)op) ? G->o->op_w[op] : 0;
+	int op = rng_pick(&G->r, w, OP__COUNT);
+	if (op < 0)
+		return a;
+	return combine(G, (Op)op, gs(G, "%s(%s)", op_info((Op)op)->spelling, a.s), &a, 1, false);
+}
+
+static Ex operand(Gen *G, int depth)
+{
+	return rng_chance(&G->r, 0.15) ? gx_int(G, depth) : gx_real(G, depth);
+}
+
+/* pow(x, literal) or pow(positive literal, x). A computed value to a computed power, or a
+ * negative base, is left to o->risky_ties: whether the exponent is an integer decides NaN,
+ * and the oracle cannot decide that for computed exponents (log1p(expm1(3)) is 3). */
+static Ex pow_op(Gen *G, int depth)
+{
+	static const char *const ex[] = {"2", "3", "0.5", "-1", "1.5", "0", "-2", "0.25", "2.0"};
+	static const char *const base[] = {"2.0", "0.5", "10.0", "1.5", "-2.0"};
+	Ex a[2];
+	Rng *r = &G->r;
+	bool risky = G->o->risky_ties;
+	int64_t k = tie_mode(G) ? 0 : rng_below(r, 10);
+	if (k < 7) {
+		const char *e = ex[tie_mode(G) ? rng_below(r, 2) : rng_below(r, ARRAY_LEN(ex))];
+		a[0] = operand(G, depth - 1);
+		a[1] = mk((char *)e, TY_REAL, e[0] != '-', true, 0, 0, 0);
+		bool exact = a[0].exact && (strcmp(e, "2") == 0 || strcmp(e, "3") == 0);
+		return combine(G, OP_POW, gs(G, "pow(%s, %s)", a[0].s, e), a, 2, exact);
+	}
+	if (k < 9 || !risky)
+		a[0] = mk((char *)base[rng_below(r, ARRAY_LEN(base) - !risky)], TY_REAL, true, true,
+			  0, 0, 0);
+	else
+		a[0] = operand(G, depth - 1);
+	a[1] = operand(G, depth - 1);
+	return combine(G, OP_POW, gs(G, "pow(%s, %s)", a[0].s, a[1].s), a, 2, false);
+}
+
+static Ex real_op(Gen *G, Op op, int depth)
+{
+	const OpInfo *in = op_info(op);
+	Ex a[3];
+	switch (op) {
+	case OP_MOD:
+		return int_op(G, OP_MOD, depth);
+	case OP_POW:
+		return pow_op(G, depth);
+	case OP_SELECT: {
+		char *c = gx_bool(G, depth - 1);
+		a[0] = operand(G, depth - 1);
+		a[1] = operand(G, depth - 1);
+		return combine(G, op, gs(G, "%s ? %s : %s", c, par(G, a[0]), par(G, a[1])), a, 2,
+			       true);
+	}
+	case OP_FLOOR:
+	case OP_CEIL:
+		a[0] = gx_decision(G, depth - 1);
+		return combine(G, op, gs(G, "%s(%s)", in->spelling, a[0].s), a, 1, a[0].exact);
+	case OP_NEG:
+		a[0] = operand(G, depth - 1);
+		return combine(G, op, gs(G, "-%s", par(G, a[0])), a, 1, true);
+	default:
+		break;
+	}
+	for (int k = 0; k < in->arity; k++)
+		a[k] = operand(G, depth - 1);
+	bool exact = exact_op(op);
+	if (in->flags & OPF_INFIX)
+		return combine(G, op, gs(G, "%s %s %s", par(G, a[0]), in->spelling, par(G, a[1])), a,
+			       2, exact);
+	char *s = gs(G, "%s(%s", in->spelling, a[0].s);
+	for (int k = 1; k < in->arity; k++)
+		s = gs(G, "%s, %s", s, a[k].s);
+	return combine(G, op, gs(G, "%s)", s), a, in->arity, exact);
+}
+
+static bool real_op_ok(Gen *G, Op op)
+{
+	unsigned f = op_info(op)->flags;
+	if (f & (OPF_BOOL_IN | OPF_BOOL_OUT | OPF_INT_ONLY))
+		return op == OP_MOD;
+	if (!tie_mode(G))
+		return true;
+	return exact_op(op);
+}
+
+Ex gx_real(Gen *G, int depth)
+{
+	if (depth <= 0 || rng_chance(&G->r, 0.2))
+		return real_leaf(G);
+	unsigned w[OP__COUNT];
+	for (int op = 0; op < OP__COUNT; op++)
+		w[op] = real_op_ok(G, (Op)op) ? G->o->op_w[op] : 0;
+	int op = rng_pick(&G->r, w, OP__COUNT);
+	return op < 0 ? real_leaf(G) : real_op(G, (Op)op, depth);
+}
+
+/* A comparison of numbers the oracle can decide (gx_decision against an exact value). */
+static char *compare(Gen *G, Op op, int depth)
+{
+	Ex a, b;
+	if (rng_chance(&G->r, 0.4)) {
+		a = gx_int(G, depth - 1);
+		b = gx_int(G, depth - 1);
+	} else {
+		a = gx_decision(G, depth - 1);
+		bool saved = G->tie;
+		G->tie = true;
+		b = rng_chance(&G->r, 0.5) ? gx_real(G, depth - 1) : lit_real(G);
+		G->tie = saved;
+	}
+	if (rng_chance(&G->r, 0.5)) {
+		Ex t = a;
+		a = b;
+		b = t;
+	}
+	return gs(G, "(%s %s %s)", par(G, a), op_info(op)->spelling, par(G, b));
+}
+
+static char *gx_bool(Gen *G, int depth)
+{
+	static const Op ops[] = {OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_AND, OP_OR, OP_NOT};
+	unsigned w[ARRAY_LEN(ops)];
+	for (size_t k = 0; k < ARRAY_LEN(ops); k++)
+		w[k] = depth > 1 || !(op_info(ops[k])->flags & OPF_BOOL_IN) ? G->o->op_w[ops[k]] : 0;
+	int k = rng_pick(&G->r, w, ARRAY_LEN(ops));
+	Op op = k < 0 ? OP_LT : ops[k];
+	if (op == OP_NOT)
+		return gs(G, "(!%s)", gx_bool(G, depth - 1));
+	if (op == OP_AND || op == OP_OR) {
+		char *a = gx_bool(G, depth - 1);
+		return gs(G, "(%s %s %s)", a, op_info(op)->spelling, gx_bool(G, depth - 1));
+	}
+	return compare(G, op, depth);
+}

@@ -1,0 +1,467 @@
+/* tests/test_fuzz_gen.c: the random graph generator of fuzz/ (gen.c, gen_expr.c).
+ *
+ * - pass rate: over thousands of draws under several option sets, at least 99% of the
+ *   generated texts pass the checker on the first try (the rate and the first failure are
+ *   printed);
+ * - determinism: the same (seed, case) gives the same text; another case or seed another;
+ * - coverage: walking the checked graphs (not grepping text), every monoid, every op of the
+ *   op table, ranks 0-4, every view kind, indirect reads through index tables and through
+ *   topk indices, `??` padding (with -inf), triangular ranges, integer definitions, diamonds,
+ *   several outputs, every input and output format and schedule blocks all appear;
+ * - knobs: a weight of 0 removes its op or monoid; max_rank bounds every tensor;
+ * - the exact oracle evaluates a sample of generated graphs with normal and adversarial
+ *   inputs without an error, each within a time budget (the slowest and the mean printed,
+ *   with unsamplable elements counted).
+ */
+#include <time.h>
+#include "testutil.h"
+#include "../fuzz/fuzz.h"
+#include "../interp/interp.h"
+
+enum { SEED = 20240611, NDRAWS = 2000 };
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------ option sets */
+
+static void o_default(GenOpts *o) { (void)o; }
+static void o_large(GenOpts *o)
+{
+	o->max_rank = 6, o->max_defs = 10, o->max_depth = 6, o->max_red = 3, o->max_inputs = 8;
+	o->max_elems = 1024, o->max_work = 200000;
+}
+static void o_tiny(GenOpts *o)
+{
+	o->max_rank = 1, o->max_extent = 2, o->max_defs = 2, o->max_depth = 1, o->max_inputs = 1;
+}
+static void o_risky(GenOpts *o) { o->risky_ties = true; }
+static void o_integer(GenOpts *o) { o->p_int_def = 0.9, o->monoid_w[MO_TOPK] = 0; }
+static void o_reduce(GenOpts *o) { o->monoid_w[MO_NONE] = 0, o->max_red = 3; }
+static void o_views(GenOpts *o)
+{
+	for (int k = 0; k < FZ_IX__COUNT; k++)
+		o->ix_w[k] = 10;
+	for (int k = 0; k < FZ_RANGE__COUNT; k++)
+		o->range_w[k] = 10;
+	o->p_oob = 0.5, o->p_pad = 0.2;
+}
+
+static const struct {
+	const char *name;
+	void (*set)(GenOpts *);
+	int draws;
+} variants[] = {
+	{"default", o_default, NDRAWS}, {"large", o_large, 300}, {"tiny", o_tiny, 500},
+	{"risky", o_risky, 500}, {"integer", o_integer, 500}, {"reduce", o_reduce, 500},
+	{"views", o_views, 500},
+};
+
+static GenOpts opts(int v)
+{
+	GenOpts o;
+	fz_gen_defaults(&o);
+	variants[v].set(&o);
+	return o;
+}
+
+/* ------------------------------------------------------------ pass rate */
+
+START_TEST(pass_rate)
+{
+	GenOpts o = opts(_i);
+	int n = variants[_i].draws, pass = 0;
+	double t0 = now();
+	for (int c = 0; c < n; c++) {
+		Diag d = {0};
+		Graph *g = fz_gen(&o, SEED, (uint64_t)c, &d);
+		if (g) {
+			pass++;
+			ir_free(g);
+		} else if (pass == c) {
+			char *src = fz_gen_raw(&o, SEED, (uint64_t)c);
+			printf("gen %s: first failure, case %d:\n%s%s\n", variants[_i].name, c, src,
+			       d.msg);
+			free(src);
+		}
+		diag_clear(&d);
+	}
+	double t = now() - t0;
+	printf("gen %s: %d/%d pass the checker first time (%.2f%%), %.3f ms per graph\n",
+	       variants[_i].name, pass, n, 100.0 * pass / n, 1e3 * t / n);
+	ck_assert_int_ge(pass * 100, 99 * n);
+}
+END_TEST
+
+/* ------------------------------------------------------------ determinism */
+
+START_TEST(determinism)
+{
+	GenOpts o = opts(0);
+	enum { N = 200 };
+	uint64_t h[N];
+	int distinct = 0;
+	for (int c = 0; c < N; c++) {
+		Diag d = {0};
+		char *a = fz_gen_text(&o, SEED, (uint64_t)c, &d), *b = fz_gen_text(&o, SEED, (uint64_t)c, &d);
+		char *ra = fz_gen_raw(&o, SEED, (uint64_t)c), *rb = fz_gen_raw(&o, SEED, (uint64_t)c);
+		ck_assert_msg(a && b, "case %d: %s", c, d.msg);
+		ck_assert_str_eq(a, b);
+		ck_assert_str_eq(ra, rb);
+		char *other = fz_gen_raw(&o, SEED + 1, (uint64_t)c);
+		ck_assert_str_ne(ra, other);
+		uint64_t x = 1469598103934665603ull;
+		for (const char *p = ra; *p; p++)
+			x = (x ^ (unsigned char)*p) * 1099511628211ull;
+		h[c] = x;
+		bool seen = false;
+		for (int k = 0; k < c; k++)
+			seen |= h[k] == x;
+		distinct += !seen;
+		free(a), free(b), free(ra), free(rb), free(other);
+		diag_clear(&d);
+	}
+	printf("gen determinism: %d distinct texts in %d cases\n", distinct, N);
+	ck_assert_int_ge(distinct, N - 2);
+	for (unsigned s = 0; s < FZ_STREAM__COUNT; s++)
+		for (unsigned u = 0; u < s; u++)
+			ck_assert(fz_seed(1, 5, s) != fz_seed(1, 5, u));
+	ck_assert(fz_seed(1, 5, 0) != fz_seed(1, 6, 0));
+	ck_assert(fz_seed(1, 5, 0) != fz_seed(2, 5, 0));
+}
+END_TEST
+
+/* ------------------------------------------------------------ coverage */
+
+enum {
+	V_VAR, V_TRANSPOSE, V_REVERSE, V_STRIDE, V_WINDOW, V_DIV, V_MOD, V_RESHAPE, V_FLAT,
+	V_CONST, V_TABLE, V_TOPK_IX, V_IXDEF, V_PAD, V_PAD_NEGINF, V__COUNT
+};
+static const char *const vnames[V__COUNT] = {
+	"var", "transpose", "reverse", "stride", "window", "div", "mod", "reshape", "flat",
+	"const", "indirect-table", "indirect-topk", "indirect-def", "pad", "pad -inf",
+};
+
+typedef struct {
+	long graphs, ops[OP__COUNT], monoids[MO__COUNT], ranks[FZ_MAXRANK + 1], views[V__COUNT];
+	long tri, intdefs, valmod, diamonds, chains, multiout, sched, ext1, extprime, extodd;
+	long indt[DT_I32 + 1], outdt[DT_I32 + 1];
+} Cov;
+
+/* What an index expression is made of. */
+typedef struct {
+	uint32_t vars;    /* bit set of variables */
+	int nmul, ndiv, nmod, nsubvar;
+} Shape;
+
+static void scan(const Graph *g, Ref r, Shape *s)
+{
+	const Node *n = ir_node(g, r);
+	if (n->kind == NK_VAR)
+		s->vars |= 1u << n->u.var;
+	if (n->kind != NK_OP)
+		return;
+	s->nmul += n->op == OP_MUL;
+	s->ndiv += n->op == OP_IDIV;
+	s->nmod += n->op == OP_MOD;
+	s->nsubvar += n->op == OP_SUB && ir_node(g, n->a[1])->kind == NK_VAR;
+	for (int k = 0; k < op_info((Op)n->op)->arity; k++)
+		scan(g, n->a[k], s);
+}
+
+static bool is_neginf(const Graph *g, Ref r)
+{
+	const Node *n = ir_node(g, r);
+	if (n->kind == NK_OP && n->op == OP_NEG) {
+		const Node *m = ir_node(g, n->a[0]);
+		return m->kind == NK_NUM && strcmp(g->lits[m->u.lit].text, "inf") == 0;
+	}
+	return n->kind == NK_NUM && strcmp(g->lits[n->u.lit].text, "-inf") == 0;
+}
+
+static void read_views(const Graph *g, const Node *n, Cov *c)
+{
+	const Ref *ix = ir_read_idx(g, n);
+	int lastvar = -1;
+	for (uint32_t k = 0; k < n->u.read.n; k++) {
+		const Node *e = ir_node(g, ix[k]);
+		if (e->kind == NK_READ) {
+			const Tensor *T = &g->tensors[e->u.read.tensor];
+			c->views[T->kind == TK_INPUT ? V_TABLE : T->result == 1 ? V_TOPK_IX : V_IXDEF]++;
+			continue;
+		}
+		if (e->kind == NK_VAR) {
+			c->views[V_VAR]++;
+			c->views[V_TRANSPOSE] += (int)e->u.var < lastvar;
+			lastvar = (int)e->u.var;
+			continue;
+		}
+		if (e->kind == NK_INT || e->kind == NK_SIZE) {
+			c->views[V_CONST]++;
+			continue;
+		}
+		Shape s = {0};
+		scan(g, ix[k], &s);
+		int nv = __builtin_popcount(s.vars);
+		if (k + 1 < n->u.read.n && e->kind == NK_OP && e->op == OP_IDIV) {
+			const Node *f = ir_node(g, ix[k + 1]);
+			if (f->kind == NK_OP && f->op == OP_MOD && f->a[0] == e->a[0] && f->a[1] == e->a[1])
+				c->views[V_RESHAPE]++;
+		}
+		c->views[V_DIV] += s.ndiv > 0;
+		c->views[V_MOD] += s.nmod > 0;
+		c->views[V_STRIDE] += s.nmul > 0 && nv == 1;
+		c->views[V_FLAT] += s.nmul > 0 && nv == 2;
+		c->views[V_WINDOW] += s.nmul == 0 && s.ndiv == 0 && s.nmod == 0 && nv >= 2;
+		c->views[V_REVERSE] += s.nsubvar > 0 && nv == 1 && s.nmul == 0;
+		c->views[V_CONST] += nv == 0;
+	}
+	if (n->u.read.pad) {
+		c->views[V_PAD]++;
+		c->views[V_PAD_NEGINF] += is_neginf(g, n->u.read.pad);
+	}
+}
+
+/* Walks an expression of a definition: ops, views, value-position `%`, tensors read. */
+static void walk(const Graph *g, Ref r, bool index, Cov *c, bool *reads)
+{
+	const Node *n = ir_node(g, r);
+	if (n->kind == NK_READ) {
+		reads[n->u.read.tensor] = true;
+		read_views(g, n, c);
+		for (uint32_t k = 0; k < n->u.read.n; k++)
+			walk(g, ir_read_idx(g, n)[k], true, c, reads);
+		if (n->u.read.pad)
+			walk(g, n->u.read.pad, index, c, reads);
+	} else if (n->kind == NK_OP) {
+		c->ops[n->op]++;
+		c->valmod += n->op == OP_MOD && !index;
+		for (int k = 0; k < op_info((Op)n->op)->arity; k++)
+			walk(g, n->a[k], index, c, reads);
+	}
+}
+
+static bool has_var(const Graph *g, Ref r)
+{
+	Shape s = {0};
+	scan(g, r, &s);
+	return s.vars != 0;
+}
+
+static bool is_prime(int64_t v)
+{
+	for (int64_t d = 2; d * d <= v; d++)
+		if (v % d == 0)
+			return false;
+	return v >= 5;
+}
+
+static void tensors_cov(const Graph *g, Cov *c)
+{
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *T = &g->tensors[t];
+		c->ranks[T->rank]++;
+		if (T->kind == TK_INPUT)
+			c->indt[T->dtype]++;
+		for (int k = 0; k < T->rank; k++) {
+			int64_t v = T->dims[k].value;
+			c->ext1 += v == 1;
+			c->extprime += is_prime(v);
+			c->extodd += v > 2 && (v & (v - 1)) != 0;
+		}
+	}
+	for (int k = 0; k < g->noutputs; k++)
+		c->outdt[g->outputs[k].dtype]++;
+	c->multiout += g->noutputs >= 2;
+	c->sched += g->ndirs > 0;
+}
+
+static void graph_cov(const Graph *g, Cov *c)
+{
+	int nt = g->ntensors, *depth = calloc((size_t)nt, sizeof *depth);
+	int *readers = calloc((size_t)nt, sizeof *readers);
+	bool *reads = calloc((size_t)nt, 1);
+	c->graphs++;
+	tensors_cov(g, c);
+	for (int d = 0; d < g->ndefs; d++) {
+		const Def *D = &g->defs[d];
+		c->monoids[D->monoid]++;
+		c->intdefs += D->ty == TY_INT && D->monoid != MO_ARGMAX && D->monoid != MO_ARGMIN &&
+			      D->monoid != MO_TOPK;
+		for (int r = 0; r < D->nred; r++)
+			c->tri += !D->red[r].full && (has_var(g, D->red[r].lo) || has_var(g, D->red[r].hi));
+		memset(reads, 0, (size_t)nt);
+		walk(g, D->body, false, c, reads);
+		int dep = 1;
+		for (int t = 0; t < nt; t++) {
+			if (!reads[t] || g->tensors[t].kind != TK_DEF)
+				continue;
+			readers[t]++;
+			dep = depth[t] + 1 > dep ? depth[t] + 1 : dep;
+		}
+		for (int k = 0; k < D->nout; k++)
+			depth[D->out[k]] = dep;
+		c->chains += dep == 3;
+	}
+	for (int t = 0; t < nt; t++)
+		c->diamonds += readers[t] >= 2;
+	free(depth), free(readers), free(reads);
+}
+
+START_TEST(coverage)
+{
+	GenOpts o = opts(0);
+	Cov *c = calloc(1, sizeof *c);
+	for (int k = 0; k < NDRAWS; k++) {
+		Diag d = {0};
+		Graph *g = fz_gen(&o, SEED + 1, (uint64_t)k, &d);
+		if (g)
+			graph_cov(g, c);
+		ir_free(g);
+		diag_clear(&d);
+	}
+	printf("gen coverage over %ld graphs:\n  monoids:", c->graphs);
+	for (int m = 0; m < MO__COUNT; m++)
+		printf(" %s=%ld", m ? monoid_name((Monoid)m) : "plain", c->monoids[m]);
+	printf("\n  ops:");
+	for (int op = 0; op < OP__COUNT; op++)
+		printf(" %s=%ld", op_info((Op)op)->name, c->ops[op]);
+	printf("\n  ranks:");
+	for (int r = 0; r <= FZ_MAXRANK; r++)
+		printf(" %d=%ld", r, c->ranks[r]);
+	printf("\n  views:");
+	for (int v = 0; v < V__COUNT; v++)
+		printf(" %s=%ld", vnames[v], c->views[v]);
+	printf("\n  inputs:");
+	for (int t = 0; t <= DT_I32; t++)
+		printf(" %s=%ld", dt_name((Dtype)t), c->indt[t]);
+	printf("\n  outputs:");
+	for (int t = 0; t <= DT_I32; t++)
+		printf(" %s=%ld", dt_name((Dtype)t), c->outdt[t]);
+	printf("\n  triangular=%ld integer-defs=%ld value-%%=%ld diamonds=%ld chains3=%ld "
+	       "multi-output=%ld scheduled=%ld extents: 1=%ld prime=%ld non-pow2=%ld\n",
+	       c->tri, c->intdefs, c->valmod, c->diamonds, c->chains, c->multiout, c->sched,
+	       c->ext1, c->extprime, c->extodd);
+	ck_assert_int_ge(c->graphs * 100, NDRAWS * 99);
+	for (int m = 0; m < MO__COUNT; m++)
+		ck_assert_msg(c->monoids[m] > 0, "monoid %d never drawn", m);
+	for (int op = 0; op < OP__COUNT; op++)
+		ck_assert_msg(c->ops[op] > 0, "op %s never drawn", op_info((Op)op)->name);
+	for (int r = 0; r <= 4; r++)
+		ck_assert_msg(c->ranks[r] > 0, "rank %d never drawn", r);
+	for (int v = 0; v < V__COUNT; v++)
+		ck_assert_msg(c->views[v] > 0, "view %s never drawn", vnames[v]);
+	for (int t = 0; t <= DT_I32; t++)
+		ck_assert_msg(c->indt[t] > 0 && c->outdt[t] > 0, "format %s missing", dt_name((Dtype)t));
+	ck_assert(c->tri > 0 && c->intdefs > 0 && c->valmod > 0 && c->diamonds > 0);
+	ck_assert(c->chains > 0 && c->multiout > 0 && c->sched > 0);
+	ck_assert(c->ext1 > 0 && c->extprime > 0 && c->extodd > 0);
+	free(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------ knobs */
+
+START_TEST(knobs)
+{
+	GenOpts o;
+	fz_gen_defaults(&o);
+	o.monoid_w[MO_TOPK] = 0;
+	o.op_w[OP_EXP] = 0;
+	o.op_w[OP_SELECT] = 0;
+	o.max_rank = 2;
+	Cov *c = calloc(1, sizeof *c);
+	int maxrank = 0;
+	for (int k = 0; k < 400; k++) {
+		Diag d = {0};
+		Graph *g = fz_gen(&o, SEED + 2, (uint64_t)k, &d);
+		ck_assert_msg(g != NULL, "case %d: %s", k, d.msg);
+		graph_cov(g, c);
+		for (int t = 0; t < g->ntensors; t++)
+			maxrank = g->tensors[t].rank > maxrank ? g->tensors[t].rank : maxrank;
+		ir_free(g);
+	}
+	ck_assert_int_eq(c->monoids[MO_TOPK], 0);
+	ck_assert_int_eq(c->ops[OP_EXP], 0);
+	ck_assert_int_eq(c->ops[OP_SELECT], 0);
+	ck_assert_int_gt(c->monoids[MO_ARGMAX], 0);
+	ck_assert_int_gt(c->ops[OP_EXP2], 0);
+	ck_assert_int_le(maxrank, 2);
+	free(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------ the oracle */
+
+enum { ORACLE_CASES = 50 };
+static const double oracle_budget_s = 3.0;  /* per evaluation, on a loaded 2-core machine */
+
+START_TEST(oracle)
+{
+	GenOpts o = opts(0);
+	double tgen = 0, tor = 0, worst = 0;
+	long unsamplable = 0, elements = 0, nunsamp = 0, nev = 0;
+	int worst_case = -1;
+	for (int i = 0; i < ORACLE_CASES; i++) {
+		uint64_t c = (uint64_t)i * 41;
+		Diag d = {0};
+		double t0 = now();
+		Graph *g = fz_gen(&o, SEED, c, &d);
+		tgen += now() - t0;
+		ck_assert_msg(g != NULL, "case %d: %s", (int)c, d.msg);
+		for (int dist = 0; dist < 2; dist++) {
+			InputSpec sp = {dist ? DIST_ADVERSARIAL : DIST_NORMAL,
+					fz_seed(SEED, c, FZ_STREAM_INPUTS), dist == 1};
+			int ni = ir_ninputs(g);
+			HostTensor *in = calloc((size_t)ni + 1, sizeof *in);
+			HostTensor *out = calloc((size_t)g->noutputs, sizeof *out);
+			ck_assert_msg(mp_make_inputs(g, &sp, NULL, in, &d) == 0, "%s", d.msg);
+			MpOpts mo = {0};
+			MpStats st = {0};
+			t0 = now();
+			int rc = mp_exact(g, in, &mo, out, NULL, &st, &d);
+			double t = now() - t0;
+			char *text = ir_print(g);
+			ck_assert_msg(rc == 0, "case %d (%s inputs): %s\n%s", (int)c, dist_name(sp.dist),
+				      d.msg, text);
+			ck_assert_msg(t < oracle_budget_s, "case %d: the oracle took %.2f s\n%s", (int)c,
+				      t, text);
+			free(text);
+			tor += t, nev++;
+			if (t > worst)
+				worst = t, worst_case = (int)c;
+			unsamplable += st.unsamplable, elements += st.elements;
+			nunsamp += st.unsamplable > 0;
+			for (int k = 0; k < ni; k++)
+				ht_free(&in[k]);
+			for (int k = 0; k < g->noutputs; k++)
+				ht_free(&out[k]);
+			free(in), free(out);
+		}
+		ir_free(g);
+	}
+	printf("gen oracle: %d graphs, generation %.3f ms per graph; exact oracle %.2f ms per "
+	       "evaluation (normal and adversarial inputs), slowest %.3f s (case %d); "
+	       "%ld of %ld elements unsamplable, in %ld of %ld evaluations\n",
+	       ORACLE_CASES, 1e3 * tgen / ORACLE_CASES, 1e3 * tor / (double)nev, worst, worst_case,
+	       unsamplable, elements, nunsamp, nev);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("fuzz_gen");
+	TCase *t = tcase_create("generator");
+	tcase_set_timeout(t, 120);
+	tcase_add_loop_test(t, pass_rate, 0, (int)ARRAY_LEN(variants));
+	tcase_add_test(t, determinism);
+	tcase_add_test(t, coverage);
+	tcase_add_test(t, knobs);
+	tcase_add_test(t, oracle);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}

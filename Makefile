@@ -3,6 +3,8 @@
 #   make check    runs the Check suites (tests/test_*.c)
 #   make san      the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench    runs the benchmarks (bench/*.c), each figure beside its anchor
+#   make gate     checks every example on every available backend, reports, gates it
+#   make faults   runs a short fuzz campaign against each seeded compiler fault
 # WERROR=1 (set by .ci/run) turns warnings into errors.
 
 CC      ?= cc
@@ -15,8 +17,8 @@ LDLIBS  := -lmpfr -lgmp -lm -ldl -pthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 
 B       ?= build
-LIBDIRS := compiler compiler/c interp oracles verify fuzz reports
-LIBSRC  := $(foreach d,$(LIBDIRS),$(wildcard $(d)/*.c))
+LIBDIRS := compiler compiler/c compiler/opencl compiler/cuda compiler/vulkan compiler/wgsl interp oracles verify fuzz reports
+LIBSRC  := $(foreach d,$(LIBDIRS),$(wildcard $(d:/=)/*.c))
 LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o)
 CLISRC  := $(wildcard cli/*.c)
 CLIOBJ  := $(CLISRC:%.c=$(B)/%.o)
@@ -66,10 +68,18 @@ san:
 build-san/assay: build-san/libassay.a $(CLISRC:%.c=build-san/%.o)
 	$(CC) $(CFLAGS) -o $@ $(CLISRC:%.c=build-san/%.o) build-san/libassay.a $(LDLIBS)
 
+# The measure of the fuzzer: a short campaign against each seeded compiler fault, and a
+# control campaign with none (scripts/faults.sh prints the figures and the targets).
+faults: all
+	@sh scripts/faults.sh $(ASSAY)
+
 bench: all $(BENCHBIN)
 	@for b in $(BENCHBIN); do echo "== $$b"; $$b || exit 1; done
+
+gate: all
+	@ASSAY=$(ASSAY) OUT=$(B)/gate sh scripts/gate.sh
 
 clean:
 	rm -rf build build-san assay
 
-.PHONY: all check san bench clean layers
+.PHONY: all check san bench gate clean layers faults

@@ -30,6 +30,8 @@ static const FlagSpec flags[] = {
 	{"threads", true, false, "N        threads of the oracle and of the kernels (default 1)"},
 	{"max-exact", true, false, "N        outputs larger than N elements are sampled (default 1048576)"},
 	{"sample", true, false, "N        elements checked exactly in a sampled output (default 4096)"},
+	{"agree-axis", true, false, "A        axis of the argmax / top-k agreement figures (default -1: the last)"},
+	{"agree-k", true, false, "K        k of the top-k agreement figure (default min(5, extent))"},
 	{"json", false, false, "         one JSON record per line on stdout instead of the table"},
 	{"o", true, false, "DIR      keep kernels, schedules, inputs, outputs and DIR/results.jsonl"},
 	{"help", false, false, "         this help"},
@@ -183,7 +185,17 @@ out:
 
 static int options(const Args *a, VfOpts *o, long long *nsched)
 {
-	long long seed, threads, max_exact, nsample;
+	long long seed, threads, max_exact, nsample, axis, k;
+	if (cli_int(a, "check", "agree-axis", -1, &axis) || cli_int(a, "check", "agree-k", 0, &k))
+		return 2;
+	if (axis < -IR_MAXRANK || axis >= IR_MAXRANK || k < 0 || k > 1 << 20) {
+		fprintf(stderr, "assay check: --agree-axis must be in -%d..%d and --agree-k in 1..%d\n",
+			IR_MAXRANK, IR_MAXRANK - 1, 1 << 20);
+		return 2;
+	}
+	o->agree_axis = (int)axis;
+	o->agree_axis_set = true;
+	o->agree_k = (int)k;
 	if (cli_int(a, "check", "schedules", 0, nsched) || cli_int(a, "check", "seed", 1, &seed) ||
 	    cli_int(a, "check", "threads", 1, &threads) ||
 	    cli_int(a, "check", "max-exact", 1 << 20, &max_exact) ||

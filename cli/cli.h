@@ -55,5 +55,9 @@ int cmd_eval(int argc, char **argv);
 int cmd_backends(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_fuzz(int argc, char **argv);
+int cmd_reduce(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_gate(int argc, char **argv);
 
 #endif

@@ -6,9 +6,17 @@
 #include <time.h>
 #include "compiler.h"
 #include "c/c.h"
+#include "opencl/opencl.h"
+#include "cuda/cuda.h"
+#include "vulkan/vulkan.h"
+#include "wgsl/wgsl.h"
 
 static const Backend *const backends[] = {
 	&c_backend,
+	&opencl_backend,
+	&cuda_backend,
+	&vulkan_backend,
+	&wgsl_backend,
 };
 
 const Backend *be_at(int k)

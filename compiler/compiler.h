@@ -448,12 +448,40 @@ typedef struct {
 Graph *rw_simplify(const Graph *g, unsigned domains, RwStats *st);
 
 /* Seeded faults (fuzz/ measures the fuzzer with them): each makes lowering wrong on
- * purpose in one way. Never set outside that use. */
+ * purpose in one way, the way a real compiler bug would. Never set outside that use. Off
+ * by default; each is a test at lowering time only (no cost in kernels when off). Their
+ * names (ASSAY_FAULT=name) are verify/check.c's table; `make faults` measures each. */
 enum {
-	KF_DROP_TAIL = 1 << 0,     /* partial tiles are not computed */
-	KF_SKIP_LAST = 1 << 1,     /* the last term of every reduction range is left out */
-	KF_PAD_ZERO = 1 << 2,      /* `?? DEFAULT` gives 0 whatever DEFAULT is */
-	KF_NO_COMBINE = 1 << 3,    /* a split reduction returns its first partial only */
+	KF_DROP_TAIL = 1 << 0,     /* tile tails: partial tiles are not computed */
+	KF_SKIP_LAST = 1 << 1,     /* range bounds: the last term of every reduction range is
+	                              left out */
+	KF_PAD_ZERO = 1 << 2,      /* padding: `?? DEFAULT` gives 0 whatever DEFAULT is */
+	KF_NO_COMBINE = 1 << 3,    /* split reduction: returns its first partial only */
+	KF_MAX_IDENTITY = 1 << 4,  /* reduction identity: max and min start from 0, not -+inf */
+	KF_PAIRWISE_ODD = 1 << 5,  /* pairwise order: a tree over an odd number (> 1) of terms
+	                              leaves the last one out */
+	KF_VIEW_OFFSET = 1 << 6,   /* view offsets: a literal offset in an index expression is
+	                              dropped (x[i + 1] reads x[i]) */
+	KF_VIEW_STRIDE = 1 << 7,   /* view strides: a constant factor in an index expression is
+	                              dropped (x[2 * i + 1] reads x[i + 1]) */
+	KF_TRUNC_DIV = 1 << 8,     /* floor division: integer `/` truncates toward zero */
+	KF_NEG_MOD = 1 << 9,       /* remainder: integer `%` takes the sign of the dividend */
+	KF_TRI_BOUND = 1 << 10,    /* triangular ranges: a bound that depends on an index takes
+	                              one more term (<= for <), clamped to its largest value */
+	KF_INLINE_PAD = 1 << 11,   /* inlining: a padded read of an inlined definition loses
+	                              its padding (the producer is computed at a clamped index) */
+	KF_ACCUM_IGNORED = 1 << 12, /* `accum s : f64` ignored: the accumulator rounds to f32 */
+	KF_STORE_TRUNC = 1 << 13,  /* f16/bf16 storage truncates toward zero instead of rounding
+	                              to nearest */
+	KF_MAX_NAN = 1 << 14,      /* real max and min (calls and monoids) are `a > b ? a : b`:
+	                              a NaN is lost, and -0/+0 follow the operand order */
+	KF_ZERO_SIGN = 1 << 15,    /* sign of zero: real `a - b` is lowered as -(b - a), right
+	                              but for an exact zero (x - x gives -0, not +0) */
+	KF_ARGMAX_TIE = 1 << 16,   /* argmax/argmin ties keep the last index, not the first */
+	KF_TOPK_ORDER = 1 << 17,   /* topk delivers its K results in ascending order */
+	KF_GATHER_BOUNDS = 1 << 18, /* index tables: the bounds check of an indirect index is
+	                              off by one (the last valid index is an error) */
+	KF__COUNT = 19,
 };
 
 typedef struct {
@@ -508,6 +536,9 @@ typedef struct {
 	/* 0 when every guard region is intact; else -1 with d naming the buffer. */
 	int (*guards)(BeModule *m, Diag *d);
 	void (*free)(BeModule *m);
+	/* Optional (NULL where a backend has none): the program compiled for target without a
+	 * device (cuda: target "sm_90" gives PTX for compute_90), malloc'ed; NULL with d. */
+	char *(*compile_only)(const Kernels *k, const char *target, Diag *d);
 } Backend;
 
 /* The backend called name, or NULL. */

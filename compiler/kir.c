@@ -200,6 +200,8 @@ int32_t kx_op(Kernels *k, Op op, KType t, int32_t a, int32_t b, int32_t c)
 {
 	const OpInfo *oi = op_info(op);
 	IR_ASSERT(!(oi->flags & OPF_CAST));
+	/* every operand of the op's arity exists (a missing one would be emitted as `t-1`) */
+	IR_ASSERT(a > 0 && (oi->arity < 2 || b > 0) && (oi->arity < 3 || c > 0));
 	if (t == KT_INT) {
 		int32_t f = fold_int(k, op, a, b);
 		if (f >= 0)

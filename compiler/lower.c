@@ -26,6 +26,11 @@
  * - Integer results are checked to fit in 32 bits when stored.
  * Not reported: an integer `%` or `/` by a zero divisor gives 0 (both ?: branches are
  * evaluated, and the guarded form `b != 0 ? a % b : 0` must not fail).
+ *
+ * Seeded faults (LowerOpts.faults, KF_* of compiler.h) break one of the rules above on
+ * purpose, to measure the fuzzer; each is a test of l->faults made while lowering, so a
+ * program lowered without faults is exactly what it was before they existed. Each site is
+ * marked "fault:".
  */
 #include <limits.h>
 #include <math.h>
@@ -121,7 +126,9 @@ static bool narrow(Dtype f)
 /* A real result of format f's arithmetic: rounded to f when f is narrower than its type. */
 static int32_t fit(L *l, Dtype f, int32_t x)
 {
-	return narrow(f) ? kx_round(l->k, f, x) : x;
+	/* f32 over an f64 value happens only under the fault KF_ACCUM_IGNORED */
+	bool f32_of_f64 = f == DT_F32 && kx_type(l->k, x) == KT_F64;
+	return narrow(f) || f32_of_f64 ? kx_round(l->k, f, x) : x;
 }
 
 /* x, an integer or a real of format `from`, as a value of e's arithmetic (rounded once). */
@@ -155,9 +162,14 @@ static int32_t flat(L *l, int t, const int32_t *idx)
 
 static int32_t site(L *l, const KSite *s)
 {
-	for (int32_t i = 0; i < l->k->nsites; i++)
-		if (memcmp(&l->k->sites[i], s, sizeof *s) == 0)
+	/* field by field: a KSite has padding bytes, which memcmp would read (and they are
+	 * indeterminate, which made error-site numbers and emitted text vary between runs) */
+	for (int32_t i = 0; i < l->k->nsites; i++) {
+		const KSite *x = &l->k->sites[i];
+		if (x->kind == s->kind && x->def == s->def && x->tensor == s->tensor &&
+		    x->dim == s->dim && x->idx_tensor == s->idx_tensor && x->bound == s->bound)
 			return i;
+	}
 	return ksite_new(l->k, s);
 }
 
@@ -188,6 +200,39 @@ static int32_t value_at(L *l, const Env *e, int t, const int32_t *idx)
 	return kx_type(l->k, x) == KT_INT ? x : into(l, e, x, sub.rf);
 }
 
+static int32_t int_op(L *l, Op op, int32_t a, int32_t b, int32_t c);
+
+static bool is_const(const Node *n)
+{
+	return n->kind == NK_INT || n->kind == NK_SIZE;
+}
+
+/* An index expression of a read. Only the view faults make it differ from tr: fault:
+ * KF_VIEW_OFFSET drops a literal added or subtracted, KF_VIEW_STRIDE a constant factor. */
+static int32_t tr_index(L *l, const Env *e, Ref r)
+{
+	const Node *n = ir_node(l->g, r);
+	unsigned f = l->faults & (KF_VIEW_OFFSET | KF_VIEW_STRIDE);
+	if (!f || n->kind != NK_OP || n->ty != TY_INT)
+		return tr(l, e, r);
+	Op op = (Op)n->op;
+	int arity = op_info(op)->arity;
+	const Node *a = ir_node(l->g, n->a[0]), *b = arity > 1 ? ir_node(l->g, n->a[1]) : NULL;
+	if ((f & KF_VIEW_OFFSET) && (op == OP_ADD || op == OP_SUB) && b->kind == NK_INT)
+		return tr_index(l, e, n->a[0]);
+	if ((f & KF_VIEW_OFFSET) && op == OP_ADD && a->kind == NK_INT)
+		return tr_index(l, e, n->a[1]);
+	if ((f & KF_VIEW_STRIDE) && op == OP_MUL && is_const(b))
+		return tr_index(l, e, n->a[0]);
+	if ((f & KF_VIEW_STRIDE) && op == OP_MUL && is_const(a))
+		return tr_index(l, e, n->a[1]);
+	if (op != OP_ADD && op != OP_SUB && op != OP_MUL && op != OP_NEG && op != OP_IDIV &&
+	    op != OP_MOD)
+		return tr(l, e, r);
+	int32_t x = tr_index(l, e, n->a[0]), y = arity > 1 ? tr_index(l, e, n->a[1]) : -1;
+	return int_op(l, op, x, y, -1);
+}
+
 static int32_t tr_read(L *l, const Env *e, Ref r)
 {
 	const Graph *g = l->g;
@@ -197,15 +242,16 @@ static int32_t tr_read(L *l, const Env *e, Ref r)
 	const Ref *ix = ir_read_idx(g, n);
 	int32_t idx[IR_MAXRANK];
 	for (int i = 0; i < T->rank; i++)
-		idx[i] = tr(l, e, ix[i]);
+		idx[i] = tr_index(l, e, ix[i]);
 	if (!n->u.read.pad) {
 		for (int i = 0; i < T->rank; i++) {
 			const Node *m = ir_node(g, ix[i]);
 			if (m->kind != NK_READ)
 				continue;
 			KSite s = {KE_INDEX, l->def, t, i, (int)m->u.read.tensor, T->dims[i].value};
-			idx[i] = kx_check(l->k, idx[i], ic(l, 0), ic(l, T->dims[i].value), e->guard,
-					  site(l, &s));
+			/* fault: KF_GATHER_BOUNDS checks against one less than the extent */
+			int64_t hi = T->dims[i].value - !!(l->faults & KF_GATHER_BOUNDS);
+			idx[i] = kx_check(l->k, idx[i], ic(l, 0), ic(l, hi), e->guard, site(l, &s));
 		}
 		return value_at(l, e, t, idx);
 	}
@@ -213,11 +259,18 @@ static int32_t tr_read(L *l, const Env *e, Ref r)
 	for (int i = 0; i < T->rank; i++)
 		inb = and_(l, inb, and_(l, bop(l, OP_GE, idx[i], ic(l, 0)),
 					bop(l, OP_LT, idx[i], ic(l, T->dims[i].value))));
+	if (inb < 0) {   /* a scalar (`x[] ?? D`) is always in bounds: D is never used */
+		int32_t v = value_at(l, e, t, idx);
+		/* `i32[] ?? real` is real (ck_read_type): as the selecting form would convert it */
+		return n->ty == TY_REAL && kx_type(l->k, v) == KT_INT ? into(l, e, v, e->rf) : v;
+	}
 	for (int i = 0; i < T->rank; i++)
 		safe[i] = sel(l, inb, idx[i], ic(l, 0));
 	Env ein = *e, eout = *e;
 	ein.guard = and_(l, e->guard, inb);
 	eout.guard = and_(l, e->guard, bop(l, OP_NOT, inb, -1));
+	if ((l->faults & KF_INLINE_PAD) && l->k->tbuf[t] < 0)
+		return value_at(l, e, t, safe);   /* fault: the fused producer loses its padding */
 	int32_t v = value_at(l, &ein, t, safe);
 	int32_t p = tr(l, &eout, n->u.read.pad);
 	if (l->faults & KF_PAD_ZERO)
@@ -239,6 +292,29 @@ static int32_t tr_cast(L *l, const Env *e, const Node *n)
 	if (kx_type(l->k, x) == KT_INT)
 		return to_t(l, e->rt, kx_round(l->k, f, to_t(l, KT_F64, x)));
 	return kx_round(l->k, f, x);
+}
+
+/* fault: KF_MAX_NAN: max and min as a compare and select, as a careless C compiler
+ * writes them (a NaN on the left is lost; -0 and +0 come out in operand order). */
+static int32_t naive_max(L *l, bool max, int32_t a, int32_t b)
+{
+	return sel(l, bop(l, max ? OP_GT : OP_LT, a, b), a, b);
+}
+
+/* An integer operation. fault: KF_TRUNC_DIV and KF_NEG_MOD give C's truncating `/` and
+ * `%` (the divisor of `/` is a positive constant: graph-format.md section 4). */
+static int32_t int_op(L *l, Op op, int32_t a, int32_t b, int32_t c)
+{
+	bool trunc = op == OP_IDIV && (l->faults & KF_TRUNC_DIV);
+	bool crem = op == OP_MOD && (l->faults & KF_NEG_MOD);
+	if (!trunc && !crem)
+		return kx_op(l->k, op, KT_INT, a, b, c);
+	int32_t r = iop(l, OP_MOD, a, b);   /* in [0, |b|) */
+	int32_t off = bop(l, OP_AND, bop(l, OP_LT, a, ic(l, 0)), bop(l, OP_NE, r, ic(l, 0)));
+	if (trunc)
+		return sel(l, off, iop(l, OP_ADD, iop(l, OP_IDIV, a, b), ic(l, 1)),
+			   iop(l, OP_IDIV, a, b));
+	return sel(l, off, iop(l, OP_SUB, r, kx_op(l->k, OP_ABS, KT_INT, b, -1, -1)), r);
 }
 
 static int32_t tr_op(L *l, const Env *e, const Node *n)
@@ -272,9 +348,13 @@ static int32_t tr_op(L *l, const Env *e, const Node *n)
 		return kx_op(l->k, op, KT_BOOL, x[0], x[1], -1);
 	}
 	if (n->ty == TY_INT)
-		return kx_op(l->k, op, KT_INT, x[0], x[1], x[2]);
+		return int_op(l, op, x[0], x[1], x[2]);
 	for (int i = 0; i < oi->arity; i++)
 		x[i] = into(l, e, x[i], e->rf);
+	if ((op == OP_MAX || op == OP_MIN) && (l->faults & KF_MAX_NAN))
+		return naive_max(l, op == OP_MAX, x[0], x[1]);
+	if (op == OP_SUB && (l->faults & KF_ZERO_SIGN))   /* fault: x - x gives -0 */
+		return kx_op(l->k, OP_NEG, e->rt, arith(l, e->rf, op, e->rt, x[1], x[0], -1), -1, -1);
 	if (op == OP_NEG || op == OP_ABS || op == OP_MAX || op == OP_MIN || op == OP_FLOOR ||
 	    op == OP_CEIL)   /* exact: the result is in the format already */
 		return kx_op(l->k, op, e->rt, x[0], x[1], x[2]);
@@ -376,6 +456,39 @@ static int64_t max_terms(const Graph *g, const Def *D, int q, int64_t S, bool *m
 	return n;
 }
 
+/* Whether expression r mentions an index variable (a bound that moves with an index). */
+static bool mentions_var(const Graph *g, Ref r)
+{
+	const Node *n = ir_node(g, r);
+	if (n->kind == NK_VAR)
+		return true;
+	if (n->kind != NK_OP)
+		return false;
+	for (int i = 0; i < op_info((Op)n->op)->arity; i++)
+		if (mentions_var(g, n->a[i]))
+			return true;
+	return false;
+}
+
+/* The largest value of reduction r's upper bound over D's domain (false if unknown). */
+static bool hi_max(const Graph *g, const Def *D, int r, int64_t *hmax)
+{
+	int64_t vlo[IR_MAXVARS], vhi[IR_MAXVARS], l0, l1, h0, h1 = 0;
+	for (int i = 0; i < D->nlhs; i++) {
+		vlo[i] = 0;
+		vhi[i] = D->lhs[i].ext.value - 1;
+	}
+	for (int q = 0; q <= r; q++) {
+		if (!bounds(g, D->red[q].lo, vlo, vhi, &l0, &l1) ||
+		    !bounds(g, D->red[q].hi, vlo, vhi, &h0, &h1))
+			return false;
+		vlo[D->nlhs + q] = l0;
+		vhi[D->nlhs + q] = h1 - 1;
+	}
+	*hmax = h1;
+	return true;
+}
+
 /* ------------------------------------------------------------ accumulators */
 
 typedef struct {
@@ -392,6 +505,8 @@ typedef struct {
 
 static int32_t identity(L *l, Monoid mo, KType t)
 {
+	if ((mo == MO_MAX || mo == MO_MIN) && (l->faults & KF_MAX_IDENTITY))
+		return t == KT_INT ? ic(l, 0) : kx_real(l->k, t, 0.0);   /* fault */
 	if (t == KT_INT) {
 		switch (mo) {
 		case MO_PROD: return ic(l, 1);
@@ -413,6 +528,8 @@ static int32_t combine(L *l, Monoid mo, KType t, Dtype f, int32_t a, int32_t b)
 {
 	static const Op ops[MO__COUNT] = {[MO_SUM] = OP_ADD, [MO_PROD] = OP_MUL,
 					  [MO_MAX] = OP_MAX, [MO_MIN] = OP_MIN};
+	if ((mo == MO_MAX || mo == MO_MIN) && t != KT_INT && (l->faults & KF_MAX_NAN))
+		return naive_max(l, mo == MO_MAX, a, b);   /* fault */
 	if (mo == MO_MAX || mo == MO_MIN || t == KT_INT)
 		return kx_op(l->k, ops[mo], t, a, b, -1);
 	return arith(l, f, ops[mo], t, a, b, -1);
@@ -479,10 +596,13 @@ static int32_t acc_result(L *l, KBlk *b, const Acc *A)
 		kb_decl(k, b, r);
 		for (int64_t s = 0; s < A->S; s++) {
 			/* r[s] = the tree of partial s's terms, or the identity when it has none */
-			int32_t n = kx_elem(k, A->cnt, ic(l, s));
+			int32_t n = kx_elem(k, A->cnt, ic(l, s)), len = n;
+			if (l->faults & KF_PAIRWISE_ODD)   /* fault: an odd count > 1 loses its last */
+				len = sel(l, bop(l, OP_GT, n, ic(l, 1)),
+					  iop(l, OP_SUB, n, iop(l, OP_MOD, n, ic(l, 2))), n);
 			KStmt t = {.kind = KS_TREE, .fmt = (uint8_t)A->f,
 				   .op = A->mo == MO_PROD ? OP_MUL : OP_ADD,
-				   .v = var(l, A->t, 0, false), .a = ic(l, s * A->cap), .b = n,
+				   .v = var(l, A->t, 0, false), .a = ic(l, s * A->cap), .b = len,
 				   .c = A->buf, .body = -1, .body2 = -1};
 			KBlk then = {0}, els = {0};
 			kb_decl(k, &then, t.v);
@@ -525,6 +645,10 @@ static void red_rec(L *l, Env *e, KBlk *b, int r, Red *R, int32_t part)
 	int32_t lo = tr(l, e, D->red[r].lo), hi = tr(l, e, D->red[r].hi);
 	if ((l->faults & KF_SKIP_LAST) && r == D->nred - 1)
 		hi = iop(l, OP_SUB, hi, ic(l, 1));
+	int64_t hmax;
+	if ((l->faults & KF_TRI_BOUND) && mentions_var(l->g, D->red[r].hi) &&
+	    hi_max(l->g, D, r, &hmax))   /* fault: one term more, within the range's hull */
+		hi = iop(l, OP_MIN, iop(l, OP_ADD, hi, ic(l, 1)), ic(l, hmax));
 	int32_t *slot = &e->var[D->nlhs + r];
 	if (r != R->q || R->S <= 1) {
 		int32_t v = var(l, KT_INT, 0, true);
@@ -599,6 +723,8 @@ static int acc_setup(L *l, const Def *D, Monoid mo, KType t, Acc *A, Red *R, boo
 			return -1;
 		}
 		A->cap = n > 0 ? n : 1;
+	} else if ((l->faults & KF_ACCUM_IGNORED) && A->f == DT_F64) {
+		A->f = DT_F32;   /* fault: the accum directive's f64 is not honoured */
 	}
 	if (mo == MO_SUM && t != KT_INT && (empty || (l->faults & KF_SKIP_LAST)))
 		A->any = var(l, KT_INT, 0, false);
@@ -612,9 +738,33 @@ static int32_t lhs_flat(L *l, const Env *e, const Def *D, int out)
 	return flat(l, D->out[out], e->var);
 }
 
+/* fault: KF_STORE_TRUNC: x cut to format f's precision toward zero (in f64: x * 2^s is
+ * exact, floor/ceil drop the low bits, the division is exact), for normal finite x; the
+ * store's own rounding then has nothing left to round. */
+static int32_t trunc_to(L *l, Dtype f, int32_t x)
+{
+	const DtypeInfo *fi = dt_info(f);
+	KType t = KT_F64;
+	x = to_t(l, t, x);
+	int32_t a = kx_op(l->k, OP_ABS, t, x, -1, -1);
+	int32_t ex = kx_op(l->k, OP_FLOOR, t, kx_op(l->k, OP_LOG2, t, a, -1, -1), -1, -1);
+	int32_t sc = kx_op(l->k, OP_EXP2, t,
+			   kx_op(l->k, OP_SUB, t, kx_real(l->k, t, fi->prec - 1), ex, -1), -1, -1);
+	int32_t y = kx_op(l->k, OP_MUL, t, x, sc, -1);
+	y = sel(l, bop(l, OP_GE, y, kx_real(l->k, t, 0)), kx_op(l->k, OP_FLOOR, t, y, -1, -1),
+		kx_op(l->k, OP_CEIL, t, y, -1, -1));
+	y = kx_op(l->k, OP_DIV, t, y, sc, -1);
+	int32_t normal = bop(l, OP_AND, bop(l, OP_GE, a, kx_real(l->k, t, ldexp(1, (int)fi->emin - 1))),
+			     bop(l, OP_LE, a, kx_real(l->k, t, fi->maxfinite)));
+	return sel(l, normal, y, x);
+}
+
 static void store(L *l, KBlk *b, const Def *D, int out, int32_t at, int32_t v)
 {
 	int32_t buf = l->k->tbuf[D->out[out]];
+	Dtype bf = l->k->bufs[buf].fmt;
+	if ((l->faults & KF_STORE_TRUNC) && narrow(bf) && kx_type(l->k, v) != KT_INT)
+		v = trunc_to(l, bf, v);
 	if (l->k->bufs[buf].fmt == DT_I32) {
 		KSite s = {KE_INT32, l->def, D->out[out], 0, -1, 0};
 		v = kx_check(l->k, v, ic(l, INT32_MIN), ic(l, (int64_t)INT32_MAX + 1), -1, site(l, &s));
@@ -701,8 +851,10 @@ static int el_arg(L *l, Env *e, KBlk *b, const Def *D, int32_t *res)
 {
 	Kernels *k = l->k;
 	KType t = term_type(l, e, D);
+	bool last = l->faults & KF_ARGMAX_TIE;   /* fault: >= for >, so a tie takes the later */
 	ArgCtx c = {var(l, KT_INT, 0, false), var(l, t, 0, false), var(l, t, 0, false),
-		    var(l, KT_BOOL, 0, false), D->monoid == MO_ARGMAX ? OP_GT : OP_LT};
+		    var(l, KT_BOOL, 0, false),
+		    D->monoid == MO_ARGMAX ? (last ? OP_GE : OP_GT) : (last ? OP_LE : OP_LT)};
 	kb_decl(k, b, c.best);
 	kb_decl(k, b, c.bv);
 	kb_decl(k, b, c.tv);
@@ -777,9 +929,12 @@ static void el_topk(L *l, Env *e, KBlk *b, const Def *D)
 	kb_add(k, b, ks_new(k, &chk));
 	int32_t r2 = var(l, KT_INT, 0, true);
 	e->var[D->nlhs - 1] = kx_var(k, r2);
+	int32_t at = kx_var(k, r2);
+	if (l->faults & KF_TOPK_ORDER)   /* fault: the list is delivered back to front */
+		at = iop(l, OP_SUB, ic(l, K - 1), at);
 	KBlk out = {0};
-	store(l, &out, D, 0, lhs_flat(l, e, D, 0), kx_elem(k, c.vals, kx_var(k, r2)));
-	store(l, &out, D, 1, lhs_flat(l, e, D, 1), kx_elem(k, c.idx, kx_var(k, r2)));
+	store(l, &out, D, 0, lhs_flat(l, e, D, 0), kx_elem(k, c.vals, at));
+	store(l, &out, D, 1, lhs_flat(l, e, D, 1), kx_elem(k, c.idx, at));
 	kb_loop(k, b, r2, ic(l, 0), ic(l, K), true, out);
 }
 

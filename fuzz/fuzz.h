@@ -6,7 +6,7 @@
  * - Everything is a deterministic function of (campaign seed, case number) and the options:
  *   no global state, no clock, no thread dependence. fz_seed derives the independent
  *   streams of one case (graph, schedule, inputs) with a counter-based mixer, so a case can be
- *   replayed alone.
+ *   replayed alone: fz_gen (graph and schedule) and fz_gen_inputs (inputs) are independent.
  * - A generated graph is valid by construction: its text passes the checker (ir_parse)
  *   without retry, every quasi-affine read is provably in bounds or padded with `??`, every
  *   indirect read goes through an i32 tensor whose values are in bounds (an index table that
@@ -22,6 +22,7 @@
 #define ASSAY_FUZZ_H
 
 #include "../compiler/compiler.h"
+#include "../interp/interp.h"
 
 /* ================================================================ generator */
 
@@ -58,13 +59,14 @@ enum { FZ_MAXRANK = 6, FZ_MAXRED = 3 };
 typedef struct {
 	/* size */
 	int max_rank;        /* rank of tensors, 0 .. FZ_MAXRANK (default 4) */
-	int max_extent;      /* largest extent of a dimension (default 13) */
+	int max_extent;      /* largest size and fresh extent (default 13); a view may widen an
+	                        input's dimension past it (a stride doubles one) */
 	int max_defs;        /* definitions per graph, at least 1 (default 6) */
 	int max_inputs;      /* input tensors (index tables included) (default 5) */
 	int max_depth;       /* expression depth (default 4) */
 	int max_red;         /* reduction indices of one definition, 1 .. FZ_MAXRED (default 2) */
-	int64_t max_elems;   /* elements of one tensor (default 256) */
-	int64_t max_work;    /* estimated scalar operations of one exact evaluation (default 4e4) */
+	int64_t max_elems;   /* elements of one tensor (default 512) */
+	int64_t max_work;    /* estimated scalar operations of one exact evaluation (default 1e5) */
 	/* weights */
 	unsigned op_w[OP__COUNT];          /* every op of the op table (IDIV and MOD feed indices
 	                                      and integer values; comparisons and && || ! feed
@@ -105,5 +107,228 @@ char *fz_gen_text(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d);
 /* Replaces g's schedule by a random legal one (sched_sample seeded by fz_seed(seed, case_no,
  * FZ_STREAM_SCHEDULE)), as a schedule block that ir_print prints. 0, or -1 with d. */
 int fz_gen_schedule(Graph *g, uint64_t seed, uint64_t case_no, Diag *d);
+
+/* The input distribution of case (seed, case_no): normal, uniform, adversarial, or
+ * adversarial with inf and NaN, in equal shares, seeded from FZ_STREAM_INPUTS. */
+InputSpec fz_gen_input_spec(uint64_t seed, uint64_t case_no);
+
+/* The inputs of g for case (seed, case_no) (mp_make_inputs with fz_gen_input_spec): inputs
+ * has ir_ninputs(g) slots, allocated here (free each with ht_free). 0, or -1 with d. */
+int fz_gen_inputs(const Graph *g, uint64_t seed, uint64_t case_no, HostTensor *inputs, Diag *d);
+
+/* ================================================================ checking one case */
+
+#include "../verify/verify.h"
+
+enum { FZ_MAXBACKENDS = 8 };
+
+/* How the fuzzer checks a graph (campaign cases, classification, the reducer): exactly
+ * `assay check G.tg --backends LIST --seed SEED --inputs DIST [--specials]` under the
+ * graph's own schedule (its schedule block, else the default), with ASSAY_FAULT=faults. */
+typedef struct {
+	const Backend *backends[FZ_MAXBACKENDS];
+	int nbackends;
+	uint64_t seed;           /* the inputs' seed (below 2^63, as --seed reads it) */
+	Dist dist;
+	bool specials;           /* adversarial inputs also hold inf and NaN */
+	unsigned faults;         /* KF_* in effect */
+	unsigned hooks;          /* VF_HOOK_* (tests) */
+	double timeout_s;        /* per worker (<= 0: 20) */
+	const char *cache_dir;   /* the c backend's cache (NULL: its default) */
+	const char *out_dir;     /* non-NULL: keep the check's files there (verify's -o layout:
+	                            inputs, oracle, kernel sources, outputs, results.jsonl) */
+} FzRun;
+
+/* One (backend, output) verdict. */
+typedef struct {
+	char backend[16];
+	char output[64];
+	Dtype dtype;
+	Verdict verdict;
+} FzVerdict;
+
+/* What fz_check gathers: every verdict, optionally every record as JSON, and the time
+ * spent in each part (summed over records; the oracle once per check). */
+typedef struct {
+	FzVerdict *v;
+	int n, cap;
+	FILE *json;              /* non-NULL: each record is written here as one JSON line */
+	const char *json_extra;  /* with this text added as its last member ("\"case\":7") */
+	double oracle_s, budget_s, compile_s, launch_s, worker_s;
+} FzResult;
+
+/* Checks g under r: inputs from (r->seed, r->dist, r->specials), the oracle, a worker per
+ * backend. Appends to res (which the caller zeroes, and frees with fz_result_free).
+ * Returns 0, or -1 with d when the toolkit could not judge (the oracle or a budget failed,
+ * the inputs could not be made): never for a verdict. */
+int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
+void fz_result_free(FzResult *res);
+/* The index in res of the first failing verdict of (backend, output), or -1. */
+int fz_result_find(const FzResult *res, const char *backend, const char *output);
+
+/* ================================================================ signatures (dedup.c) */
+
+/* A failure's signature: what makes two failures the same (deduplication) and what the
+ * reducer must keep. The implicated directive kinds and faults are found by ablation: a
+ * directive kind is implicated when removing every directive of that kind from the graph's
+ * schedule makes the failure go away; the seeded faults are implicated when switching them
+ * off makes it go away (0: the failure needs no seeded fault, a finding about the toolkit
+ * itself). "Goes away": the (backend, output) verdict is no longer the same. */
+typedef struct {
+	char backend[16];
+	Verdict verdict;
+	Dtype dtype;             /* the output's format */
+	char output[64];         /* the output's name: kept by the reducer; not in the key */
+	unsigned dirs;           /* 1 << DirKind of each implicated directive kind */
+	unsigned faults;         /* implicated KF_* */
+} FzSig;
+
+/* The key of s, "c/over-budget/f16/tile+split/drop_tail" ("-" for no directive or no
+ * fault); also the name of its failure folder (with '/' as '.'). Returns buf. */
+const char *fz_sig_key(const FzSig *s, char *buf, size_t n);
+/* Parses a key (output left empty). 0, or -1 if malformed. */
+int fz_sig_parse(const char *key, FzSig *s);
+
+/* The signature of every failing verdict of res (the check of g under r): sigs[k] for
+ * res->v[k] (allocated here, res->n entries; entries of passing verdicts have verdict
+ * V_PASS). One ablation run per directive kind present and one for the faults, each on
+ * the backends that failed. 0, or -1 with d (the toolkit failed). */
+int fz_classify(const Graph *g, const FzRun *r, const FzResult *res, FzSig **sigs, Diag *d);
+
+/* Whether g fails under r with signature s: the s->backend verdict of output s->output is
+ * s->verdict (and its format s->dtype); every implicated directive kind is present and
+ * implicated; the implicated faults are (switching them off makes it go away), and with
+ * s->faults == 0 the failure stays with every fault off. 0 with *holds, or -1 with d. */
+int fz_holds(const Graph *g, const FzRun *r, const FzSig *s, bool *holds, Diag *d);
+
+/* A copy of g (through its text) without the directives of the kinds in mask. */
+Graph *fz_without_dirs(const Graph *g, unsigned mask, Diag *d);
+/* 1 << kind for each directive kind in g's schedule. */
+unsigned fz_dir_kinds(const Graph *g);
+
+/* Writes a failure folder DIR (created): repro.tg (the minimal repro with `header` as its
+ * leading comment lines; written last, by rename, so its presence means the folder is
+ * complete), original.tg, signature, and, from a check of the repro on s->backend kept
+ * with -o (verify's layout): the inputs, the oracle's outputs, the kernel source and the
+ * backend's outputs as .npy, and results.jsonl. 0, or -1 with d. */
+int fz_save_failure(const char *dir, const FzSig *s, const char *repro, const char *header,
+		    const char *original, const FzRun *r, Diag *d);
+/* Writes text to path atomically (a temporary file, fsync, rename). 0, or -1 with d. */
+int fz_write_atomic(const char *path, const char *text, Diag *d);
+
+/* ================================================================ the reducer (reduce.c) */
+
+typedef struct {
+	FzRun run;               /* how to check; its backends are replaced by the signature's */
+	int max_tests;           /* candidate checks at most (<= 0: 400) */
+	double max_seconds;      /* wall-clock bound (<= 0: none; a bound makes results depend on
+	                            the machine's speed) */
+	FILE *log;               /* a line per accepted step, or NULL */
+} FzReduceOpts;
+
+typedef struct {
+	int tests;               /* candidates checked (fz_holds calls) */
+	int accepted;            /* of them, kept */
+	int rounds;
+	int defs_before, defs_after;
+	double seconds;
+	bool exhausted;          /* stopped by max_tests or max_seconds before a fixpoint */
+	uint64_t seed;           /* the inputs of the result (the reducer may narrow them) */
+	Dist dist;
+	bool specials;
+} FzReduceStats;
+
+/* Delta debugging over g, which fails with signature s under o->run (fz_holds must hold:
+ * -1 with d, code 2, if it does not): drops outputs and definitions (a definition becomes
+ * an input, or is substituted into its readers), drops schedule directives, turns a
+ * reduction into a plain expression, drops reduction indices and narrows their ranges,
+ * shrinks sizes and literal extents, replaces subexpressions (index expressions included)
+ * by an operand or a constant, removes padding, and narrows the inputs (formats, the
+ * distribution; the seed is kept). Each candidate is re-parsed (ir_parse checks it) and kept
+ * only when fz_holds: the same signature. Deterministic for a given max_tests. *out gets the
+ * canonical text (ir_print, schedule block included) of the smallest graph; the caller
+ * frees. 0, or -1 with d. */
+int fz_reduce(const Graph *g, const FzSig *s, const FzReduceOpts *o, char **out,
+	      FzReduceStats *st, Diag *d);
+
+/* The comment lines a repro carries: its signature, the command that reproduces it (seed,
+ * inputs, faults) and `origin` (may be NULL). The caller frees. fz_repro_inputs reads the
+ * inputs back from such a text: 1 when found, 0 when the text has none. */
+char *fz_repro_header(const FzSig *s, const FzRun *r, int defs, const char *origin);
+int fz_repro_inputs(const char *text, uint64_t *seed, Dist *dist, bool *specials);
+
+/* ================================================================ campaigns (campaign.c) */
+
+/* A campaign's settings (DIR/settings.json, written first; --resume reads them back). */
+typedef struct {
+	uint64_t seed;
+	int64_t cases;           /* stop after this many cases in all (0: no limit) */
+	double seconds;          /* stop dispatching after this long (0: no limit) */
+	int jobs;                /* job processes (>= 1) */
+	char backends[128];      /* comma list */
+	char inputs[32];         /* "mix" (every distribution, drawn per case) or one name */
+	unsigned faults;         /* KF_* (ASSAY_FAULT) */
+	unsigned hooks;          /* VF_HOOK_* (ASSAY_TEST_*) */
+	double timeout_s;        /* per worker */
+	bool reduce;             /* reduce each new distinct failure */
+	int reduce_tests;        /* the reducer's max_tests */
+	bool until_failure;      /* stop at the first distinct failure (with faults on: the first
+	                            the faults are implicated in) once it is reduced; with faults
+	                            on, failures they are not in are saved unreduced */
+	double case_limit_s;     /* a job's case or reduction running longer is killed and the
+	                            case recorded as an error (<= 0: 600) */
+	GenOpts gen;
+} FzCampaign;
+
+void fz_campaign_defaults(FzCampaign *c);
+
+/* What a campaign did (this run, or in all after a resume: cases and counts cover the whole
+ * log). */
+typedef struct {
+	int64_t cases;           /* complete cases in the log */
+	int64_t records;
+	int64_t verdicts[V__COUNT];
+	int64_t errors;          /* cases the toolkit could not judge (generator, oracle) */
+	int distinct;            /* distinct failures */
+	int kills;               /* of them, those a seeded fault is implicated in */
+	double elapsed_s;        /* this run */
+	double first_fail_s;     /* this run's time to its first new distinct failure (-1: none) */
+	double first_kill_s;     /* ... to the first the faults are implicated in (-1: none) */
+	int64_t first_kill_case;
+	int kill_defs;           /* definitions of the first kill's reduced repro (-1: none) */
+	double kill_reduce_s;
+} FzSummary;
+
+/* Runs (or with resume, continues) the campaign in directory dir: settings.json (written
+ * first; read back on resume, where c gives only the stop rule and the jobs),
+ * results.jsonl (per case: one JSON line per (backend, output) record with a "case"
+ * member, then a {"done":N,...} line; written in case order, one write and fsync per case;
+ * a resume drops a torn or incomplete last case and continues with the next), failures/
+ * (one folder per distinct failure: fz_save_failure, plus `count` of the cases that hit
+ * it), errors/ (the graphs of cases the toolkit could not judge), summary.json. progress:
+ * a live line (\r-updated on a terminal, a line every 10 s otherwise), or NULL. The
+ * process must have no other threads (it forks); SIGPIPE is ignored while it runs. 0, or
+ * -1 with d. */
+int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *progress,
+		    FzSummary *sum, Diag *d);
+int fz_settings_read(const char *dir, FzCampaign *c, Diag *d);
+int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d);
+/* The backends of a comma list into r->backends. 0, or -1 with d (code 2). */
+int fz_run_backends(FzRun *r, const char *list, Diag *d);
+
+/* The FzRun of case n of campaign c: its backends, faults, hooks, timeout, inputs (cache_dir
+ * borrowed). 0, or -1 with d (code 2: an unknown backend or distribution). */
+int fz_case_setup(const FzCampaign *c, uint64_t n, const char *cache_dir, FzRun *r, Diag *d);
+
+/* Case case_no of a campaign, run here as a job runs it (fuzz/case.c states its log text):
+ * *blob gets its log text (its records, then its done line; malloc'ed). The FzRun of the
+ * case is stored in *run if non-NULL, and its graph's text in *gtext (malloc'ed) if
+ * non-NULL. 0, or -1 with d when the case cannot even be set up (an unknown backend). */
+int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, char **blob,
+		FzRun *run, char **gtext, Diag *d);
+
+/* The value of member key in a JSON line as text (a string unescaped, anything else as
+ * written), in buf; false when absent. For the fuzzer's own files. */
+bool fz_json_get(const char *line, const char *key, char *buf, size_t n);
 
 #endif

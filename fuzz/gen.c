@@ -254,7 +254,7 @@ static void pick_shape(Gen *G, Monoid m, int depth, Shape *S)
 		}
 	}
 	S->nl = 0;
-	for (int k = 0; k < np; k++)
+	for (int k = 0; k < np && S->nl < FZ_MAXRANK; k++)
 		if (!rng_chance(r, 0.1))
 			S->lhs[S->nl++] = pool[k];
 	if (S->nl < maxl && rng_chance(r, 0.2)) {
@@ -453,6 +453,7 @@ static void gen_def(Gen *G)
 	else
 		lo = b.lo, hi = b.hi;
 	int t = add_result(G, "", isint, m == MO_LOGSUMEXP ? false : isint || b.exact, lo, hi);
+	G->t[t].expy = b.expy;
 	char *line = lhs_text(G, G->t[t].name);
 	if (m == MO_TOPK) {
 		int u = add_result(G, "i", true, true, rv.lo, rv.hi);
@@ -542,8 +543,8 @@ void fz_gen_defaults(GenOpts *o)
 	o->max_inputs = 5;
 	o->max_depth = 4;
 	o->max_red = 2;
-	o->max_elems = 256;
-	o->max_work = 40000;
+	o->max_elems = 512;
+	o->max_work = 100000;
 	for (int op = 0; op < OP__COUNT; op++)
 		o->op_w[op] = op_info((Op)op)->flags & OPF_CAST ? 5 : 10;
 	o->op_w[OP_ADD] = o->op_w[OP_SUB] = o->op_w[OP_MUL] = 30;
@@ -621,7 +622,8 @@ int fz_gen_schedule(Graph *g, uint64_t seed, uint64_t case_no, Diag *d)
 	sched_sample(g, fz_seed(seed, case_no, FZ_STREAM_SCHEDULE), &s);
 	char *txt = sched_text(g, &s);
 	sched_free(&s);
-	int rc = ir_parse_schedule(g, txt, strlen(txt), "<schedule>", d);
+	/* the default schedule: no block rather than an empty one */
+	int rc = *txt ? ir_parse_schedule(g, txt, strlen(txt), "<schedule>", d) : 0;
 	free(txt);
 	return rc;
 }
@@ -652,4 +654,17 @@ char *fz_gen_text(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d)
 	char *s = ir_print(g);
 	ir_free(g);
 	return s;
+}
+
+InputSpec fz_gen_input_spec(uint64_t seed, uint64_t case_no)
+{
+	uint64_t x = fz_seed(seed, case_no, FZ_STREAM_INPUTS);
+	int k = (int)(mix64(x ^ 0x1b873593ull) % (DIST__COUNT + 1));
+	return (InputSpec){k < DIST__COUNT ? (Dist)k : DIST_ADVERSARIAL, x, k == DIST__COUNT};
+}
+
+int fz_gen_inputs(const Graph *g, uint64_t seed, uint64_t case_no, HostTensor *inputs, Diag *d)
+{
+	InputSpec sp = fz_gen_input_spec(seed, case_no);
+	return mp_make_inputs(g, &sp, NULL, inputs, d);
 }

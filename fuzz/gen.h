@@ -40,6 +40,7 @@ typedef struct {
 	GExt dims[FZ_MAXRANK];
 	bool isint;
 	bool exact;      /* values are exact ring arithmetic of inputs: safe in decisions */
+	bool expy;       /* values come through exp-like functions (see Ex) */
 	bool ixtab;      /* an i32 input read in index positions: values in [0, hi] */
 	int64_t lo, hi;  /* integer tensors: every value lies in [lo, hi] */
 	int def;         /* definition number; -1 for inputs */
@@ -63,8 +64,13 @@ typedef struct {
 	Ty ty;
 	bool atom;       /* needs no parentheses as an operand */
 	bool exact;      /* safe in decisions (see fuzz.h) */
+	bool expy;       /* holds exp, exp2, expm1 or pow to a computed power: of an adversarial
+	                    input it may lie beyond MPFR's exponent range, so no exp or log
+	                    is taken of it and nothing is divided by it */
 	int64_t lo, hi;  /* TY_INT: value range */
 	int nodes;       /* operations, for the work estimate */
+	uint32_t sig;    /* a read, or unary functions of one: the tensor and the functions;
+	                    0 for anything else (see real_op) */
 } Ex;
 
 typedef struct {

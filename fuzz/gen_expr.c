@@ -20,15 +20,15 @@ enum { INTLIM = 1 << 16 };
 /* Literals: dyadic ones are exact (safe in decisions); the others are not binary numbers. */
 static const char *const dyadic[] = {
 	"0.0", "1.0", "2.0", "0.5", "-1.0", "0.25", "1.5", "-0.5", "0.125", "0x1.8p-3",
-	"2.5e-1", "-0.75", "1e3", "3.0", "-2.0",
+	"2.5e-1", "-0.75", "1e3", "3.0", "-2.0", "6.5e4",
 };
-static const char *const inexact[] = {"0.1", "1e-3", "3.14159", "-0.3", "1e-30", "1e30", "0.7"};
+static const char *const inexact[] = {"0.1", "1e-3", "3.14159", "-0.3", "1e-30", "0.7"};
 static const char *const special[] = {"inf", "-inf", "nan"};
 static const char *const pads[] = {"0", "0.0", "1.0", "-inf", "inf", "-1.0", "0.5", "nan"};
 
 static Ex mk(char *s, Ty ty, bool atom, bool exact, int64_t lo, int64_t hi, int nodes)
 {
-	return (Ex){s, ty, atom, exact, lo, hi, nodes};
+	return (Ex){s, ty, atom, exact, false, lo, hi, nodes, 0};
 }
 
 static const char *par(Gen *G, Ex e)
@@ -44,13 +44,14 @@ static Ex lit_real(Gen *G)
 {
 	Rng *r = &G->r;
 	const char *s;
+	bool exact = true;
 	if (tie_mode(G) || rng_chance(r, 0.6))
 		s = dyadic[rng_below(r, ARRAY_LEN(dyadic))];
 	else if (rng_chance(r, 0.75))
-		s = inexact[rng_below(r, ARRAY_LEN(inexact))];
+		s = inexact[rng_below(r, ARRAY_LEN(inexact))], exact = false;
 	else
 		s = special[rng_below(r, ARRAY_LEN(special))];
-	return mk((char *)s, TY_REAL, s[0] != '-', true, 0, 0, 0);
+	return mk((char *)s, TY_REAL, s[0] != '-', exact, 0, 0, 0);
 }
 
 static Ex lit_int(Gen *G, int64_t lo, int64_t hi)
@@ -86,13 +87,22 @@ static int any_var(Gen *G)
 	return G->nv ? (int)rng_below(&G->r, G->nv) : -1;
 }
 
+/* A variable that fits, preferably one that spans the whole extent; sometimes (p_oob) one
+ * that does not fit, padded. */
 static bool ix_var(Gen *G, int64_t e, const char *et, Ix *x)
 {
-	int c[GMAXVARS], n = vars_upto(G, e - 1, c);
+	int c[GMAXVARS], n = vars_upto(G, e - 1, c), k = -1;
 	(void)et;
-	if (n == 0)
+	if (n && rng_chance(&G->r, 0.7))
+		for (int j = 0; j < n; j++)
+			if (G->v[c[j]].hi == e - 1 && (k < 0 || rng_chance(&G->r, 0.5)))
+				k = c[j];
+	if (k < 0 && n)
+		k = c[rng_below(&G->r, n)];
+	if (k < 0 && G->nv && rng_chance(&G->r, G->o->p_oob))
+		k = any_var(G);
+	if (k < 0)
 		return false;
-	int k = c[rng_below(&G->r, n)];
 	*x = (Ix){G->v[k].name, G->v[k].lo, G->v[k].hi};
 	return true;
 }
@@ -205,12 +215,13 @@ static bool ix_const(Gen *G, int64_t e, const char *et, Ix *x)
 }
 
 static Ex read_of(Gen *G, int t, int use);
+static Ex gx_read(Gen *G, bool want_int);
 
 /* A new index table: an i32 input whose shape is made of the current variables' ranges. */
 static int new_table(Gen *G, int64_t e)
 {
 	GExt dims[2];
-	int rank = (int)imin(G->nv, (int)rng_below(&G->r, 3));
+	int rank = (int)imin(imin(G->nv, G->o->max_rank), rng_below(&G->r, 3));
 	for (int k = 0; k < rank; k++) {
 		const GVar *v = &G->v[any_var(G)];
 		dims[k] = v->lhs ? v->ext : ext_of_value(G, v->hi + 1);
@@ -229,17 +240,22 @@ static bool ix_indirect(Gen *G, int64_t e, const char *et, Ix *x)
 	(void)et;
 	if (G->ixdepth >= 2)
 		return false;
-	int c[GMAXT], n = 0;
+	/* tables, and integer definitions (topk and argmax indices...) whose values fit */
+	int c[GMAXT], n = 0, cd[GMAXT], nd = 0;
 	for (int t = 0; t < G->nt; t++) {
 		const GTensor *T = &G->t[t];
-		if (T->isint && (T->ixtab || (T->lo >= 0 && T->hi <= e - 1)))
+		if (T->ixtab)
 			c[n++] = t;
+		else if (T->isint && T->lo >= 0 && T->hi <= e - 1)
+			cd[nd++] = t;
 	}
 	int t = -1;
-	if ((n == 0 || rng_chance(&G->r, 0.3)) && G->ninputs < G->o->max_inputs)
+	if (nd && rng_chance(&G->r, 0.6))
+		t = cd[rng_below(&G->r, nd)];
+	else if ((n == 0 || rng_chance(&G->r, 0.2)) && G->ninputs < G->o->max_inputs)
 		t = new_table(G, e);
-	if (t < 0 && n > 0)
-		t = c[rng_below(&G->r, n)];
+	if (t < 0 && n + nd > 0)
+		t = rng_below(&G->r, n + nd) < n ? c[rng_below(&G->r, n)] : cd[rng_below(&G->r, nd)];
 	if (t < 0)
 		return false;
 	if (G->t[t].ixtab)
@@ -267,8 +283,9 @@ static char *index_for(Gen *G, GExt ext, bool *oob)
 	w[FZ_IX_RESHAPE] = 0;
 	const char *et = ext_text(G, ext);
 	Ix x;
+	int k;
 	for (;;) {
-		int k = rng_pick(&G->r, w, FZ_IX__COUNT);
+		k = rng_pick(&G->r, w, FZ_IX__COUNT);
 		if (k < 0) {
 			ix_const(G, ext.v, et, &x);
 			break;
@@ -277,10 +294,12 @@ static char *index_for(Gen *G, GExt ext, bool *oob)
 			break;
 		w[k] = 0;
 	}
-	/* a shifted index now and then, padded */
-	if (rng_chance(&G->r, G->o->p_oob / 2) && x.lo == x.hi && ext.v > 1) {
-		x.s = gs(G, "%s + 1", x.s);
-		x.lo++, x.hi++;
+	/* a shifted index now and then (x[i - 1] ?? 0); every kind but an indirect read has
+	 * no operator weaker than + at its top, so the sum needs no parentheses */
+	if (k != FZ_IX_INDIRECT && ext.v > 1 && rng_chance(&G->r, G->o->p_oob / 2)) {
+		bool up = rng_chance(&G->r, 0.5);
+		x.s = gs(G, "%s %c 1", x.s, up ? '+' : '-');
+		x.lo += up ? 1 : -1, x.hi += up ? 1 : -1;
 	}
 	if (x.lo < 0 || x.hi > ext.v - 1)
 		*oob = true;
@@ -308,6 +327,14 @@ static Ex pad_default(Gen *G, bool isint, int use)
 		return mk("0", TY_INT, true, true, 0, 0, 0);
 	if (isint)
 		return lit_int(G, -2, 3);
+	if (G->ixdepth == 0 && rng_chance(&G->r, 0.1)) {
+		/* another read: x[i + 1] ?? y[i] (?? chains to the right) */
+		G->ixdepth = 2;
+		Ex r = gx_read(G, false);
+		G->ixdepth = 0;
+		if (r.s)
+			return r;
+	}
 	const char *s = pads[rng_below(&G->r, ARRAY_LEN(pads))];
 	return mk((char *)s, s[0] == '0' && s[1] == 0 ? TY_INT : TY_REAL, s[0] != '-', true, 0, 0,
 		  0);
@@ -338,6 +365,8 @@ static Ex read_of(Gen *G, int t, int use)
 	s = gs(G, "%s]", s);
 	T->uses++;
 	Ex e = mk(s, T->isint ? TY_INT : TY_REAL, true, T->exact, T->lo, T->hi, 1);
+	e.sig = (uint32_t)t + 1;
+	e.expy = T->expy;
 	if (!T->isint)
 		e.lo = e.hi = 0;
 	if (oob || rng_chance(&G->r, G->o->p_pad)) {
@@ -354,7 +383,9 @@ static Ex read_of(Gen *G, int t, int use)
 static Ex design_input(Gen *G, Dtype dt)
 {
 	GExt dims[FZ_MAXRANK];
-	int rank = (int)rng_below(&G->r, G->o->max_rank + 1), n = 0;
+	int maxr = G->o->max_rank, n = 0;
+	int rank = G->nv && maxr && !rng_chance(&G->r, 0.1) ? 1 + (int)rng_below(&G->r, maxr)
+		: (int)rng_below(&G->r, maxr + 1);
 	int64_t elems = 1;
 	while (n < rank) {
 		int k = any_var(G);
@@ -435,9 +466,9 @@ static char *gx_bool(Gen *G, int depth);
 static Ex int_leaf(Gen *G)
 {
 	int64_t r = rng_below(&G->r, 100);
-	if (r < 35 && G->nv)
+	if (r < 40 && G->nv)
 		return var_ex(G, any_var(G));
-	if (r < 70) {
+	if (r < 65) {
 		Ex e = gx_read(G, true);
 		if (e.s)
 			return e;
@@ -482,9 +513,11 @@ static Ex combine(Gen *G, Op op, char *s, const Ex *a, int n, bool exact)
 {
 	Ex e = mk(s, TY_INT, false, exact, 0, 0, 1);
 	bool allint = (op_info(op)->flags & (OPF_INT_OK | OPF_INT_ONLY)) != 0;
+	e.expy = op == OP_EXP || op == OP_EXP2 || op == OP_EXPM1;
 	for (int k = 0; k < n; k++) {
 		allint &= a[k].ty == TY_INT;
 		e.exact &= a[k].exact;
+		e.expy |= a[k].expy;
 		e.nodes += a[k].nodes;
 	}
 	if (op_info(op)->flags & OPF_CALL)
@@ -641,7 +674,19 @@ static Ex pow_op(Gen *G, int depth)
 	else
 		a[0] = operand(G, depth - 1);
 	a[1] = operand(G, depth - 1);
-	return combine(G, OP_POW, gs(G, "pow(%s, %s)", a[0].s, a[1].s), a, 2, false);
+	Ex e = combine(G, OP_POW, gs(G, "pow(%s, %s)", a[0].s, a[1].s), a, 2, false);
+	e.expy = true;
+	return e;
+}
+
+static bool exp_or_log(Op op)
+{
+	switch (op) {
+	case OP_EXP: case OP_EXP2: case OP_EXPM1: case OP_LOG: case OP_LOG2: case OP_LOG1P:
+		return true;
+	default:
+		return false;
+	}
 }
 
 static Ex real_op(Gen *G, Op op, int depth)
@@ -672,6 +717,16 @@ static Ex real_op(Gen *G, Op op, int depth)
 	}
 	for (int k = 0; k < in->arity; k++)
 		a[k] = operand(G, depth - 1);
+	/* f(d[i]) - f(d[j]) (f computed, or d) is an exact zero at i == j that the oracle sees
+	 * only as an interval around 0, whose sign is then undecidable: add instead */
+	if (op == OP_SUB && ((a[0].sig && a[0].sig == a[1].sig && !(a[0].exact && a[1].exact)) ||
+			     (a[0].expy && a[1].expy)))
+		op = OP_ADD, in = op_info(op);
+	/* no exp or log of an exp-like value, no division by one (gen.h Ex.expy) */
+	if (a[0].expy && in->arity == 1 && exp_or_log(op))
+		op = G->o->op_w[OP_TANH] ? OP_TANH : OP_ABS, in = op_info(op);
+	if (op == OP_DIV && a[1].expy)
+		op = OP_MUL, in = op_info(op);
 	bool exact = exact_op(op);
 	if (in->flags & OPF_INFIX)
 		return combine(G, op, gs(G, "%s %s %s", par(G, a[0]), in->spelling, par(G, a[1])), a,
@@ -679,7 +734,10 @@ static Ex real_op(Gen *G, Op op, int depth)
 	char *s = gs(G, "%s(%s", in->spelling, a[0].s);
 	for (int k = 1; k < in->arity; k++)
 		s = gs(G, "%s, %s", s, a[k].s);
-	return combine(G, op, gs(G, "%s)", s), a, in->arity, exact);
+	Ex e = combine(G, op, gs(G, "%s)", s), a, in->arity, exact);
+	if (in->arity == 1 && a[0].sig)
+		e.sig = a[0].sig * 31u + (uint32_t)op + 1u;
+	return e;
 }
 
 static bool real_op_ok(Gen *G, Op op)

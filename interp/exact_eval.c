@@ -589,6 +589,25 @@ static int def_int(Ctx *c, int t, int64_t flat, int64_t *v)
 	return s->und;
 }
 
+/* An i32 tensor's element read as a real: a read with a real `??` default has type real
+ * (check.c), but the tensor's memo holds int slots (ISlot), not intervals. */
+static const Iv *int_as_real(Ctx *c, int t, int64_t flat, Iv *out)
+{
+	int64_t v = 0;
+	int s = 0;
+	if (c->g->tensors[t].kind == TK_INPUT)
+		v = (int64_t)ht_get(c->sh->in[t].ht, flat);
+	else
+		s = def_int(c, t, flat, &v);
+	if (s < 0)
+		return NULL;
+	if (s)
+		iv_set_und(out);
+	else
+		iv_from_si(&c->iv, out, v);
+	return out;
+}
+
 static const Iv *ev_read(Ctx *c, Ref r, const Node *n, Iv *out)
 {
 	int64_t flat;
@@ -599,6 +618,8 @@ static const Iv *ev_read(Ctx *c, Ref r, const Node *n, Iv *out)
 	default: break;
 	}
 	int t = (int)n->u.read.tensor;
+	if (c->g->tensors[t].dtype == DT_I32)
+		return int_as_real(c, t, flat, out);
 	if (c->g->tensors[t].kind == TK_INPUT)
 		return input_iv(c, t, flat);
 	return def_iv(c, t, flat);
@@ -746,6 +767,41 @@ static int ev_bool(Ctx *c, Ref r)
 
 /* ------------------------------------------------------------ reals */
 
+/* floor or ceil of f(x) for f = erf, tanh (values in (-1, 1)) or sigmoid ((0, 1)) and a
+ * finite x. An interval end of f(x) at exactly 1 (or -1, or 0 for sigmoid) is then open,
+ * which intervals cannot say; but floor and ceil of the open sliver (1 - eps, 1) equal
+ * those of nextbelow(1) (no integer lies between), so moving such an end inward by one ulp
+ * is sound for them (only: the moved interval may miss the exact value). Without this,
+ * floor(erf(30)) is [0, 1] at every precision below ~1300 bits. NULL with an error. */
+static const Iv *step_of_bounded(Ctx *c, const Node *n, const Node *f, Iv *out)
+{
+	size_t mark = c->top;
+	const Iv *x = ev(c, f->a[0], push(c));
+	if (!x) {
+		c->top = mark;
+		return NULL;
+	}
+	Iv *v = push(c);
+	iv_unary(&c->iv, (Op)f->op, v, x);
+	bool finite = !x->und && mpfr_number_p(x->lo) && mpfr_number_p(iv_hi(x));
+	if (finite && !v->und && !v->pt) {
+		if (mpfr_cmp_ui(v->hi, 1) == 0)
+			mpfr_nextbelow(v->hi);
+		if (f->op == OP_SIGMOID ? mpfr_zero_p(v->lo) : mpfr_cmp_si(v->lo, -1) == 0) {
+			mpfr_set_zero(v->lo, 1);   /* sigmoid: the end 0 becomes the least positive */
+			if (f->op != OP_SIGMOID)
+				mpfr_set_si(v->lo, -1, MPFR_RNDN);
+			mpfr_nextabove(v->lo);
+		}
+	}
+	if (!v->und && !v->pt && mpfr_cmp(v->lo, v->hi) > 0)
+		iv_set_und(out);   /* not expected (the ends lie inside (-1, 1)): stay sound */
+	else
+		iv_unary(&c->iv, (Op)n->op, out, v);
+	c->top = mark;
+	return out;
+}
+
 static const Iv *ev_op(Ctx *c, const Node *n, Iv *out)
 {
 	Op op = (Op)n->op;
@@ -763,6 +819,11 @@ static const Iv *ev_op(Ctx *c, const Node *n, Iv *out)
 			iv_hull(out, a, b);
 		c->top = mark;
 		return b ? out : NULL;
+	}
+	if (op == OP_FLOOR || op == OP_CEIL) {
+		const Node *f = &c->g->nodes[n->a[0]];
+		if (f->kind == NK_OP && (f->op == OP_ERF || f->op == OP_TANH || f->op == OP_SIGMOID))
+			return step_of_bounded(c, n, f, out);
 	}
 	const Iv *a = ev(c, n->a[0], push(c)), *b, *d;
 	if (!a)

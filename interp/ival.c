@@ -7,9 +7,11 @@
  * - points stay points: an operation on points rounds once to nearest and derives the other
  *   end from the ternary value (one MPFR call instead of two); a directed-rounding pair
  *   whose ends coincide becomes a point;
- * - NaN is absorbing for arithmetic (a definite NaN operand gives a NaN point even when
- *   another operand is undecided); pow's special cases (pow(x, 0) = 1, pow(1, y) = 1) win
- *   over NaN and over undecided operands;
+ * - NaN is absorbing for arithmetic (a definite NaN operand, or a product inf * 0 of
+ *   operands admitting only those values, gives a NaN point even when another operand is
+ *   undecided: fma(-inf, 0, c) is NaN for any c); pow's special cases (pow(x, 0) = 1,
+ *   pow(1, y) = 1) win over NaN and over undecided operands, and pow(+-0, y), pow(-inf, y)
+ *   are decided from y's sign and whether it may be an odd integer;
  * - an operation that could yield NaN for some admitted operand values but not for others
  *   (inf - inf, 0 * inf, 0 / 0, log of a negative...) gives und.
  */
@@ -227,6 +229,26 @@ static bool caninf(const Iv *a)
 
 static bool pinf(mpfr_srcptr x) { return mpfr_inf_p(x) && mpfr_sgn(x) > 0; }
 static bool ninf(mpfr_srcptr x) { return mpfr_inf_p(x) && mpfr_sgn(x) < 0; }
+
+/* Every value a admits is a zero (a zero point, or [-0, +0]). */
+static bool zero_only(const Iv *a)
+{
+	return !a->und && mpfr_zero_p(a->lo) && mpfr_zero_p(iv_hi(a));
+}
+
+/* Every value a admits is one infinity. */
+static bool inf_only(const Iv *a)
+{
+	return !a->und && mpfr_inf_p(a->lo) && mpfr_equal_p(a->lo, iv_hi(a));
+}
+
+/* a * b is NaN for every value the operands admit: a NaN, or an infinity times a zero
+ * (then undecided operands elsewhere do not matter). */
+static bool nan_product(const Iv *a, const Iv *b)
+{
+	return iv_isnan(a) || iv_isnan(b) || (zero_only(a) && inf_only(b)) ||
+	       (inf_only(a) && zero_only(b));
+}
 
 /* A non-decreasing function of one argument applied to a. */
 static void inc1(IvCtx *c, Iv *r, const Iv *a, Fn1 f)
@@ -520,6 +542,8 @@ static void mul(IvCtx *c, Iv *r, const Iv *a, const Iv *b)
 	if (a->pt && b->pt) {
 		fin(r, mpfr_mul(r->lo, a->lo, b->lo, RN));
 		c->ops++;
+	} else if (nan_product(a, b)) {
+		iv_set_nan(r);   /* inf * [-0, +0] */
 	} else if ((can0(a) && caninf(b)) || (caninf(a) && can0(b))) {
 		iv_set_und(r);
 	} else if (a->pt || b->pt) {
@@ -534,6 +558,8 @@ static void divide(IvCtx *c, Iv *r, const Iv *a, const Iv *b)
 	if (a->pt && b->pt) {
 		fin(r, mpfr_div(r->lo, a->lo, b->lo, RN));
 		c->ops++;
+	} else if ((zero_only(a) && zero_only(b)) || (inf_only(a) && inf_only(b))) {
+		iv_set_nan(r);   /* 0 / 0 or inf / inf for every admitted value */
 	} else if ((can0(a) && can0(b)) || (caninf(a) && caninf(b))) {
 		iv_set_und(r);
 	} else if (b->pt) {
@@ -545,11 +571,38 @@ static void divide(IvCtx *c, Iv *r, const Iv *a, const Iv *b)
 	}
 }
 
+/* The number y is an odd integer (exactly, at any precision: y / 2 is exact). Uses t[0]. */
+static bool odd_int(IvCtx *c, mpfr_srcptr y)
+{
+	if (!mpfr_integer_p(y))
+		return false;
+	mpfr_div_2ui(c->t[0], y, 1, RN);
+	return !mpfr_integer_p(c->t[0]);
+}
+
+/* y (not undecided, not NaN) may be an odd integer. Uses t[0..2]. */
+static bool can_odd(IvCtx *c, const Iv *y)
+{
+	if (y->pt)
+		return odd_int(c, y->lo);
+	if (!mpfr_number_p(y->lo) || !mpfr_number_p(y->hi))
+		return true;   /* unbounded: holds odd integers */
+	mpfr_ptr n = c->t[1], d = c->t[2];
+	if (mpfr_rint_ceil(n, y->lo, RN) != 0)
+		return true;   /* ceil(lo) not exact at this precision: cannot tell */
+	if (mpfr_cmp(n, y->hi) > 0)
+		return false;  /* no integer in y */
+	if (odd_int(c, n))
+		return true;
+	mpfr_sub(d, y->hi, n, MPFR_RNDD);   /* >= 1 exactly when hi - n >= 1 */
+	c->ops += 2;
+	return mpfr_cmp_ui(d, 1) >= 0;
+}
+
 /* x^y for a point integer y and an interval x. */
 static void powint(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 {
-	/* an integer beyond 2^62 is even (its last bit is far above the binary point) */
-	bool even = !mpfr_fits_intmax_p(y->lo, RN) || (mpfr_get_sj(y->lo, RN) & 1) == 0;
+	bool even = !odd_int(c, y->lo);
 	bool neg_y = mpfr_sgn(y->lo) < 0;
 	bool nonneg = mpfr_sgn(x->lo) >= 0, nonpos = mpfr_sgn(x->hi) <= 0;
 	if (neg_y) {
@@ -580,6 +633,32 @@ static bool noint(IvCtx *c, const Iv *y)
 	return mpfr_cmp(c->t[0], iv_hi(y)) > 0;
 }
 
+/* pow(x, y) for x in {-0, +0} (zero_only) or x = -inf (a point), and y of one strict sign:
+ * IEEE 754's special cases depend only on the sign of y and on whether y is an odd integer.
+ * With E the value for y not an odd integer and O the one for an odd integer (O = E for
+ * x = +0; O = -E for -0 and -inf), the result is E, or the hull of O and E when y may be
+ * odd. Returns false (r untouched) when y's sign is not decided. */
+static bool pow_special(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
+{
+	int sy = mpfr_sgn(y->lo) > 0 ? 1 : mpfr_sgn(iv_hi(y)) < 0 ? -1 : 0;
+	if (!sy)
+		return false;
+	bool zero = mpfr_zero_p(x->lo);
+	/* [-0, +0] admits -0, whose results (E and O) include +0's (E) */
+	bool negx = mpfr_signbit(x->lo);
+	bool big = zero ? sy < 0 : sy > 0;   /* |result| = inf */
+	if (big)
+		mpfr_set_inf(r->hi, 1);
+	else
+		mpfr_set_zero(r->hi, 1);
+	if (negx && can_odd(c, y))
+		mpfr_neg(r->lo, r->hi, RN);
+	else
+		mpfr_set(r->lo, r->hi, RN);
+	norm(r);
+	return true;
+}
+
 static void power(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 {
 	if ((y->pt && mpfr_zero_p(y->lo)) ||
@@ -602,7 +681,11 @@ static void power(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 			iv_set_und(r);
 		else
 			iv_set_nan(r);
-	} else if (mpfr_sgn(x->lo) > 0) {
+	} else if ((zero_only(x) || (x->pt && ninf(x->lo))) && pow_special(c, r, x, y)) {
+		return;
+	} else if (mpfr_sgn(x->lo) > 0 || (mpfr_zero_p(x->lo) && !mpfr_signbit(x->lo))) {
+		/* on [+0, inf] pow is monotone in x for each y and in y for each x (the IEEE
+		 * values at +0 and +inf are the limits), so the corners bound it */
 		corners(c, r, x, y, mpfr_pow);
 	} else if (y->pt && mpfr_integer_p(y->lo) && !mpfr_inf_p(y->lo)) {
 		powint(c, r, x, y);
@@ -694,7 +777,7 @@ void iv_self(IvCtx *c, Op op, Iv *r, const Iv *a)
 	case OP_SUB:   /* x - x = +0 for finite x, NaN for infinite x */
 		if (!caninf(a))
 			iv_set_zero(r, 1);
-		else if (a->pt)
+		else if (inf_only(a))
 			iv_set_nan(r);
 		else
 			iv_set_und(r);
@@ -702,7 +785,7 @@ void iv_self(IvCtx *c, Op op, Iv *r, const Iv *a)
 	case OP_DIV:
 		if (!caninf(a) && !can0(a))
 			iv_set_ui(r, 1);
-		else if (a->pt)
+		else if (a->pt || zero_only(a))
 			iv_set_nan(r);
 		else
 			iv_set_und(r);
@@ -717,7 +800,8 @@ void iv_self(IvCtx *c, Op op, Iv *r, const Iv *a)
 
 void iv_fma(IvCtx *c, Iv *r, const Iv *a, const Iv *b, const Iv *d)
 {
-	if (iv_isnan(a) || iv_isnan(b) || iv_isnan(d)) {
+	/* NaN whatever d is (even undecided): a definite NaN operand or product (inf * 0) */
+	if (nan_product(a, b) || iv_isnan(d)) {
 		iv_set_nan(r);
 		return;
 	}
@@ -733,6 +817,8 @@ void iv_fma(IvCtx *c, Iv *r, const Iv *a, const Iv *b, const Iv *d)
 	mul(c, &c->wide, a, b);   /* exact for points: 2 * prec bits */
 	if (c->wide.und)
 		iv_set_und(r);
+	else if (iv_isnan(&c->wide))
+		iv_set_nan(r);   /* not reached (nan_product above); add() would give und */
 	else
 		add(c, r, &c->wide, d, false);
 }

@@ -23,11 +23,13 @@
  *   floor(n/2) terms on the left), split reductions as S strided partial chains (term j of
  *   the split index goes to partial (j - lo) mod S) combined in order, exactly the trees of
  *   lower.c. Every addition node adds half an ulp of the accum format at the magnitude of
- *   its partial sum (|exact partial| + the errors below it): the running error bound,
- *   which never exceeds gamma_h(u_accum) * sum |t_i| + sum e_i for the tree's height h
- *   (linear n-1, split ceil(n/S)-1 + S-1, pairwise ceil(log2 n)) and is often far below
- *   it, because it uses the partial sums of the actual data. An identity (an empty
- *   partial) is added exactly.
+ *   its partial sum (|exact partial| + the errors below it): the running error bound. By
+ *   induction over the tree, a node at height d above term i carries at most
+ *   ((1+u)^d - 1)|t_i| + (1+u)^d e_i of it, so the bound is at most
+ *   gamma_h(u_accum) * sum |t_i| + (1+u)^h * sum e_i for the tree's height h (linear n-1,
+ *   split ceil(n/S)-1 + S-1, pairwise ceil(log2 n)), and often far below it, because it
+ *   uses the partial sums of the actual data and each term's own depth. An identity (an
+ *   empty partial) joins exactly.
  * - max/min: error <= max e_i (no rounding). logsumexp: the kernel's max shift m + log(sum
  *   exp(t - m)), analysed with m = the computed max (its exact value does not matter: the
  *   expression equals logsumexp(t) for any m); its enclosure is computed separately.
@@ -203,13 +205,13 @@ static Bv cast_const(Ba *b, Bv x, Dtype g)
 	if (!bv_bounded(&x))
 		return x;
 	Bv r = x;
-	r.lo = fmt_round(g, x.lo);
-	r.hi = fmt_round(g, x.hi);
+	r.lo = bv_fmt_round(g, x.lo);
+	r.hi = bv_fmt_round(g, x.hi);
 	r.e = 0;
 	r.fmt = (int8_t)g;
 	if (!isfinite(r.lo) || !isfinite(r.hi))
 		return bv_unbounded(x.tie);
-	if (fmt_within(g, b->opf))
+	if (bv_within(g, b->opf))
 		return r;
 	Bv w = bv_round(&b->c, r, b->opf);
 	w.fmt = DT_NONE;
@@ -592,8 +594,8 @@ static Bv lse(Ba *b, const Bv *t, size_t n)
 		if (!bv_bounded(&t[i]))
 			return bv_unbounded(true);
 		tie |= t[i].tie;
-		mlo = fmax(mlo, add_dn(t[i].lo, -t[i].e));
-		mhi = fmax(mhi, add_up(t[i].hi, t[i].e));
+		mlo = fmax(mlo, bv_add_dn(t[i].lo, -t[i].e));
+		mhi = fmax(mhi, bv_add_up(t[i].hi, t[i].e));
 	}
 	Bv m = {mlo, mhi, 0, (int8_t)b->opf, tie};
 	Bv *x = malloc(n * sizeof *x);
@@ -668,8 +670,8 @@ static Bi reduce_int(Ba *b)
 static bool beats(const Ba *b, size_t i, size_t j, int dir)
 {
 	const Bv *x = &b->tv[i], *y = &b->tv[j];
-	double xl = dir > 0 ? add_dn(x->lo, -x->e) : -add_up(x->hi, x->e);
-	double yh = dir > 0 ? add_up(y->hi, y->e) : -add_dn(y->lo, -y->e);
+	double xl = dir > 0 ? bv_add_dn(x->lo, -x->e) : -bv_add_up(x->hi, x->e);
+	double yh = dir > 0 ? bv_add_up(y->hi, y->e) : -bv_add_dn(y->lo, -y->e);
 	return b->tix[j] < b->tix[i] ? xl > yh : xl >= yh;
 }
 
@@ -953,12 +955,6 @@ static int run_defs(Ba *b)
 			do_element(b, e);
 		if (b->failed)
 			return -1;
-		if (getenv("ORC_DEBUG")) {
-			int64_t m = ir_tensor_count(g, D->out[0]), nu = 0;
-			for (int64_t e = 0; b->rv[D->out[0]] && e < m; e++)
-				nu += !bv_bounded(&b->rv[D->out[0]][e]);
-			fprintf(stderr, "def %s: %lld of %lld unbounded\n", g->tensors[D->out[0]].name, (long long)nu, (long long)m);
-		}
 	}
 	return 0;
 }

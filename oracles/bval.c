@@ -55,7 +55,7 @@ static double ovf(const DtypeInfo *fi)
 	return fi->maxfinite + ldexp(1.0, (int)fi->emax - 1 - fi->prec);
 }
 
-double fmt_half_ulp(Dtype f, double m)
+double bv_half_ulp(Dtype f, double m)
 {
 	const DtypeInfo *fi = dt_info(f);
 	if (!(m < ovf(fi)))
@@ -67,7 +67,7 @@ double fmt_half_ulp(Dtype f, double m)
 	return ldexp(1.0, ilogb(m) - fi->prec);
 }
 
-double fmt_round(Dtype f, double x)
+double bv_fmt_round(Dtype f, double x)
 {
 	if (f == DT_F64 || !isfinite(x) || x == 0)
 		return x;
@@ -78,7 +78,7 @@ double fmt_round(Dtype f, double x)
 	return fabs(r) > fi->maxfinite ? copysign(INFINITY, x) : r;
 }
 
-bool fmt_within(Dtype a, Dtype b)
+bool bv_within(Dtype a, Dtype b)
 {
 	if (a == b)
 		return true;
@@ -91,7 +91,7 @@ bool fmt_within(Dtype a, Dtype b)
 /* The exact rounding error of z (a double) into f: |R(z) - z|, INFINITY on overflow. */
 static double exact_local(Dtype f, double z)
 {
-	double r = fmt_round(f, z);
+	double r = bv_fmt_round(f, z);
 	return isinf(r) ? INFINITY : fabs(r - z);
 }
 
@@ -114,13 +114,13 @@ static double two_sum_err(double a, double b, double s)
 	return (a - (s - bb)) + (b - bb);
 }
 
-double add_dn(double a, double b)
+double bv_add_dn(double a, double b)
 {
 	double s = a + b;
 	return isfinite(s) && two_sum_err(a, b, s) < 0 ? ndn(s) : s;
 }
 
-double add_up(double a, double b)
+double bv_add_up(double a, double b)
 {
 	double s = a + b;
 	return isfinite(s) && two_sum_err(a, b, s) > 0 ? nup(s) : s;
@@ -193,7 +193,7 @@ static double fn(BvCtx *c, Op op, double x, bool up)
 	default: {
 		Dtype g = op_cast_dtype(op);
 		IR_ASSERT(g != DT_NONE);
-		return fmt_round(g, x);
+		return bv_fmt_round(g, x);
 	}
 	}
 	return mpfr_get_d(c->y, r);
@@ -238,22 +238,12 @@ static Bv fin(Bv r, double e)
 	return bv_bounded(&r) ? r : bv_unbounded(r.tie);
 }
 
-/* Is op correctly rounded on this backend in format f? */
-static bool is_cr(BvCtx *c, Op op, Dtype f)
-{
-	if (c->be == 0 || op == OP_ADD || op == OP_SUB || op == OP_MUL)
-		return true;
-	bool found;
-	double b = al_local(c->be, op, f, -INFINITY, INFINITY, 1.0, &found);
-	return found && b <= fmt_half_ulp(f, 1.0) * INFL;
-}
-
 /* The local error of op in format f for arguments in [xlo, xhi] (DIV: the divisor's) and
  * a result of magnitude <= ymax, before the result is rounded: the backend's allowance, or
  * half an ulp where the operation rounds correctly. */
 static double local(BvCtx *c, Op op, Dtype f, double xlo, double xhi, double ymax)
 {
-	double cr = fmt_half_ulp(f, ymax);
+	double cr = bv_half_ulp(f, ymax);
 	if (c->be == 0 || isinf(cr))
 		return cr;
 	bool found;
@@ -269,13 +259,13 @@ static double local(BvCtx *c, Op op, Dtype f, double xlo, double xhi, double yma
 Bv bv_round(BvCtx *c, Bv a, Dtype f)
 {
 	(void)c;
-	if (!bv_bounded(&a) || (a.fmt != DT_NONE && fmt_within((Dtype)a.fmt, f)))
+	if (!bv_bounded(&a) || (a.fmt != DT_NONE && bv_within((Dtype)a.fmt, f)))
 		return a;
-	double loc = fmt_half_ulp(f, mag(&a) + a.e);
+	double loc = bv_half_ulp(f, mag(&a) + a.e);
 	if (a.e == 0) {
 		/* computed = exact, so the result is R(exact): when both ends round alike, that
 		 * is the value, and its error is known to the enclosure's width */
-		double rl = fmt_round(f, a.lo), rh = fmt_round(f, a.hi);
+		double rl = bv_fmt_round(f, a.lo), rh = bv_fmt_round(f, a.hi);
 		if (rl == rh && isfinite(rl))
 			loc = fmax(fabs(rl - a.lo), fabs(rh - a.hi)) * INFL;
 	}
@@ -290,7 +280,7 @@ Bv bv_add(BvCtx *c, const Bv *a, const Bv *b, Dtype f, bool sub)
 	if (!bv_bounded(a) || !bv_bounded(b))
 		return bv_unbounded(tie);
 	double bl = sub ? -b->hi : b->lo, bh = sub ? -b->lo : b->hi;
-	Bv r = {add_dn(a->lo, bl), add_up(a->hi, bh), 0, (int8_t)f, tie};
+	Bv r = {bv_add_dn(a->lo, bl), bv_add_up(a->hi, bh), 0, (int8_t)f, tie};
 	double prop = a->e + b->e, loc;
 	if (point(a) && point(b) && r.lo == r.hi)
 		loc = exact_local(f, r.lo);
@@ -319,14 +309,14 @@ Bv bv_div(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
 	bool tie = a->tie || b->tie;
 	if (!bv_bounded(a) || !bv_bounded(b))
 		return bv_unbounded(tie);
-	double bl = add_dn(b->lo, -b->e), bh = add_up(b->hi, b->e);
+	double bl = bv_add_dn(b->lo, -b->e), bh = bv_add_up(b->hi, b->e);
 	if (bl <= 0 && bh >= 0)
 		return bv_unbounded(tie);
 	Bv r = {0, 0, 0, (int8_t)f, tie};
 	corners(true, a->lo, a->hi, b->lo, b->hi, &r.lo, &r.hi);
 	double bmin = fmin(fabs(bl), fabs(bh));
 	double prop = a->e == 0 && b->e == 0 ? 0 : (a->e + mag(&r) * b->e) / bmin, loc;
-	if (point(a) && point(b) && r.lo == r.hi && is_cr(c, OP_DIV, f))
+	if (point(a) && point(b) && r.lo == r.hi && al_is_cr(c->be, OP_DIV, f))
 		loc = exact_local(f, r.lo);
 	else
 		loc = local(c, OP_DIV, f, bl, bh, mag(&r) + prop);
@@ -340,9 +330,10 @@ Bv bv_fma(BvCtx *c, const Bv *a, const Bv *b, const Bv *d, Dtype f)
 		return bv_unbounded(tie);
 	double pl, ph;
 	corners(false, a->lo, a->hi, b->lo, b->hi, &pl, &ph);
-	Bv r = {add_dn(pl, d->lo), add_up(ph, d->hi), 0, (int8_t)f, tie};
+	Bv r = {bv_add_dn(pl, d->lo), bv_add_up(ph, d->hi), 0, (int8_t)f, tie};
 	double prop = mag(a) * b->e + mag(b) * a->e + a->e * b->e + d->e, loc;
-	if (point(a) && point(b) && point(d) && pl == ph && r.lo == r.hi && is_cr(c, OP_FMA, f))
+	if (point(a) && point(b) && point(d) && pl == ph && r.lo == r.hi &&
+	    al_is_cr(c->be, OP_FMA, f))
 		loc = exact_local(f, r.lo);
 	else
 		loc = local(c, OP_FMA, f, 0, 0, mag(&r) + prop);
@@ -354,8 +345,8 @@ Bv bv_pow(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
 	bool tie = a->tie || b->tie;
 	if (!bv_bounded(a) || !bv_bounded(b))
 		return bv_unbounded(tie);
-	double al = add_dn(a->lo, -a->e), ah = add_up(a->hi, a->e);
-	double bl = add_dn(b->lo, -b->e), bh = add_up(b->hi, b->e);
+	double al = bv_add_dn(a->lo, -a->e), ah = bv_add_up(a->hi, a->e);
+	double bl = bv_add_dn(b->lo, -b->e), bh = bv_add_up(b->hi, b->e);
 	Bv r = {INFINITY, -INFINITY, 0, (int8_t)f, tie};
 	double cl = INFINITY, ch = -INFINITY, prop = 0;
 	if (point(a) && point(b)) {
@@ -372,7 +363,7 @@ Bv bv_pow(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
 				cl = fmin(cl, pow_dir(c, X[i], Y[j], false));
 				ch = fmax(ch, pow_dir(c, X[i], Y[j], true));
 			}
-		prop = fmax(add_up(ch, -r.lo), add_up(r.hi, -cl));
+		prop = fmax(bv_add_up(ch, -r.lo), bv_add_up(r.hi, -cl));
 	} else {
 		return bv_unbounded(tie);
 	}
@@ -386,12 +377,12 @@ Bv bv_pow(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
 static Bv trig(BvCtx *c, Op op, const Bv *a, Dtype f)
 {
 	double m = a->lo == a->hi ? a->lo : a->lo / 2 + a->hi / 2;
-	double rad = fmax(add_up(a->hi, -m), add_up(m, -a->lo));
-	Bv r = {fmax(-1, add_dn(fn(c, op, m, false), -rad)), fmin(1, add_up(fn(c, op, m, true), rad)),
+	double rad = fmax(bv_add_up(a->hi, -m), bv_add_up(m, -a->lo));
+	Bv r = {fmax(-1, bv_add_dn(fn(c, op, m, false), -rad)), fmin(1, bv_add_up(fn(c, op, m, true), rad)),
 		0, (int8_t)f, a->tie};
 	double prop = point(a) ? 0 : fmin(a->e, 2);
 	double ymax = fmin(1, mag(&r) + prop);
-	double loc = local(c, op, f, add_dn(a->lo, -a->e), add_up(a->hi, a->e), ymax);
+	double loc = local(c, op, f, bv_add_dn(a->lo, -a->e), bv_add_up(a->hi, a->e), ymax);
 	return fin(r, prop + loc);
 }
 
@@ -399,7 +390,7 @@ static Bv trig(BvCtx *c, Op op, const Bv *a, Dtype f)
  * [*ylo, *yhi] gets the range of f over the computed arguments. */
 static Bv mono(BvCtx *c, Op op, const Bv *a, bool inc, double *ylo, double *yhi)
 {
-	double xl = add_dn(a->lo, -a->e), xh = add_up(a->hi, a->e);
+	double xl = bv_add_dn(a->lo, -a->e), xh = bv_add_up(a->hi, a->e);
 	Bv r = {0, 0, 0, DT_NONE, a->tie};
 	if (inc) {
 		r.lo = fn(c, op, a->lo, false);
@@ -412,7 +403,7 @@ static Bv mono(BvCtx *c, Op op, const Bv *a, bool inc, double *ylo, double *yhi)
 		*ylo = point(a) ? r.lo : fn(c, op, xh, false);
 		*yhi = point(a) ? r.hi : fn(c, op, xl, true);
 	}
-	r.e = point(a) ? 0 : fmax(add_up(*yhi, -r.lo), add_up(r.hi, -*ylo));
+	r.e = point(a) ? 0 : fmax(bv_add_up(*yhi, -r.lo), bv_add_up(r.hi, -*ylo));
 	return r;
 }
 
@@ -446,7 +437,7 @@ Bv bv_unary(BvCtx *c, Op op, const Bv *a, Dtype f)
 	default:
 		break;
 	}
-	double xl = add_dn(a->lo, -a->e), xh = add_up(a->hi, a->e), yl, yh;
+	double xl = bv_add_dn(a->lo, -a->e), xh = bv_add_up(a->hi, a->e), yl, yh;
 	if (!in_domain(op, xl, xh))
 		return bv_unbounded(a->tie);
 	r = mono(c, op, a, op != OP_RSQRT, &yl, &yh);
@@ -471,8 +462,8 @@ Bv bv_maxmin(const Bv *a, const Bv *b, bool max)
 	Bv r = {max ? fmax(a->lo, b->lo) : fmin(a->lo, b->lo),
 		max ? fmax(a->hi, b->hi) : fmin(a->hi, b->hi), fmax(a->e, b->e), DT_NONE, tie};
 	if (a->fmt != DT_NONE && b->fmt != DT_NONE)
-		r.fmt = fmt_within((Dtype)a->fmt, (Dtype)b->fmt) ? b->fmt :
-			fmt_within((Dtype)b->fmt, (Dtype)a->fmt) ? a->fmt : DT_NONE;
+		r.fmt = bv_within((Dtype)a->fmt, (Dtype)b->fmt) ? b->fmt :
+			bv_within((Dtype)b->fmt, (Dtype)a->fmt) ? a->fmt : DT_NONE;
 	return r;
 }
 
@@ -498,8 +489,8 @@ B3 bv_cmp(Op op, const Bv *a, const Bv *b)
 	if (!bv_bounded(a) || !bv_bounded(b))
 		return r;
 	r.ex = rel(op, a->lo, a->hi, b->lo, b->hi);
-	uint8_t cp = rel(op, add_dn(a->lo, -a->e), add_up(a->hi, a->e), add_dn(b->lo, -b->e),
-			 add_up(b->hi, b->e));
+	uint8_t cp = rel(op, bv_add_dn(a->lo, -a->e), bv_add_up(a->hi, a->e), bv_add_dn(b->lo, -b->e),
+			 bv_add_up(b->hi, b->e));
 	r.cp = cp == 2 ? 3 : cp ? 2 : 1;
 	return r;
 }
@@ -513,13 +504,13 @@ Bv bv_select(const B3 *c, const Bv *a, const Bv *b)
 	if (c->ex != 2) {
 		/* the exact value takes one branch; the computed one may take the other */
 		const Bv *x = c->ex ? a : b, *y = c->ex ? b : a;
-		double d = fmax(add_up(y->hi, -x->lo), add_up(x->hi, -y->lo));
+		double d = fmax(bv_add_up(y->hi, -x->lo), bv_add_up(x->hi, -y->lo));
 		r = *x;
 		r.e = fmax(x->e, y->e + d) * INFL;
 	} else {
 		r.lo = fmin(a->lo, b->lo);
 		r.hi = fmax(a->hi, b->hi);
-		r.e = (fmax(a->e, b->e) + add_up(r.hi, -r.lo)) * INFL;
+		r.e = (fmax(a->e, b->e) + bv_add_up(r.hi, -r.lo)) * INFL;
 	}
 	r.fmt = a->fmt == b->fmt ? a->fmt : DT_NONE;
 	r.tie = tie;
@@ -530,13 +521,13 @@ double bv_budget(const Bv *a, Dtype out)
 {
 	if (!bv_bounded(a))
 		return INFINITY;
-	double cl = add_dn(a->lo, -a->e), ch = add_up(a->hi, a->e);
-	double rcl = fmt_round(out, cl), rch = fmt_round(out, ch);
-	double rxl = fmt_round(out, a->lo), rxh = fmt_round(out, a->hi);
+	double cl = bv_add_dn(a->lo, -a->e), ch = bv_add_up(a->hi, a->e);
+	double rcl = bv_fmt_round(out, cl), rch = bv_fmt_round(out, ch);
+	double rxl = bv_fmt_round(out, a->lo), rxh = bv_fmt_round(out, a->hi);
 	if (!isfinite(rcl) || !isfinite(rch) || !isfinite(rxl) || !isfinite(rxh))
 		return INFINITY;
-	double b = fmax(fmax(add_up(rch, -rxl), add_up(rxh, -rcl)),
-			fmax(add_up(rch, -a->lo), add_up(a->hi, -rcl)));
+	double b = fmax(fmax(bv_add_up(rch, -rxl), bv_add_up(rxh, -rcl)),
+			fmax(bv_add_up(rch, -a->lo), bv_add_up(a->hi, -rcl)));
 	return fmax(b, 0);
 }
 
@@ -546,9 +537,9 @@ void bv_lse(BvCtx *c, const Bv *t, size_t n, double *lo, double *hi)
 	for (size_t i = 0; i < n; i++)
 		m0 = fmax(m0, t[i].lo);
 	for (size_t i = 0; i < n; i++) {
-		slo = add_dn(slo, fn(c, OP_EXP, add_dn(t[i].lo, -m0), false));
-		shi = add_up(shi, fn(c, OP_EXP, add_up(t[i].hi, -m0), true));
+		slo = bv_add_dn(slo, fn(c, OP_EXP, bv_add_dn(t[i].lo, -m0), false));
+		shi = bv_add_up(shi, fn(c, OP_EXP, bv_add_up(t[i].hi, -m0), true));
 	}
-	*lo = add_dn(m0, fn(c, OP_LOG, slo, false));
-	*hi = add_up(m0, fn(c, OP_LOG, shi, true));
+	*lo = bv_add_dn(m0, fn(c, OP_LOG, slo, false));
+	*hi = bv_add_up(m0, fn(c, OP_LOG, shi, true));
 }

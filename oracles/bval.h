@@ -54,11 +54,11 @@ void bv_free(BvCtx *c);
 
 /* Half a unit in the last place of format f in the binade of magnitude m (the largest
  * rounding error of a value of magnitude <= m), INFINITY where such a value may overflow. */
-double fmt_half_ulp(Dtype f, double m);
+double bv_half_ulp(Dtype f, double m);
 /* x rounded to nearest even into f (f64: x), overflow to +-inf. */
-double fmt_round(Dtype f, double x);
+double bv_fmt_round(Dtype f, double x);
 /* Every value of format a is one of format b. */
-bool fmt_within(Dtype a, Dtype b);
+bool bv_within(Dtype a, Dtype b);
 
 /* ------------------------------------------------------------ values */
 
@@ -95,8 +95,8 @@ double bv_budget(const Bv *a, Dtype out);
 void bv_lse(BvCtx *c, const Bv *t, size_t n, double *lo, double *hi);
 
 /* Directed rounding of doubles (exact error-free transformations). */
-double add_dn(double a, double b);
-double add_up(double a, double b);
+double bv_add_dn(double a, double b);
+double bv_add_up(double a, double b);
 
 /* ------------------------------------------------------------ allowances (allowances.c) */
 
@@ -107,5 +107,7 @@ int al_backend(const char *name);
  * divisor's) and results of magnitude <= ymax. *found is false when the table has no row
  * for (op, be, f); the bound is INFINITY when its rows do not cover [xlo, xhi]. */
 double al_local(int be, Op op, Dtype f, double xlo, double xhi, double ymax, bool *found);
+/* Whether op rounds correctly on backend be in format f, everywhere. */
+bool al_is_cr(int be, Op op, Dtype f);
 
 #endif

@@ -28,11 +28,14 @@
  * with R the rounding into the output's dtype, `kernel` the element a correct kernel
  * delivers and `exact` the graph's exact value:
  *     |kernel - R(exact)| <= budget   and   |kernel - exact| <= budget
- * (the first is what verify compares with mp_exact's correctly rounded value). +inf where
- * no bound is known: the exact or the computed value may be infinite or NaN (compare such
- * elements categorically), a divisor's range contains 0, a function leaves its domain, or
- * the backend promises nothing for a function. Integer outputs get 0: they must match
- * exactly, unless a near tie allows otherwise (orc_budget_ties).
+ * (the first is what verify compares with mp_exact's correctly rounded value). A finite
+ * budget also means that the exact value and every correct kernel's value are finite
+ * numbers there: a special value on either side is a real failure. +inf means no claim:
+ * a correct kernel may deliver anything there, an infinity or a NaN included (the exact
+ * value is infinite or NaN, an intermediate may overflow, a divisor's range holds 0, a
+ * function may leave its domain, or the backend promises nothing for a function), so a
+ * special mismatch at such an element is not evidence of a wrong kernel. Integer outputs
+ * get 0: they must match exactly, unless a near tie allows otherwise (orc_budget_ties).
  * Returns 0, or -1 with d (code 2: an unknown backend, an error of the graph such as an
  * indirect index out of range; code 3: internal). */
 int orc_budget(const Graph *g, const Schedule *s, const char *backend,

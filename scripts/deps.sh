@@ -18,6 +18,7 @@ PKGS=(
   libopenblas-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libvulkan-dev libshaderc-dev vulkan-tools
+  chromium
 )
 BACKPORTS_PKGS=(mesa-vulkan-drivers)
 

@@ -1,30 +1,44 @@
 #!/usr/bin/env bash
 # The main job of a fresh machine (README, first command): installs what assay needs, builds
-# it, then checks and evaluates every example with the exact oracle and prints a summary.
-# (Fuzz campaigns and reports take this place once they exist.)
+# it, lists the backends, runs a short fuzz campaign on every available backend (random
+# graphs, schedules and inputs, each checked against the MPFR oracle and its error budget;
+# failures reduced to minimal repros), writes the report and gates it.
+#   SECONDS_BUDGET  length of the campaign in seconds (default 90)
+#   OUT             the campaign directory (default out/campaign; replaced)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 make -j"$(nproc)" >/dev/null
 echo "built ./assay ($(./assay --version))"
-printf '\n%-22s %-8s %-10s %-12s %s\n' example outputs elements unsamplable seconds
-fail=0
-for g in examples/*.tg; do
-	start=$(date +%s.%N)
-	if out=$(./assay eval --json --threads "$(nproc)" "$g" 2>&1); then
-		end=$(date +%s.%N)
-		n=$(printf '%s' "$out" | grep -c '"name"' || true)
-		el=$(printf '%s' "$out" | sed -n 's/.*"elements": \([0-9]*\).*/\1/p' | awk '{s+=$1} END {print s+0}')
-		un=$(printf '%s' "$out" | sed -n 's/.*"unsamplable": \([0-9]*\).*/\1/p' | awk '{s+=$1} END {print s+0}')
-		printf '%-22s %-8s %-10s %-12s %.2f\n' "$(basename "$g" .tg)" "$n" "$el" "$un" "$(awk -v a="$start" -v b="$end" 'BEGIN {print b-a}')"
-	else
-		printf '%-22s FAILED\n%s\n' "$(basename "$g" .tg)" "$out"
-		fail=1
-	fi
-done
-if [ $fail -ne 0 ]; then
-	echo "some examples failed to evaluate"
-	exit 1
+echo
+./assay backends
+OUT=${OUT:-out/campaign}
+secs=${SECONDS_BUDGET:-90}
+rm -rf "$OUT"
+mkdir -p "$(dirname "$OUT")"
+echo
+echo "== fuzz campaign: $secs s on every available backend, $(nproc) jobs -> $OUT"
+set +e
+./assay fuzz --seconds "$secs" --jobs "$(nproc)" --seed "$(date +%s)" -o "$OUT"
+fuzz_rc=$?
+set -e
+if [ $fuzz_rc -ge 2 ]; then
+	echo "main: the campaign could not run (exit $fuzz_rc)" >&2
+	exit $fuzz_rc
 fi
 echo
-echo "every example checked and evaluated; './assay eval examples/softmax.tg' shows one in full"
+./assay report "$OUT" -o "$OUT/report"
+echo
+echo "== gate: examples/campaign.policy"
+set +e
+./assay gate "$OUT" --policy examples/campaign.policy
+gate_rc=$?
+set -e
+echo
+echo "report: $(realpath "$OUT/report/index.html")"
+if [ $gate_rc -eq 0 ]; then
+	echo "gate: PASS"
+else
+	echo "gate: FAIL (distinct failures and their minimal repros: $OUT/failures/)"
+fi
+exit $gate_rc

@@ -939,6 +939,153 @@ START_TEST(tie_with_interval_end)
 }
 END_TEST
 
+/* ------------------------------------------------------------ decided special cases */
+
+/* Values decided at the first precision although an operand is an interval or undecided:
+ * each row settles at 64 bits with no escalation (before, each escalated to the cap and
+ * came back unsamplable). uW(a) = W(a) / W(a) at a = 0 is 0 / 0 over intervals: never
+ * decided. */
+static Ref special_row(Graph *g, int row)
+{
+	Ref ninf = num(g, "-inf"), pinf = num(g, "inf"), z = num(g, "0"), nz = num(g, "-0");
+	Ref e3 = num(g, "1e-3"), me3 = num(g, "-1e-3"), w0 = wide(g, z);
+	Ref und = op2(g, OP_DIV, w0, wide(g, num(g, "0x1p-80")));   /* [-a, a] / [-a, a] */
+	switch (row) {
+	case 0: return ir_op(g, OP_FMA, TY_REAL, ninf, num(g, "0.0"), wide(g, num(g, "2")));
+	case 1: return ir_op(g, OP_FMA, TY_REAL, z, pinf, wide(g, num(g, "2")));
+	case 2: return ir_op(g, OP_FMA, TY_REAL, ninf, z, und);   /* NaN beats undecided */
+	case 3: return ir_op(g, OP_FMA, TY_REAL, w0, w0, num(g, "nan"));
+	case 4: return op2(g, OP_POW, z, e3);
+	case 5: return op2(g, OP_POW, nz, e3);
+	case 6: return op2(g, OP_POW, z, me3);
+	case 7: return op2(g, OP_POW, nz, me3);
+	case 8: return op2(g, OP_POW, ninf, e3);
+	case 9: return op2(g, OP_POW, ninf, me3);
+	case 10: return op2(g, OP_POW, z, op1(g, OP_SQRT, num(g, "2")));
+	case 11: return op2(g, OP_POW, ninf, wide(g, num(g, "2.5")));   /* no odd integer */
+	/* may be odd: pow(-0, ~3) is -0 or +0, so adding 1 is exactly 1 */
+	case 12: return op2(g, OP_ADD, op2(g, OP_POW, nz, wide(g, num(g, "3"))), num(g, "1"));
+	case 13: return op2(g, OP_POW, wide(g, num(g, "5")), z);     /* pow(x, 0) = 1 */
+	default:   /* floor(pow([+0, a], 0.5)) = +0: pow is monotone on [+0, inf] */
+		return op1(g, OP_FLOOR, op2(g, OP_POW, op2(g, OP_MAX, w0, z), num(g, "0.5")));
+	}
+}
+
+static const double special_want[] = {NAN, NAN, NAN, NAN, 0.0, 0.0, INFINITY, INFINITY,
+				       INFINITY, 0.0, 0.0, INFINITY, 1, 1, 0.0};
+
+START_TEST(special_cases_settle_at_once)
+{
+	Graph *g = ir_new("t.tg");
+	int y = scalar(g, "y", special_row(g, _i));
+	ir_add_output(g, y, DT_F32, (SrcPos){0});
+	Res r;
+	MpOpts o = {1, 64, 1024};
+	run_ok(g, NULL, &o, &r);
+	ck_same(out1(&r, 0, 0), special_want[_i]);
+	ck_assert_int_eq(r.st.escalations, 0);
+	ck_assert_int_eq(r.st.max_prec, 64);
+	res_free(&r);
+	ir_free(g);
+}
+END_TEST
+
+/* floor and ceil of erf, tanh and sigmoid of large finite arguments: the value is strictly
+ * inside (-1, 1) (sigmoid: (0, 1)) although its interval ends at 1 (-1, 0) below ~1300
+ * bits; each row settles at 64 bits. The last rows are guards: infinite arguments reach
+ * the bounds exactly. */
+static Ref bounded_row(Graph *g, int row)
+{
+	Ref big = num(g, "30"), nbig = num(g, "-30"), huge = num(g, "1e30");
+	switch (row) {
+	case 0: return op1(g, OP_FLOOR, op1(g, OP_ERF, big));
+	case 1: return op1(g, OP_CEIL, op1(g, OP_ERF, big));
+	case 2: return op1(g, OP_CEIL, op1(g, OP_ERF, nbig));     /* -0 */
+	case 3: return op1(g, OP_FLOOR, op1(g, OP_ERF, nbig));
+	case 4: return op1(g, OP_FLOOR, op1(g, OP_TANH, wide(g, num(g, "400"))));
+	case 5: return op1(g, OP_CEIL, op1(g, OP_TANH, op1(g, OP_NEG, huge)));
+	case 6: return op1(g, OP_FLOOR, op1(g, OP_SIGMOID, num(g, "1000")));
+	case 7: return op1(g, OP_CEIL, op1(g, OP_SIGMOID, op1(g, OP_NEG, num(g, "1e20"))));
+	case 8: return op1(g, OP_FLOOR, op1(g, OP_ERF, num(g, "inf")));
+	default: return op1(g, OP_CEIL, op1(g, OP_SIGMOID, num(g, "-inf")));
+	}
+}
+
+static const double bounded_want[] = {0, 1, -0.0, -1, 0, -0.0, 0, 1, 1, 0};
+
+START_TEST(floor_ceil_of_bounded_functions)
+{
+	Graph *g = ir_new("t.tg");
+	int y = scalar(g, "y", bounded_row(g, _i));
+	ir_add_output(g, y, DT_F32, (SrcPos){0});
+	Res r;
+	MpOpts o = {1, 64, 10000};
+	run_ok(g, NULL, &o, &r);
+	ck_same(out1(&r, 0, 0), bounded_want[_i]);
+	ck_assert_int_eq(r.st.escalations, 0);
+	res_free(&r);
+	ir_free(g);
+}
+END_TEST
+
+/* pow(x, 2^63 + 1) for x ~ -1e-6, an interval around 0 at 64 bits: the exponent is odd
+ * (an integer above 2^62 is odd at 64 bits and more), so the value is a negative number far
+ * below every format's range: -0, not +0 (an even-power reading gave +0 at once). */
+START_TEST(pow_large_odd_exponent)
+{
+	Graph *g = ir_new("t.tg");
+	Ref x = wide(g, num(g, "-1e-6"));
+	int y = scalar(g, "y", op2(g, OP_POW, x, num(g, "9223372036854775809")));
+	ir_add_output(g, y, DT_F32, (SrcPos){0});
+	Res r;
+	MpOpts o = {1, 64, 1024};
+	run_ok(g, NULL, &o, &r);
+	ck_same(out1(&r, 0, 0), -0.0);
+	res_free(&r);
+	ir_free(g);
+}
+END_TEST
+
+/* An i32 tensor read with a real `??` default is a real read (check.c gives it TY_REAL):
+ * the evaluator read the tensor's integer slots as intervals and tripped the assertion
+ * `s->done` in def_iv (or read an integer input's missing interval cache). */
+START_TEST(int_tensor_read_as_real)
+{
+	Graph *g = ir_new("t.tg");
+	int64_t n = 3;
+	int in = input(g, "p", DT_I32, 1, &n);
+	int k = define(g, "k", 1, (int64_t[]){3}, MO_NONE, 0, 0,
+		       iop2(g, OP_MUL, var(g, 0), cint(g, 7)));
+	Ref i1 = iop2(g, OP_ADD, var(g, 0), cint(g, 1));
+	Ref half = num(g, "0.5");
+	Ref a = ir_read(g, (uint32_t)k, &i1, 1, half, TY_REAL);
+	Ref b = ir_read(g, (uint32_t)in, &i1, 1, half, TY_REAL);
+	int y = define(g, "y", 1, (int64_t[]){3}, MO_NONE, 0, 0, op2(g, OP_ADD, a, b));
+	ir_add_output(g, y, DT_F32, (SrcPos){0});
+	double pv[] = {100, 200, 300};
+	HostTensor ht = vec(DT_I32, 3, pv);
+	static const double want[] = {207, 314, 1};
+	for (int threads = 1; threads <= 2; threads++) {
+		Res r;
+		MpOpts o = {threads, 64, 0};
+		run_ok(g, &ht, &o, &r);
+		for (int i = 0; i < 3; i++)
+			ck_same(out1(&r, 0, i), want[i]);
+		res_free(&r);
+	}
+	Diag d = {0};
+	MpSession *s = mp_session_new(g, &ht, NULL, &d);
+	ck_assert(s != NULL);
+	double v;
+	MpStatus st;
+	ck_assert_int_eq(mp_point(s, 0, (int64_t[]){1}, DT_NONE, &v, &st, &d), 0);
+	ck_same(v, 314);
+	mp_session_free(s);
+	ht_free(&ht);
+	ir_free(g);
+}
+END_TEST
+
 /* ------------------------------------------------------------ random self-check */
 
 static const Op unops[] = {
@@ -1366,6 +1513,10 @@ static Suite *suite(void)
 	tcase_add_test(t, unsamplable_tie);
 	tcase_add_loop_test(t, wide_intervals, 0, (int)ARRAY_LEN(wide_want));
 	tcase_add_test(t, tie_with_interval_end);
+	tcase_add_loop_test(t, special_cases_settle_at_once, 0, (int)ARRAY_LEN(special_want));
+	tcase_add_test(t, pow_large_odd_exponent);
+	tcase_add_loop_test(t, floor_ceil_of_bounded_functions, 0, (int)ARRAY_LEN(bounded_want));
+	tcase_add_test(t, int_tensor_read_as_real);
 	tcase_add_loop_test(t, random_self_check, 0, 4);
 	tcase_add_loop_test(t, parsed_graph_semantics, 0, 2);
 	tcase_add_loop_test(t, examples_evaluate, 0, 12);

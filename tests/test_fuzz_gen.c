@@ -6,9 +6,10 @@
  * - determinism: the same (seed, case) gives the same text; another case or seed another;
  * - coverage: walking the checked graphs (not grepping text), every monoid, every op of the
  *   op table, ranks 0-4, every view kind, indirect reads through index tables and through
- *   topk indices, `??` padding (with -inf), triangular ranges, integer definitions, diamonds,
+ *   topk indices, `??` padding (with -inf, and with a read), triangular ranges, integer definitions, diamonds,
  *   several outputs, every input and output format and schedule blocks all appear;
  * - knobs: a weight of 0 removes its op or monoid; max_rank bounds every tensor;
+ * - inputs: every distribution is drawn, deterministically from (seed, case);
  * - the exact oracle evaluates a sample of generated graphs with normal and adversarial
  *   inputs without an error, each within a time budget (the slowest and the mean printed,
  *   with unsamplable elements counted).
@@ -39,6 +40,7 @@ static void o_tiny(GenOpts *o)
 {
 	o->max_rank = 1, o->max_extent = 2, o->max_defs = 2, o->max_depth = 1, o->max_inputs = 1;
 }
+static void o_scalar(GenOpts *o) { o->max_rank = 0; }
 static void o_risky(GenOpts *o) { o->risky_ties = true; }
 static void o_integer(GenOpts *o) { o->p_int_def = 0.9, o->monoid_w[MO_TOPK] = 0; }
 static void o_reduce(GenOpts *o) { o->monoid_w[MO_NONE] = 0, o->max_red = 3; }
@@ -57,7 +59,7 @@ static const struct {
 	int draws;
 } variants[] = {
 	{"default", o_default, NDRAWS}, {"large", o_large, 300}, {"tiny", o_tiny, 500},
-	{"risky", o_risky, 500}, {"integer", o_integer, 500}, {"reduce", o_reduce, 500},
+	{"scalar", o_scalar, 300}, {"risky", o_risky, 500}, {"integer", o_integer, 500}, {"reduce", o_reduce, 500},
 	{"views", o_views, 500},
 };
 
@@ -138,16 +140,16 @@ END_TEST
 /* ------------------------------------------------------------ coverage */
 
 enum {
-	V_VAR, V_TRANSPOSE, V_REVERSE, V_STRIDE, V_WINDOW, V_DIV, V_MOD, V_RESHAPE, V_FLAT,
-	V_CONST, V_TABLE, V_TOPK_IX, V_IXDEF, V_PAD, V_PAD_NEGINF, V__COUNT
+	CV_VAR, CV_TRANSPOSE, CV_REVERSE, CV_STRIDE, CV_WINDOW, CV_DIV, CV_MOD, CV_RESHAPE, CV_FLAT,
+	CV_CONST, CV_TABLE, CV_TOPK_IX, CV_IXDEF, CV_PAD, CV_PAD_NEGINF, CV_PAD_READ, CV__COUNT
 };
-static const char *const vnames[V__COUNT] = {
+static const char *const vnames[CV__COUNT] = {
 	"var", "transpose", "reverse", "stride", "window", "div", "mod", "reshape", "flat",
-	"const", "indirect-table", "indirect-topk", "indirect-def", "pad", "pad -inf",
+	"const", "indirect-table", "indirect-topk", "indirect-def", "pad", "pad -inf", "pad read",
 };
 
 typedef struct {
-	long graphs, ops[OP__COUNT], monoids[MO__COUNT], ranks[FZ_MAXRANK + 1], views[V__COUNT];
+	long graphs, ops[OP__COUNT], monoids[MO__COUNT], ranks[FZ_MAXRANK + 1], views[CV__COUNT];
 	long tri, intdefs, valmod, diamonds, chains, multiout, sched, ext1, extprime, extodd;
 	long indt[DT_I32 + 1], outdt[DT_I32 + 1];
 } Cov;
@@ -191,17 +193,17 @@ static void read_views(const Graph *g, const Node *n, Cov *c)
 		const Node *e = ir_node(g, ix[k]);
 		if (e->kind == NK_READ) {
 			const Tensor *T = &g->tensors[e->u.read.tensor];
-			c->views[T->kind == TK_INPUT ? V_TABLE : T->result == 1 ? V_TOPK_IX : V_IXDEF]++;
+			c->views[T->kind == TK_INPUT ? CV_TABLE : T->result == 1 ? CV_TOPK_IX : CV_IXDEF]++;
 			continue;
 		}
 		if (e->kind == NK_VAR) {
-			c->views[V_VAR]++;
-			c->views[V_TRANSPOSE] += (int)e->u.var < lastvar;
+			c->views[CV_VAR]++;
+			c->views[CV_TRANSPOSE] += (int)e->u.var < lastvar;
 			lastvar = (int)e->u.var;
 			continue;
 		}
 		if (e->kind == NK_INT || e->kind == NK_SIZE) {
-			c->views[V_CONST]++;
+			c->views[CV_CONST]++;
 			continue;
 		}
 		Shape s = {0};
@@ -210,19 +212,20 @@ static void read_views(const Graph *g, const Node *n, Cov *c)
 		if (k + 1 < n->u.read.n && e->kind == NK_OP && e->op == OP_IDIV) {
 			const Node *f = ir_node(g, ix[k + 1]);
 			if (f->kind == NK_OP && f->op == OP_MOD && f->a[0] == e->a[0] && f->a[1] == e->a[1])
-				c->views[V_RESHAPE]++;
+				c->views[CV_RESHAPE]++;
 		}
-		c->views[V_DIV] += s.ndiv > 0;
-		c->views[V_MOD] += s.nmod > 0;
-		c->views[V_STRIDE] += s.nmul > 0 && nv == 1;
-		c->views[V_FLAT] += s.nmul > 0 && nv == 2;
-		c->views[V_WINDOW] += s.nmul == 0 && s.ndiv == 0 && s.nmod == 0 && nv >= 2;
-		c->views[V_REVERSE] += s.nsubvar > 0 && nv == 1 && s.nmul == 0;
-		c->views[V_CONST] += nv == 0;
+		c->views[CV_DIV] += s.ndiv > 0;
+		c->views[CV_MOD] += s.nmod > 0;
+		c->views[CV_STRIDE] += s.nmul > 0 && nv == 1;
+		c->views[CV_FLAT] += s.nmul > 0 && nv == 2;
+		c->views[CV_WINDOW] += s.nmul == 0 && s.ndiv == 0 && s.nmod == 0 && nv >= 2;
+		c->views[CV_REVERSE] += s.nsubvar > 0 && nv == 1 && s.nmul == 0;
+		c->views[CV_CONST] += nv == 0;
 	}
 	if (n->u.read.pad) {
-		c->views[V_PAD]++;
-		c->views[V_PAD_NEGINF] += is_neginf(g, n->u.read.pad);
+		c->views[CV_PAD]++;
+		c->views[CV_PAD_NEGINF] += is_neginf(g, n->u.read.pad);
+		c->views[CV_PAD_READ] += ir_node(g, n->u.read.pad)->kind == NK_READ;
 	}
 }
 
@@ -334,7 +337,7 @@ START_TEST(coverage)
 	for (int r = 0; r <= FZ_MAXRANK; r++)
 		printf(" %d=%ld", r, c->ranks[r]);
 	printf("\n  views:");
-	for (int v = 0; v < V__COUNT; v++)
+	for (int v = 0; v < CV__COUNT; v++)
 		printf(" %s=%ld", vnames[v], c->views[v]);
 	printf("\n  inputs:");
 	for (int t = 0; t <= DT_I32; t++)
@@ -353,7 +356,7 @@ START_TEST(coverage)
 		ck_assert_msg(c->ops[op] > 0, "op %s never drawn", op_info((Op)op)->name);
 	for (int r = 0; r <= 4; r++)
 		ck_assert_msg(c->ranks[r] > 0, "rank %d never drawn", r);
-	for (int v = 0; v < V__COUNT; v++)
+	for (int v = 0; v < CV__COUNT; v++)
 		ck_assert_msg(c->views[v] > 0, "view %s never drawn", vnames[v]);
 	for (int t = 0; t <= DT_I32; t++)
 		ck_assert_msg(c->indt[t] > 0 && c->outdt[t] > 0, "format %s missing", dt_name((Dtype)t));
@@ -395,6 +398,42 @@ START_TEST(knobs)
 }
 END_TEST
 
+/* ------------------------------------------------------------ inputs */
+
+START_TEST(inputs)
+{
+	GenOpts o = opts(0);
+	int kinds[DIST__COUNT + 1] = {0};
+	for (int c = 0; c < 64; c++) {
+		InputSpec sp = fz_gen_input_spec(SEED, (uint64_t)c);
+		kinds[sp.specials ? DIST__COUNT : sp.dist]++;
+		InputSpec again = fz_gen_input_spec(SEED, (uint64_t)c);
+		ck_assert(sp.dist == again.dist && sp.seed == again.seed && sp.specials == again.specials);
+		if (c >= 16)
+			continue;
+		Diag d = {0};
+		Graph *g = fz_gen(&o, SEED, (uint64_t)c, &d);
+		ck_assert_msg(g != NULL, "%s", d.msg);
+		int n = ir_ninputs(g);
+		HostTensor *a = calloc((size_t)n + 1, sizeof *a), *b = calloc((size_t)n + 1, sizeof *b);
+		ck_assert_msg(fz_gen_inputs(g, SEED, (uint64_t)c, a, &d) == 0, "%s", d.msg);
+		ck_assert_msg(fz_gen_inputs(g, SEED, (uint64_t)c, b, &d) == 0, "%s", d.msg);
+		for (int k = 0; k < n; k++) {
+			ck_assert_int_eq(a[k].n, b[k].n);
+			ck_assert(memcmp(a[k].data, b[k].data,
+					 (size_t)a[k].n * (size_t)dt_info(a[k].dtype)->bytes) == 0);
+			ht_free(&a[k]), ht_free(&b[k]);
+		}
+		free(a), free(b);
+		ir_free(g);
+	}
+	printf("gen inputs over 64 cases: normal=%d uniform=%d adversarial=%d adversarial+specials=%d\n",
+	       kinds[DIST_NORMAL], kinds[DIST_UNIFORM], kinds[DIST_ADVERSARIAL], kinds[DIST__COUNT]);
+	for (int k = 0; k <= DIST__COUNT; k++)
+		ck_assert_int_gt(kinds[k], 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------ the oracle */
 
 enum { ORACLE_CASES = 50 };
@@ -405,6 +444,7 @@ START_TEST(oracle)
 	GenOpts o = opts(0);
 	double tgen = 0, tor = 0, worst = 0;
 	long unsamplable = 0, elements = 0, nunsamp = 0, nev = 0;
+	double ops = 0;
 	int worst_case = -1;
 	for (int i = 0; i < ORACLE_CASES; i++) {
 		uint64_t c = (uint64_t)i * 41;
@@ -435,6 +475,7 @@ START_TEST(oracle)
 			if (t > worst)
 				worst = t, worst_case = (int)c;
 			unsamplable += st.unsamplable, elements += st.elements;
+			ops += (double)st.mpfr_ops;
 			nunsamp += st.unsamplable > 0;
 			for (int k = 0; k < ni; k++)
 				ht_free(&in[k]);
@@ -446,9 +487,10 @@ START_TEST(oracle)
 	}
 	printf("gen oracle: %d graphs, generation %.3f ms per graph; exact oracle %.2f ms per "
 	       "evaluation (normal and adversarial inputs), slowest %.3f s (case %d); "
-	       "%ld of %ld elements unsamplable, in %ld of %ld evaluations\n",
+	       "%ld of %ld elements unsamplable, in %ld of %ld evaluations; %.0f MPFR operations "
+	       "per evaluation\n",
 	       ORACLE_CASES, 1e3 * tgen / ORACLE_CASES, 1e3 * tor / (double)nev, worst, worst_case,
-	       unsamplable, elements, nunsamp, nev);
+	       unsamplable, elements, nunsamp, nev, ops / (double)nev);
 }
 END_TEST
 
@@ -461,6 +503,7 @@ int main(void)
 	tcase_add_test(t, determinism);
 	tcase_add_test(t, coverage);
 	tcase_add_test(t, knobs);
+	tcase_add_test(t, inputs);
 	tcase_add_test(t, oracle);
 	suite_add_tcase(s, t);
 	return tu_run(s);

@@ -94,10 +94,20 @@ uint64_t vf_sched_seed(const Graph *g, uint64_t seed, int k)
 	return mix(mix(seed) ^ h ^ mix((uint64_t)k * 0x9e3779b97f4a7c15ull));
 }
 
+/* The seeded faults by name (compiler.h KF_*; fuzz/ measures the fuzzer with them). */
 static const struct { const char *name; unsigned bit; } fault_names[] = {
 	{"drop_tail", KF_DROP_TAIL}, {"skip_last", KF_SKIP_LAST},
 	{"pad_zero", KF_PAD_ZERO}, {"no_combine", KF_NO_COMBINE},
+	{"max_identity", KF_MAX_IDENTITY}, {"pairwise_odd", KF_PAIRWISE_ODD},
+	{"view_offset", KF_VIEW_OFFSET}, {"view_stride", KF_VIEW_STRIDE},
+	{"trunc_div", KF_TRUNC_DIV}, {"neg_mod", KF_NEG_MOD},
+	{"tri_bound", KF_TRI_BOUND}, {"inline_pad", KF_INLINE_PAD},
+	{"accum_ignored", KF_ACCUM_IGNORED}, {"store_trunc", KF_STORE_TRUNC},
+	{"max_nan", KF_MAX_NAN}, {"zero_sign", KF_ZERO_SIGN},
+	{"argmax_tie", KF_ARGMAX_TIE}, {"topk_order", KF_TOPK_ORDER},
+	{"gather_bounds", KF_GATHER_BOUNDS},
 };
+_Static_assert(ARRAY_LEN(fault_names) == KF__COUNT, "one name per seeded fault");
 
 int vf_faults_parse(const char *list, unsigned *faults, Diag *d)
 {
@@ -110,8 +120,9 @@ int vf_faults_parse(const char *list, unsigned *faults, Diag *d)
 			i++;
 		if (i == ARRAY_LEN(fault_names)) {
 			if (len) {
-				diag_set(d, 2, "unknown fault '%.*s' (known: drop_tail, skip_last, "
-					 "pad_zero, no_combine)", (int)len, p);
+				char known[512];
+				diag_set(d, 2, "unknown fault '%.*s' (known: %s)", (int)len, p,
+					 vf_faults_name(~0u, known, sizeof known));
 				return -1;
 			}
 		} else {
@@ -510,6 +521,10 @@ static void judge(Ctx *c, int k, const HostTensor *got, const HostTensor *budget
 		v64 = vf_metrics_verdict(&r->m64);
 	}
 	r->verdict = worse(v, v64);
+	/* choices against the oracle's, or against the f64 evaluation when it is sampled */
+	vf_agree(got, orc->idx[k] ? &orc->ref64[k] : &orc->want[k],
+		 c->o->agree_axis_set ? c->o->agree_axis : -1, c->o->agree_k,
+		 orc->idx[k] ? "f64" : "oracle", &r->agree);
 	buf[0] = 0;
 	if (v != V_PASS)
 		explain(g, k, &r->m, "the oracle's", buf, n);
@@ -551,7 +566,8 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, const Worke
 			.dist = c->o->dist ? c->o->dist : "", .faults = c->o->w.faults,
 			.case_dir = rel, .oracle_s = c->orc.secs, .budget_s = budget_s,
 			.ref64_by = c->orc.ref64_by ? c->orc.ref64_by : "",
-			.reason = reason,
+			.reason = reason, .agree = {.axis = -1, .ref = ""},
+			.red_len = vf_red_len(g, k),
 		};
 		vf_metrics_init(&r.m);
 		vf_metrics_init(&r.m64);

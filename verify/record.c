@@ -14,7 +14,11 @@
  *   f64 {max_ratio, max_ulp, n_special, n_over, by} (only when sampled; by: "c backend"
  *   or "interpreter", see check.c),
  *   seed, inputs (distribution), faults (comma list, "" when none), case_dir (relative to
- *   DIR), timings {oracle_s, budget_s, compile_s, launch_s, worker_s, cache_hit}.
+ *   DIR), timings {oracle_s, budget_s, compile_s, launch_s, worker_s, cache_hit},
+ *   red_len (terms of the longest reduction feeding the output, 0 if none: agree.c),
+ *   agree_axis, agree_k, agree_rows, argmax_agree, topk_agree (fractions of the rows
+ *   along agree_axis whose argmax / top-k set agrees with the oracle's: agree.c; all but
+ *   agree_rows are null when agree_rows is 0), agree_ref ("oracle" | "f64" | "").
  * Non-finite numbers are written as the strings "inf", "-inf" and "nan" (JSON has no
  * such numbers); finite ones with 17 significant digits, so a double reads back exactly.
  *
@@ -97,10 +101,26 @@ static void timings(FILE *f, const VfRecord *r)
 	fprintf(f, ",\"cache_hit\":%s}", r->cache_hit ? "true" : "false");
 }
 
+static void agreement(FILE *f, const VfRecord *r)
+{
+	const VfAgree *a = &r->agree;
+	key(f, "red_len"), fprintf(f, "%lld", (long long)r->red_len);
+	if (a->rows <= 0) {
+		fputs(",\"agree_axis\":null,\"agree_k\":null,\"agree_rows\":0,\"argmax_agree\":null,"
+		      "\"topk_agree\":null", f);
+	} else {
+		fprintf(f, ",\"agree_axis\":%d,\"agree_k\":%d,\"agree_rows\":%lld", a->axis, a->k,
+			(long long)a->rows);
+		key(f, "argmax_agree"), json_num(f, (double)a->argmax_ok / (double)a->rows);
+		key(f, "topk_agree"), json_num(f, (double)a->topk_ok / (double)a->rows);
+	}
+	key(f, "agree_ref"), json_str(f, a->rows > 0 && a->ref ? a->ref : "");
+}
+
 void vf_record_json(FILE *f, const VfRecord *r)
 {
 	const VfMetrics *m = &r->m;
-	char fb[128];
+	char fb[512];
 	fputs("{\"graph\":", f);
 	json_str(f, r->graph);
 	key(f, "file"), json_str(f, r->file);
@@ -150,6 +170,7 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	key(f, "faults"), json_str(f, vf_faults_name(r->faults, fb, sizeof fb));
 	key(f, "case_dir"), json_str(f, r->case_dir);
 	timings(f, r);
+	agreement(f, r);
 	fputs("}\n", f);
 }
 

@@ -9,7 +9,9 @@
  *   write into a guard region, a compile failure become outcomes, never the caller's death;
  * - check.c: the pipeline over a graph: oracle once, then for each backend and schedule a
  *   worker, budgets, metrics, one VfRecord per output;
- * - record.c: the JSON-lines record format (DIR/results.jsonl) and the files kept by -o.
+ * - record.c: the JSON-lines record format (DIR/results.jsonl) and the files kept by -o;
+ * - agree.c: agreement of discrete choices (argmax, top-k set along an axis) with the
+ *   oracle's, and the reduction length of an output (figures recorded beside the metrics).
  *
  * Ownership: a VfRecord's strings are owned by the pipeline and live only during the
  * callback that receives it; copy what you keep. Errors: -1 with a Diag (code 2 for the
@@ -100,6 +102,30 @@ void vf_compare(const HostTensor *got, const HostTensor *want, const HostTensor 
 /* The verdict of metrics: special-mismatch first, then over-budget, else pass. */
 Verdict vf_metrics_verdict(const VfMetrics *m);
 
+/* ---------------------------------------------------------------- agreement */
+
+/* Agreement of an output's choices with the oracle's along one axis (agree.c states the
+ * rules: ties in the oracle are not disagreements, NaN orders above every number, i32
+ * outputs compare rows of indices). rows == 0: no figure (a scalar, an axis shorter than
+ * 2, or a result without outputs). */
+typedef struct {
+	int axis;            /* the axis (0-based) the rows run along; -1 when rows == 0 */
+	int k;               /* the k of top-k */
+	int64_t rows;        /* rows compared */
+	int64_t argmax_ok;   /* rows whose argmax agrees */
+	int64_t topk_ok;     /* rows whose top-k set agrees */
+	const char *ref;     /* what the rows were compared with: "oracle", or "f64" (the f64
+	                        evaluation) for a sampled output */
+} VfAgree;
+
+/* Compares got's rows along axis (python-style: negative counts from the end) with want's
+ * (same shape; want may be f64). k <= 0: min(5, extent); k is clamped to the extent. */
+void vf_agree(const HostTensor *got, const HostTensor *want, int axis, int k, const char *ref,
+	      VfAgree *a);
+/* The number of terms of the longest reduction output k of g depends on (an upper bound
+ * over its left-hand indices); 0 when nothing reduces. */
+int64_t vf_red_len(const Graph *g, int output);
+
 /* ------------------------------------------------------------------- worker */
 
 /* Test-only hooks (for the tests of failure kinds, and for measuring a fuzzer): each
@@ -188,6 +214,8 @@ typedef struct {
 	const char *case_dir;    /* -o: the case's folder relative to DIR, else "" */
 	double oracle_s, budget_s, compile_s, launch_s, worker_s;
 	bool cache_hit;
+	VfAgree agree;           /* agreement along VfOpts.agree_axis (rows 0: none) */
+	int64_t red_len;         /* vf_red_len of the output */
 } VfRecord;
 
 typedef void VfSink(void *ctx, const VfRecord *r);
@@ -204,11 +232,16 @@ typedef struct {
 	 * near-tie flags). */
 	int (*budget)(const Graph *g, const Schedule *s, const char *backend,
 		      const HostTensor *inputs, HostTensor *budgets, Diag *d);
+	int agree_axis;          /* axis of the agreement figures, python-style (negative
+	                            counts from the end); used when agree_axis_set, else -1 */
+	bool agree_axis_set;
+	int agree_k;             /* k of top-k agreement (<= 0: min(5, extent)) */
 	VfSink *sink;            /* called once per record, in order */
 	void *ctx;
 } VfOpts;
 
-/* Reads ASSAY_FAULT (a comma list of drop_tail, skip_last, pad_zero, no_combine) and the
+/* Reads ASSAY_FAULT (a comma list of seeded fault names: drop_tail, skip_last, pad_zero,
+ * no_combine and the others of compiler.h's KF_*, named in check.c) and the
  * ASSAY_TEST_* hooks into o->w. Returns 0, or -1 with d (code 2) on an unknown name. */
 int vf_opts_env(VfOpts *o, Diag *d);
 /* Parses a comma list of fault names into KF_* bits; -1 with d on an unknown name. */

@@ -222,9 +222,11 @@ static void worker(const Backend *b, const Graph *g, const Schedule *s, const Ho
 		return;
 	}
 	h->stage = ST_EMIT;
+	/* a backend declining what its language or device cannot express says so with code 2
+	 * (unsupported, with the reason); its other failures are compile errors */
 	char *src = b->emit(k, &d);
 	if (!src) {
-		finish(h, WK_COMPILE_ERROR, "%s", msg_of(&d));
+		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
 		return;
 	}
 	size_t n = strlen(src);
@@ -238,7 +240,7 @@ static void worker(const Backend *b, const Graph *g, const Schedule *s, const Ho
 	h->compile_s = st.compile_s;
 	h->cache_hit = st.cache_hit;
 	if (!m) {
-		finish(h, WK_COMPILE_ERROR, "%s", msg_of(&d));
+		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
 		return;
 	}
 	if (prepare(b, g, in, m, h) == 0)

@@ -1,0 +1,450 @@
+/* compiler/cuda/plan.c: how each kernel of the kernel IR maps onto CUDA threads and blocks
+ * (the model is in cuda.h), and where each of its locals lives.
+ *
+ * The analysis walks the item body in "uniform" context and marks distributable
+ * constructs met there:
+ * - a par loop (kir.h: independent iterations), together with the par loops perfectly
+ *   nested in it whose bounds do not depend on the outer ones (a tile's point loops: the
+ *   nest is collapsed, so a 4 x 8 tile gives 32 threads work);
+ * - a split reduction as lower.c builds it: `for c in [lo, hi) { for s in [0, S) {B} }`
+ *   followed by the tail `for s2 in [0, r) {B'}`, where S is the definition's split
+ *   factor. Partial s owns everything B touches outside itself: arrays only at index s
+ *   (or, for pairwise term buffers, at s * cap + cnt[s]), scalars only set to constants
+ *   (the "any term" flag). Under that check, running partial s's chunks and then its tail
+ *   on one thread gives each partial its terms in the IR's order, and the combine that
+ *   follows is the IR's own code.
+ * A construct is accepted only if every scalar it writes that is declared outside it is
+ * written with a constant (idempotent, so concurrent writes agree).
+ *
+ * A kernel becomes CM_BLOCK when it has a split reduction (the schedule asked for a
+ * parallel reduction) or a par nest of at least 32 known iterations (or an unknown
+ * number); otherwise CM_THREAD (one thread per item beats idle lanes). The block size is
+ * the largest construct's trip count rounded up to a power of two within [32, 256].
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "cuda.h"
+
+typedef struct {
+	const Kernels *k;
+	CuPlan *p;
+	uint8_t *decl_dist;    /* per var: declared inside a distributed construct */
+	uint8_t *wr_dist;      /* per var: written inside one */
+	uint32_t *seen;        /* per expression: visit stamp */
+	uint32_t stamp;
+	int64_t split;         /* the kernel definition's split factor (0: none) */
+	int64_t maxtrip;       /* largest known trip count; -1 once one is unknown */
+	bool any_split, any_nest;
+} A;
+
+/* ------------------------------------------------------------ expression queries */
+
+/* Does expression x read variable v (as a scalar or an array)? */
+static bool uses_rec(A *a, int32_t x, int32_t v)
+{
+	if (x < 0 || a->seen[x] == a->stamp)
+		return false;
+	a->seen[x] = a->stamp;
+	const KExpr *e = &a->k->x[x];
+	if ((e->kind == KX_VAR || e->kind == KX_ELEM) && e->v == v)
+		return true;
+	for (int i = 0; i < 4; i++)
+		if (uses_rec(a, e->a[i], v))
+			return true;
+	return false;
+}
+
+static bool uses(A *a, int32_t x, int32_t v)
+{
+	a->stamp++;
+	return uses_rec(a, x, v);
+}
+
+/* Does expression x read any variable flagged in set? */
+static bool uses_set_rec(A *a, int32_t x, const uint8_t *set)
+{
+	if (x < 0 || a->seen[x] == a->stamp)
+		return false;
+	a->seen[x] = a->stamp;
+	const KExpr *e = &a->k->x[x];
+	if ((e->kind == KX_VAR || e->kind == KX_ELEM) && set[e->v])
+		return true;
+	for (int i = 0; i < 4; i++)
+		if (uses_set_rec(a, e->a[i], set))
+			return true;
+	return false;
+}
+
+static bool uses_set(A *a, int32_t x, const uint8_t *set)
+{
+	a->stamp++;
+	return uses_set_rec(a, x, set);
+}
+
+static bool has_check_rec(A *a, int32_t x)
+{
+	if (x < 0 || a->seen[x] == a->stamp)
+		return false;
+	a->seen[x] = a->stamp;
+	const KExpr *e = &a->k->x[x];
+	if (e->kind == KX_CHECK)
+		return true;
+	for (int i = 0; i < 4; i++)
+		if (has_check_rec(a, e->a[i]))
+			return true;
+	return false;
+}
+
+static bool has_check(A *a, int32_t x)
+{
+	a->stamp++;
+	return has_check_rec(a, x);
+}
+
+static bool is_const(const Kernels *k, int32_t x)
+{
+	return x >= 0 && (k->x[x].kind == KX_ICONST || k->x[x].kind == KX_FCONST);
+}
+
+static bool is_var(const Kernels *k, int32_t x, int32_t v)
+{
+	return x >= 0 && k->x[x].kind == KX_VAR && k->x[x].v == v;
+}
+
+/* ------------------------------------------------------------ statement sets */
+
+/* Marks in flag[] every variable declared (by KS_DECL or as a loop variable) in list s. */
+static void decls(const Kernels *k, int32_t s, uint8_t *flag)
+{
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		if (t->kind == KS_DECL || t->kind == KS_LOOP)
+			flag[t->v] = 1;
+		decls(k, t->body, flag);
+		decls(k, t->body2, flag);
+	}
+}
+
+/* Marks in flag[] every variable written in list s (sets, trees, loop variables). */
+static void writes(const Kernels *k, int32_t s, uint8_t *flag)
+{
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		if (t->kind == KS_SET || t->kind == KS_TREE || t->kind == KS_LOOP)
+			flag[t->v] = 1;
+		writes(k, t->body, flag);
+		writes(k, t->body2, flag);
+	}
+}
+
+/* Every scalar that list s writes and does not declare is set to constants only. */
+static bool scalars_idempotent(const Kernels *k, int32_t s, const uint8_t *inner)
+{
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		if (t->kind == KS_TREE && !inner[t->v])
+			return false;
+		if (t->kind == KS_SET && !inner[t->v] && t->a < 0 && !is_const(k, t->b))
+			return false;
+		if (!scalars_idempotent(k, t->body, inner) || !scalars_idempotent(k, t->body2, inner))
+			return false;
+	}
+	return true;
+}
+
+static bool construct_ok(A *a, int32_t body)
+{
+	uint8_t *inner = calloc((size_t)a->k->nvars + 1, 1);
+	IR_ASSERT(inner);
+	decls(a->k, body, inner);
+	bool ok = scalars_idempotent(a->k, body, inner);
+	free(inner);
+	return ok;
+}
+
+/* ------------------------------------------------------------ split reductions */
+
+/* Is index expression x owned by partial sv: sv itself, or sv * C + w[sv], or sv + w[sv]? */
+static bool owned_index(const Kernels *k, int32_t x, int32_t sv)
+{
+	if (is_var(k, x, sv))
+		return true;
+	const KExpr *e = &k->x[x];
+	if (e->kind != KX_OP || e->op != OP_ADD)
+		return false;
+	const KExpr *r = &k->x[e->a[1]];
+	if (r->kind != KX_ELEM || !is_var(k, r->a[0], sv))
+		return false;
+	if (is_var(k, e->a[0], sv))
+		return true;
+	const KExpr *l = &k->x[e->a[0]];
+	return l->kind == KX_OP && l->op == OP_MUL && is_var(k, l->a[0], sv) && is_const(k, l->a[1]);
+}
+
+/* Every array element expression x reads, of an array not in inner, is at an owned index. */
+static bool reads_owned(A *a, int32_t x, int32_t sv, const uint8_t *inner)
+{
+	if (x < 0)
+		return true;
+	const KExpr *e = &a->k->x[x];
+	if (e->kind == KX_ELEM && !inner[e->v] && !owned_index(a->k, e->a[0], sv))
+		return false;
+	for (int i = 0; i < 4; i++)
+		if (!reads_owned(a, e->a[i], sv, inner))
+			return false;
+	return true;
+}
+
+/* Partial sv owns every outside local that list s touches (flags: the outside scalars
+ * that the construct writes, which it must not read). */
+static bool partial_owned(A *a, int32_t s, int32_t sv, const uint8_t *inner, const uint8_t *flags)
+{
+	const Kernels *k = a->k;
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		if (t->kind == KS_TREE)
+			return false;
+		if (t->kind == KS_SET && !inner[t->v]) {
+			bool arr = k->vars[t->v].n > 0;
+			if (arr ? !owned_index(k, t->a, sv) : !is_const(k, t->b))
+				return false;
+		}
+		if (!reads_owned(a, t->a, sv, inner) || !reads_owned(a, t->b, sv, inner))
+			return false;
+		if (uses_set(a, t->a, flags) || uses_set(a, t->b, flags))
+			return false;
+		if (!partial_owned(a, t->body, sv, inner, flags) ||
+		    !partial_owned(a, t->body2, sv, inner, flags))
+			return false;
+	}
+	return true;
+}
+
+static bool body_owned(A *a, int32_t body, int32_t sv)
+{
+	size_t n = (size_t)a->k->nvars + 1;
+	uint8_t *inner = calloc(n, 1), *w = calloc(n, 1);
+	IR_ASSERT(inner && w);
+	decls(a->k, body, inner);
+	writes(a->k, body, w);
+	for (int32_t v = 0; v < a->k->nvars; v++)
+		w[v] = w[v] && !inner[v] && a->k->vars[v].n == 0;
+	bool ok = partial_owned(a, body, sv, inner, w);
+	free(inner);
+	free(w);
+	return ok;
+}
+
+/* Is statement s the chunk loop of a split reduction (its tail is s's next)? */
+static bool split_at(A *a, int32_t s)
+{
+	const Kernels *k = a->k;
+	const KStmt *c = &k->s[s];
+	if (a->split <= 1 || c->kind != KS_LOOP || c->par || c->body <= 0 || c->next <= 0)
+		return false;
+	const KStmt *in = &k->s[c->body], *tl = &k->s[c->next];
+	if (in->kind != KS_LOOP || in->par || in->next > 0 || !is_const(k, in->a) ||
+	    k->x[in->a].i != 0 || !is_const(k, in->b) || k->x[in->b].i != a->split)
+		return false;
+	if (tl->kind != KS_LOOP || tl->par || !is_const(k, tl->a) || k->x[tl->a].i != 0)
+		return false;
+	/* the tail's bound may be evaluated before the chunks run */
+	uint8_t *w = calloc((size_t)k->nvars + 1, 1);
+	IR_ASSERT(w);
+	w[c->v] = 1;
+	writes(k, c->body, w);
+	bool indep = !uses_set(a, tl->b, w);
+	free(w);
+	return indep && body_owned(a, in->body, in->v) && body_owned(a, tl->body, tl->v);
+}
+
+/* ------------------------------------------------------------ par nests */
+
+/* The depth of the collapsible par nest at s, and its trip count (-1: unknown). */
+static int nest_depth(A *a, int32_t s, int64_t *trip)
+{
+	const Kernels *k = a->k;
+	int d = 1;
+	int32_t outer[IR_MAXRANK + 8];
+	*trip = 1;
+	for (const KStmt *t = &k->s[s];; t = &k->s[t->body], d++) {
+		bool known = is_const(k, t->a) && is_const(k, t->b);
+		int64_t n = known ? k->x[t->b].i - k->x[t->a].i : -1;
+		*trip = *trip < 0 || n < 0 ? -1 : *trip * (n > 0 ? n : 0);
+		outer[d - 1] = t->v;
+		const KStmt *in = t->body > 0 ? &k->s[t->body] : NULL;
+		if (!in || in->kind != KS_LOOP || !in->par || in->next > 0 || d >= (int)ARRAY_LEN(outer))
+			return d;
+		bool indep = true;
+		for (int i = 0; i < d && indep; i++)
+			indep = !uses(a, in->a, outer[i]) && !uses(a, in->b, outer[i]);
+		if (!indep || has_check(a, in->a) || has_check(a, in->b))
+			return d;
+	}
+}
+
+/* ------------------------------------------------------------ the walk */
+
+static void trip_seen(A *a, int64_t t)
+{
+	if (t < 0 || a->maxtrip < 0)
+		a->maxtrip = -1;
+	else if (t > a->maxtrip)
+		a->maxtrip = t;
+}
+
+static void walk(A *a, int32_t s, bool dist);
+
+static void walk_dist(A *a, int32_t s)
+{
+	walk(a, s, true);
+}
+
+static void walk(A *a, int32_t s, bool dist)
+{
+	const Kernels *k = a->k;
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		if (dist) {
+			if (t->kind == KS_DECL || t->kind == KS_LOOP)
+				a->decl_dist[t->v] = 1;
+			if (t->kind == KS_SET || t->kind == KS_TREE)
+				a->wr_dist[t->v] = 1;
+		} else if (t->kind == KS_LOOP && t->par && construct_ok(a, t->body)) {
+			int64_t trip;
+			int d = nest_depth(a, s, &trip);
+			a->p->mark[s] = CD_NEST;
+			a->p->depth[s] = (uint8_t)d;
+			a->any_nest = true;
+			trip_seen(a, trip);
+			const KStmt *in = t;
+			for (int i = 1; i < d; i++)
+				in = &k->s[in->body];
+			walk_dist(a, in->body);
+			continue;
+		} else if (split_at(a, s)) {
+			const KStmt *in = &k->s[t->body], *tl = &k->s[t->next];
+			a->p->mark[s] = CD_SPLIT;
+			a->p->mark[t->next] = CD_SPLIT_TAIL;
+			a->p->split = a->split;
+			a->any_split = true;
+			trip_seen(a, a->split);
+			walk_dist(a, in->body);
+			walk_dist(a, tl->body);
+			s = t->next;   /* the tail is part of the construct */
+			continue;
+		}
+		walk(a, t->body, dist);
+		walk(a, t->body2, dist);
+	}
+}
+
+/* ------------------------------------------------------------ storage */
+
+int cuda_type_bytes(KType t)
+{
+	return t == KT_BOOL ? 4 : t == KT_F32 ? 4 : 8;
+}
+
+static int64_t align8(int64_t n)
+{
+	return (n + 7) & ~(int64_t)7;
+}
+
+/* Variables declared or used by kernel ki's body (its own, as ids are program-wide). */
+static void kernel_vars(const Kernels *k, int32_t s, uint8_t *mine)
+{
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		if (t->kind == KS_DECL || t->kind == KS_LOOP || t->kind == KS_SET || t->kind == KS_TREE)
+			mine[t->v] = 1;
+		if (t->kind == KS_TREE)
+			mine[t->c] = 1;
+		kernel_vars(k, t->body, mine);
+		kernel_vars(k, t->body2, mine);
+	}
+}
+
+static void place(A *a, const uint8_t *mine)
+{
+	const Kernels *k = a->k;
+	CuPlan *p = a->p;
+	for (int32_t v = 0; v < k->nvars; v++) {
+		const KVar *V = &k->vars[v];
+		if (!mine[v] || V->loop)
+			continue;
+		int64_t bytes = (V->n ? V->n : 1) * cuda_type_bytes(V->type);
+		bool shared = p->mode == CM_BLOCK && a->wr_dist[v] && !a->decl_dist[v];
+		if (shared && p->shared_bytes + align8(bytes) <= CU_SHARED_MAX) {
+			p->store[v] = SC_SHARED;
+			p->shared_bytes += align8(bytes);
+		} else if (shared) {
+			p->store[v] = SC_SCRATCH_B;
+			p->off[v] = p->block_bytes;
+			p->block_bytes += align8(bytes);
+		} else if (V->n == 0) {
+			p->store[v] = SC_REG;
+		} else if (bytes <= CU_LOCAL_MAX) {
+			p->store[v] = SC_LOCAL;
+		} else {
+			p->store[v] = SC_SCRATCH_T;
+			p->off[v] = p->thread_bytes;
+			p->thread_bytes += align8(bytes);
+		}
+	}
+}
+
+void cuda_plan(const Kernels *k, int ki, CuPlan *p)
+{
+	const Kernel *kn = &k->k[ki];
+	size_t nv = (size_t)k->nvars + 1, ns = (size_t)k->ns + 1;
+	memset(p, 0, sizeof *p);
+	p->store = calloc(nv, 1);
+	p->off = calloc(nv, sizeof *p->off);
+	p->mark = calloc(ns, 1);
+	p->depth = calloc(ns, 1);
+	A a = {.k = k, .p = p};
+	a.decl_dist = calloc(nv, 1);
+	a.wr_dist = calloc(nv, 1);
+	a.seen = calloc((size_t)k->nx + 1, sizeof *a.seen);
+	uint8_t *mine = calloc(nv, 1);
+	IR_ASSERT(p->store && p->off && p->mark && p->depth && a.decl_dist && a.wr_dist && a.seen && mine);
+	const DefSched *ds = &k->sched.defs[kn->def];
+	for (int r = 0; r < IR_MAXRED; r++)
+		if (ds->split[r] > 1)
+			a.split = ds->split[r];
+	walk(&a, kn->body, false);
+	const char *force = getenv("ASSAY_CUDA_MODE");
+	bool block = a.any_split || (a.any_nest && (a.maxtrip < 0 || a.maxtrip >= 32));
+	if (force && strcmp(force, "block") == 0)
+		block = a.any_split || a.any_nest;
+	else if (force && strcmp(force, "thread") == 0)
+		block = false;
+	if (block) {
+		int64_t t = a.maxtrip < 0 ? CU_MAX_BLOCK : a.maxtrip;
+		p->mode = CM_BLOCK;
+		p->threads = 32;
+		while (p->threads < t && p->threads < CU_MAX_BLOCK)
+			p->threads *= 2;
+	} else {
+		p->mode = CM_THREAD;
+		p->threads = CU_THREAD_BLOCK;
+		memset(p->mark, 0, ns);
+		p->split = 0;
+	}
+	kernel_vars(k, kn->body, mine);
+	place(&a, mine);
+	free(mine);
+	free(a.decl_dist);
+	free(a.wr_dist);
+	free(a.seen);
+}
+
+void cuda_plan_free(CuPlan *p)
+{
+	free(p->store);
+	free(p->off);
+	free(p->mark);
+	free(p->depth);
+	memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,502 @@
+/* compiler/vulkan/plan.c: how one kernel's items and loops map onto GPU invocations.
+ *
+ * A kernel runs either one item per invocation (the serial plan: the item's statements as
+ * they are), or one item per work-group (the group plan). Under the group plan every
+ * invocation executes the item's statements redundantly ("replicated" code: identical
+ * inputs, identical locals, identical stores) except the distributed loops, whose
+ * iterations are spread over the invocations (iteration f of a loop nest flattened with
+ * its last loop fastest goes to invocation f mod WG). A loop may be distributed when its
+ * iterations are independent and what they leave behind can be put back together exactly:
+ *
+ * - a par loop (kir.h: independent iterations), with the perfectly nested par loops below
+ *   it whose bounds do not depend on the nest's variables (a tile's point loops);
+ * - or a loop from 0 without stores whose iterations are made independent by the rules
+ *   below (a split reduction's partial accumulators: partial s in iteration s).
+ *
+ * Every local declared outside a distributed loop and written inside it must be one of:
+ * - VC_PART: an array accessed only inside distributed nests of one shape (same loops,
+ *   same bounds), always at one index expression X, written unconditionally in one of
+ *   them, and only in par nests: each invocation then owns the elements of its
+ *   iterations, which are the same in every nest, so it keeps only those (its j-th
+ *   iteration's element at private index j: vk_part_len elements). The hoisted tile
+ *   accumulators of a tiled reduction are this case.
+ * - VC_MERGE: an array accessed inside distributed loops only at the index of a one-loop
+ *   nest from 0 (its owner is invocation index mod WG). After the distributed part, before
+ *   replicated code touches it again, the owners' values are merged through shared memory
+ *   so every invocation holds the whole array (the partials of a split reduction).
+ * - VC_FLAG: an int scalar only ever set to 0 or 1, set to 1 (never read) inside
+ *   distributed loops; merged as the maximum over invocations (a sum's "any term" flag).
+ * When a local breaks these rules, the loops writing it are not distributed (their bodies
+ * are tried instead) and the analysis runs again, until nothing changes. A kernel that
+ * reads a buffer it also writes, or has nothing to distribute, gets the serial plan.
+ *
+ * The combine order of a split reduction is untouched: partial s still accumulates its
+ * terms in order (its iterations of the c loop, then the tail), and the partials are
+ * combined by the same replicated statements as before.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "vulkan.h"
+
+typedef struct {
+	int32_t var, stmt, idx;   /* idx: index expression, -1 scalar, -2 the whole array */
+	int32_t val;              /* writes: the value expression */
+	bool write, hdr;          /* hdr: in a loop's bounds or a condition */
+} Access;
+
+typedef struct {
+	const Kernels *k;
+	const Kernel *kn;
+	int32_t *parent;     /* per statement */
+	int32_t *decl;       /* per variable: declaring statement, 0 at kernel level */
+	Access *acc;
+	int nacc, capacc;
+	uint32_t *seen;      /* per expression: stamp */
+	uint32_t stamp;
+	/* per fixpoint round */
+	uint8_t *disabled;   /* per statement */
+	int32_t *ctx;        /* per statement: root of the distributed nest it is inside, 0 */
+	int32_t *inner;      /* per root: its innermost chain loop */
+} P;
+
+static void add_acc(P *p, Access a)
+{
+	if (p->nacc == p->capacc) {
+		p->capacc = p->capacc ? 2 * p->capacc : 64;
+		p->acc = realloc(p->acc, (size_t)p->capacc * sizeof *p->acc);
+		IR_ASSERT(p->acc);
+	}
+	p->acc[p->nacc++] = a;
+}
+
+static void scan_expr(P *p, int32_t e, int32_t stmt, bool hdr)
+{
+	if (e < 0 || p->seen[e] == p->stamp)
+		return;
+	p->seen[e] = p->stamp;
+	const KExpr *x = &p->k->x[e];
+	if (x->kind == KX_VAR && !p->k->vars[x->v].loop)
+		add_acc(p, (Access){x->v, stmt, -1, -1, false, hdr});
+	if (x->kind == KX_ELEM)
+		add_acc(p, (Access){x->v, stmt, x->a[0], -1, false, hdr});
+	for (int i = 0; i < 4; i++)
+		scan_expr(p, x->a[i], stmt, hdr);
+}
+
+static void scan(P *p, int32_t s, int32_t parent)
+{
+	for (; s > 0; s = p->k->s[s].next) {
+		const KStmt *t = &p->k->s[s];
+		p->parent[s] = parent;
+		p->stamp++;
+		bool hdr = t->kind == KS_LOOP || t->kind == KS_IF || t->kind == KS_WHILE;
+		if (t->kind != KS_DECL) {
+			scan_expr(p, t->a, s, hdr);
+			scan_expr(p, t->b, s, hdr);
+		}
+		switch (t->kind) {
+		case KS_DECL: p->decl[t->v] = s; break;
+		case KS_LOOP: p->decl[t->v] = s; break;
+		case KS_SET: add_acc(p, (Access){t->v, s, t->a, t->b, true, false}); break;
+		case KS_TREE:
+			add_acc(p, (Access){t->v, s, -1, -1, true, false});
+			add_acc(p, (Access){t->c, s, -2, -1, false, false});
+			break;
+		default: break;
+		}
+		scan(p, t->body, s);
+		scan(p, t->body2, s);
+	}
+}
+
+static bool depends(const Kernels *k, int32_t e, int32_t var, int depth)
+{
+	if (e < 0)
+		return false;
+	const KExpr *x = &k->x[e];
+	if (x->kind == KX_VAR && x->v == var)
+		return true;
+	if (depth > 64)
+		return true;   /* too deep to tell: assume it does */
+	for (int i = 0; i < 4; i++)
+		if (depends(k, x->a[i], var, depth + 1))
+			return true;
+	return false;
+}
+
+static bool is_const(const Kernels *k, int32_t e, int64_t v)
+{
+	return e >= 0 && k->x[e].kind == KX_ICONST && k->x[e].i == v;
+}
+
+/* The loops of the distributed nest rooted at s (1 for a non-par loop); 0 if s cannot
+ * root one. */
+static int chain_len(const Kernels *k, int32_t s, int32_t *inner)
+{
+	const KStmt *t = &k->s[s];
+	if (t->kind != KS_LOOP)
+		return 0;
+	*inner = s;
+	if (!t->par)
+		return is_const(k, t->a, 0) ? 1 : 0;
+	int32_t vars[IR_MAXRANK];
+	int n = 0;
+	vars[n++] = t->v;
+	while (n < IR_MAXRANK) {
+		const KStmt *c = &k->s[*inner];
+		int32_t b = c->body;
+		if (b <= 0 || k->s[b].next > 0 || k->s[b].kind != KS_LOOP || !k->s[b].par)
+			break;
+		bool dep = false;
+		for (int i = 0; i < n; i++)
+			dep |= depends(k, k->s[b].a, vars[i], 0) || depends(k, k->s[b].b, vars[i], 0);
+		if (dep)
+			break;
+		vars[n++] = k->s[b].v;
+		*inner = b;
+	}
+	return n;
+}
+
+static bool has_store(const Kernels *k, int32_t s)
+{
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		if (t->kind == KS_STORE || has_store(k, t->body) || has_store(k, t->body2))
+			return true;
+	}
+	return false;
+}
+
+/* Marks the active roots: the outermost loops on each path that may root a nest. */
+static void activate(P *p, VkPlan *pl, int32_t s, int32_t root)
+{
+	const Kernels *k = p->k;
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		p->ctx[s] = root;
+		int32_t in = 0;
+		int len = root || p->disabled[s] ? 0 : chain_len(k, s, &in);
+		if (len && !t->par && has_store(k, t->body))
+			len = 0;
+		if (len) {
+			pl->role[s] = VR_CHAIN;
+			pl->chainlen[s] = (uint8_t)len;
+			p->inner[s] = in;
+			for (int32_t c = s; c != in; c = k->s[c].body)
+				p->ctx[k->s[c].body] = 0;
+			activate(p, pl, k->s[in].body, s);
+			continue;
+		}
+		activate(p, pl, t->body, root);
+		activate(p, pl, t->body2, root);
+	}
+}
+
+/* The distributed root an access is inside (0: replicated). */
+static int32_t where(const P *p, const Access *a)
+{
+	return p->ctx[a->stmt];
+}
+
+static bool same_shape(const Kernels *k, const P *p, int32_t r1, int32_t r2)
+{
+	for (int32_t a = r1, b = r2;; a = k->s[a].body, b = k->s[b].body) {
+		const KStmt *x = &k->s[a], *y = &k->s[b];
+		if (x->v != y->v || x->a != y->a || x->b != y->b || !x->par || !y->par)
+			return false;
+		if (a == p->inner[r1] || b == p->inner[r2])
+			return a == p->inner[r1] && b == p->inner[r2];
+	}
+}
+
+/* The class of local v under the current roots, or -1. On -1, *culprit is a root whose
+ * accesses break the VC_MERGE rule (disabling it may let v be merged or kept by parts), a
+ * non-par one first (an outer reduction loop taken for a split's), or 0. */
+static int classify(P *p, VkPlan *pl, int32_t v, int32_t *culprit)
+{
+	const Kernels *k = p->k;
+	const KVar *V = &k->vars[v];
+	bool part = V->n > 0, merge = V->n > 0, flag = V->n == 0 && V->type == KT_INT;
+	bool dw = false, uncond = false;
+	int32_t root0 = 0, idx0 = -3, par_culprit = 0;
+	*culprit = 0;
+	for (int i = 0; i < p->nacc; i++) {
+		const Access *a = &p->acc[i];
+		if (a->var != v)
+			continue;
+		int32_t r = where(p, a);
+		if (a->write && !is_const(k, a->val, 0) && !is_const(k, a->val, 1))
+			flag = false;
+		if (!r) {
+			part = false;
+			continue;
+		}
+		dw |= a->write;
+		const KStmt *R = &k->s[r];
+		if (!a->write || !is_const(k, a->val, 1))
+			flag = false;
+		bool own = a->idx >= 0 && k->x[a->idx].kind == KX_VAR && k->x[a->idx].v == R->v;
+		if (pl->chainlen[r] != 1 || !own || !is_const(k, R->a, 0)) {
+			merge = false;
+			if (R->par && !par_culprit)
+				par_culprit = r;
+			if (!R->par && !*culprit)
+				*culprit = r;
+		}
+		if (!R->par || a->idx < 0 || (idx0 != -3 && a->idx != idx0) ||
+		    (root0 && !same_shape(k, p, root0, r)))
+			part = false;
+		idx0 = a->idx;
+		if (!root0)
+			root0 = r;
+		if (a->write && p->parent[a->stmt] == p->inner[r])
+			uncond = true;
+	}
+	if (!dw)
+		return VC_PLAIN;
+	if (part && uncond)
+		return VC_PART;
+	if (!*culprit)
+		*culprit = par_culprit;
+	if (V->n == 0)
+		*culprit = 0;
+	return merge ? VC_MERGE : flag ? VC_FLAG : -1;
+}
+
+static int64_t type_bytes(KType t)
+{
+	return t == KT_INT || t == KT_F64 ? 8 : 4;
+}
+
+/* Disables every active root that writes v. */
+static void disable_writers(P *p, int32_t v)
+{
+	for (int i = 0; i < p->nacc; i++)
+		if (p->acc[i].var == v && p->acc[i].write && where(p, &p->acc[i]))
+			p->disabled[where(p, &p->acc[i])] = 1;
+}
+
+/* One round: activate, classify; returns true when something had to be disabled. */
+static bool round_(P *p, VkPlan *pl)
+{
+	const Kernels *k = p->k;
+	memset(pl->role, 0, (size_t)pl->nstmt);
+	memset(pl->chainlen, 0, (size_t)pl->nstmt);
+	memset(p->ctx, 0, (size_t)pl->nstmt * sizeof *p->ctx);
+	activate(p, pl, p->kn->body, 0);
+	bool changed = false;
+	int64_t shared = 0, big = 0;
+	int32_t bigvar = -1;
+	pl->nslots = 0;
+	for (int32_t v = 0; v < k->nvars; v++) {
+		pl->vclass[v] = VC_PLAIN;
+		pl->slot[v] = -1;
+		if (k->vars[v].loop || p->ctx[p->decl[v]])
+			continue;
+		int32_t culprit;
+		int c = classify(p, pl, v, &culprit);
+		if (c < 0 && culprit) {
+			p->disabled[culprit] = 1;
+			changed = true;
+			continue;
+		}
+		if (c < 0 || ((c == VC_MERGE || c == VC_FLAG) && pl->nslots == VK_MAX_MERGE)) {
+			disable_writers(p, v);
+			changed = true;
+			continue;
+		}
+		pl->vclass[v] = (uint8_t)c;
+		if (c == VC_MERGE || c == VC_FLAG) {
+			int64_t bytes = c == VC_FLAG ? 4 * VK_WG_MAX : k->vars[v].n * type_bytes(k->vars[v].type);
+			shared += bytes;
+			if (c == VC_MERGE && bytes > big) {
+				big = bytes;
+				bigvar = v;
+			}
+			pl->slot[v] = (int8_t)pl->nslots;
+			pl->slotvar[pl->nslots++] = v;
+		}
+	}
+	if (!changed && shared > VK_SHARED_MAX && bigvar >= 0) {
+		disable_writers(p, bigvar);
+		changed = true;
+	}
+	/* a non-par root that leaves nothing behind is not worth distributing */
+	for (int32_t s = 1; !changed && s < pl->nstmt; s++) {
+		if (pl->role[s] != VR_CHAIN || k->s[s].par)
+			continue;
+		bool w = false;
+		for (int i = 0; i < p->nacc && !w; i++)
+			w = p->acc[i].write && where(p, &p->acc[i]) == s &&
+			    pl->vclass[p->acc[i].var] != VC_PLAIN;
+		if (!w) {
+			p->disabled[s] = 1;
+			changed = true;
+		}
+	}
+	return changed;
+}
+
+static int64_t upper(const Kernels *k, int32_t e)
+{
+	const KExpr *x = &k->x[e];
+	if (x->kind == KX_ICONST)
+		return x->i;
+	if (x->kind == KX_OP && x->op == OP_MIN) {
+		int64_t a = upper(k, x->a[0]), b = upper(k, x->a[1]);
+		return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+	}
+	return -1;
+}
+
+/* The largest iteration count of any distributed nest that is known here. */
+static int work_group(const P *p, const VkPlan *pl)
+{
+	const Kernels *k = p->k;
+	int64_t best = 0;
+	for (int32_t s = 1; s < pl->nstmt; s++) {
+		if (pl->role[s] != VR_CHAIN)
+			continue;
+		int64_t n = 1;
+		for (int32_t c = s; n > 0; c = k->s[c].body) {
+			int64_t hi = upper(k, k->s[c].b);
+			n = hi < 0 || !is_const(k, k->s[c].a, 0) ? -1 : n * hi;
+			if (n > VK_WG_MAX)
+				n = VK_WG_MAX;
+			if (c == p->inner[s])
+				break;
+		}
+		if (n > best)
+			best = n;
+	}
+	return best <= 0 ? VK_WG_SERIAL : (int)best;
+}
+
+/* Buffers both loaded and stored by the kernel: replicated code could then see another
+ * invocation's store (the kernel IR never does this; a plan would not be exact). */
+static void buf_use(const Kernels *k, int32_t s, uint8_t *use, uint32_t *seen, uint32_t stamp);
+
+static void buf_expr(const Kernels *k, int32_t e, uint8_t *use, uint32_t *seen, uint32_t stamp)
+{
+	if (e < 0 || seen[e] == stamp)
+		return;
+	seen[e] = stamp;
+	if (k->x[e].kind == KX_LOAD)
+		use[k->x[e].v] |= 1;
+	for (int i = 0; i < 4; i++)
+		buf_expr(k, k->x[e].a[i], use, seen, stamp);
+}
+
+static void buf_use(const Kernels *k, int32_t s, uint8_t *use, uint32_t *seen, uint32_t stamp)
+{
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		if (t->kind != KS_DECL) {
+			buf_expr(k, t->a, use, seen, stamp);
+			buf_expr(k, t->b, use, seen, stamp);
+		}
+		if (t->kind == KS_STORE)
+			use[t->v] |= 2;
+		buf_use(k, t->body, use, seen, stamp);
+		buf_use(k, t->body2, use, seen, stamp);
+	}
+}
+
+static bool self_reading(P *p)
+{
+	const Kernels *k = p->k;
+	uint8_t *use = calloc((size_t)k->nbufs + 1, 1);
+	IR_ASSERT(use);
+	buf_use(k, p->kn->body, use, p->seen, ++p->stamp);
+	bool bad = false;
+	for (int b = 0; b < k->nbufs; b++)
+		bad |= use[b] == 3;
+	free(use);
+	return bad;
+}
+
+/* The merge slots each statement's replicated code and distributed loops touch. */
+static void masks(P *p, VkPlan *pl)
+{
+	for (int i = 0; i < p->nacc; i++) {
+		const Access *a = &p->acc[i];
+		if (pl->slot[a->var] < 0)
+			continue;
+		uint64_t bit = 1ull << pl->slot[a->var];
+		uint64_t *m = where(p, a) ? pl->dist : pl->rep;
+		for (int32_t s = a->stmt; s > 0; s = p->parent[s])
+			m[s] |= bit;
+	}
+}
+
+int vk_plan(const Kernels *k, int kernel, VkPlan *pl, Diag *d)
+{
+	(void)d;
+	memset(pl, 0, sizeof *pl);
+	P p = {0};
+	p.k = k;
+	p.kn = &k->k[kernel];
+	pl->nstmt = k->ns + 1;
+	pl->nvar = k->nvars + 1;
+	size_t ns = (size_t)pl->nstmt, nv = (size_t)pl->nvar;
+	pl->role = calloc(ns, 1);
+	pl->chainlen = calloc(ns, 1);
+	pl->vclass = calloc(nv, 1);
+	pl->slot = calloc(nv, 1);
+	pl->rep = calloc(ns, sizeof *pl->rep);
+	pl->dist = calloc(ns, sizeof *pl->dist);
+	p.parent = calloc(ns, sizeof *p.parent);
+	p.decl = calloc(nv, sizeof *p.decl);
+	p.seen = calloc((size_t)k->nx + 1, sizeof *p.seen);
+	p.disabled = calloc(ns, 1);
+	p.ctx = calloc(ns, sizeof *p.ctx);
+	p.inner = calloc(ns, sizeof *p.inner);
+	IR_ASSERT(pl->role && pl->chainlen && pl->vclass && pl->slot && pl->rep && pl->dist &&
+		  p.parent && p.decl && p.seen && p.disabled && p.ctx && p.inner);
+	memset(pl->slot, -1, nv);
+	scan(&p, p.kn->body, 0);
+	bool serial = self_reading(&p);
+	while (!serial && round_(&p, pl))
+		;
+	bool any = false;
+	for (int32_t s = 1; !serial && s < pl->nstmt; s++)
+		any |= pl->role[s] == VR_CHAIN;
+	if (serial || !any) {
+		memset(pl->role, 0, ns);
+		memset(pl->chainlen, 0, ns);
+		memset(pl->vclass, 0, nv);
+		memset(pl->slot, -1, nv);
+		pl->nslots = 0;
+		pl->group = false;
+		pl->wg = VK_WG_SERIAL;
+	} else {
+		pl->group = true;
+		pl->wg = work_group(&p, pl);
+		masks(&p, pl);
+	}
+	free(p.parent);
+	free(p.decl);
+	free(p.seen);
+	free(p.disabled);
+	free(p.ctx);
+	free(p.inner);
+	free(p.acc);
+	return 0;
+}
+
+void vk_plan_free(VkPlan *p)
+{
+	free(p->role);
+	free(p->chainlen);
+	free(p->vclass);
+	free(p->slot);
+	free(p->rep);
+	free(p->dist);
+	memset(p, 0, sizeof *p);
+}
+
+int64_t vk_part_len(const Kernels *k, const VkPlan *p, int32_t var)
+{
+	return (k->vars[var].n + p->wg - 1) / p->wg;
+}

@@ -1,0 +1,108 @@
+/* compiler/vulkan/vulkan.h (private to compiler/vulkan/): the Vulkan backend's parts and
+ * the contract between its emitter and its runtime.
+ *
+ * The emitted program is one GLSL 450 compute shader per kernel, concatenated in kernel
+ * order; each shader starts with a line `//// assay kernel I: NAME` (VK_MARK) so the runtime
+ * can cut the text apart again. A shader declares only the buffers it touches, at binding
+ * b (set 0) for program buffer b, plus the error buffer at binding nbufs: VK_ERR_WORDS
+ * 32-bit words per kernel (word 0: error site + 1, set once by compare-and-swap; words 1
+ * and 2: the low and high halves of the offending 64-bit value).
+ *
+ * Local arrays longer than VK_PRIVATE_MAX elements (pairwise term buffers, large topk
+ * lists) live in a scratch buffer rather than in private memory (compilers such as
+ * lavapipe's LLVM take time superlinear in a private array's length): each invocation of
+ * a dispatch owns `scratch` bytes of it (marker line), bound as float, double and int64
+ * views at bindings nbufs + 1, + 2, + 3. The runtime dispatches a kernel in chunks of
+ * items, each chunk's first item in the push constant `base`, so the scratch buffer stays
+ * within the device's limits; chunks of one kernel are separated by barriers.
+ *
+ * Device-dependent choices are left to preprocessor symbols the runtime defines after the
+ * `#version` line (so one emitted text serves every device): VK_SYM_16BIT (f16/bf16
+ * buffers as uint16_t through GL_EXT_shader_16bit_storage, else two per uint with atomic
+ * read-modify-write stores), VK_SYM_FC (float controls usable), and VK_SYM_DENORM32/64,
+ * VK_SYM_SZINP32/64, VK_SYM_RTE32/64 for the float-controls execution modes the device
+ * supports (denormals preserved, signed zero/inf/NaN preserved, round to nearest even).
+ *
+ * Kernel plans (plan.c): how a kernel's items and loops map onto invocations. A kernel
+ * either runs one item per invocation (serial plan), or one item per work-group whose
+ * invocations execute the item's statements redundantly ("replicated" code, every
+ * invocation holding identical locals) except inside distributed loops, whose iterations
+ * are spread over the invocations; see plan.c for the rules that keep this exact.
+ */
+#ifndef ASSAY_VULKAN_VULKAN_H
+#define ASSAY_VULKAN_VULKAN_H
+
+#include "../kir.h"
+
+#define VK_MARK "//// assay kernel "
+#define VK_SYM_16BIT "ASSAY_16BIT"
+#define VK_SYM_FC "ASSAY_FC"
+#define VK_SYM_DENORM32 "ASSAY_DENORM32"
+#define VK_SYM_DENORM64 "ASSAY_DENORM64"
+#define VK_SYM_SZINP32 "ASSAY_SZINP32"
+#define VK_SYM_SZINP64 "ASSAY_SZINP64"
+#define VK_SYM_RTE32 "ASSAY_RTE32"
+#define VK_SYM_RTE64 "ASSAY_RTE64"
+
+enum {
+	VK_ERR_WORDS = 4,      /* error words per kernel */
+	VK_WG_MAX = 256,       /* the largest work-group a plan asks for */
+	VK_WG_SERIAL = 64,     /* items per work-group under a serial plan */
+	VK_SHARED_MAX = 16384, /* bytes of shared memory a plan may use for merges */
+	VK_MAX_MERGE = 64,     /* merged variables per kernel */
+	VK_PRIVATE_MAX = 128,  /* longer local arrays live in the scratch buffer */
+};
+
+/* Roles of statements and classes of variables in a plan. */
+enum { VR_NONE, VR_CHAIN };
+enum { VC_PLAIN, VC_PART, VC_MERGE, VC_FLAG };
+
+typedef struct {
+	bool group;         /* one item per work-group (else one item per invocation) */
+	int wg;             /* invocations per work-group */
+	int nstmt, nvar;
+	uint8_t *role;      /* per statement: VR_CHAIN at the root of a distributed loop nest */
+	uint8_t *chainlen;  /* per statement (roots): loops in the distributed nest */
+	uint8_t *vclass;    /* per variable: VC_* */
+	int8_t *slot;       /* per variable: merge slot (VC_MERGE, VC_FLAG), else -1 */
+	int nslots;
+	int32_t slotvar[VK_MAX_MERGE];
+	uint64_t *rep;      /* per statement: merge slots its replicated code reads or writes */
+	uint64_t *dist;     /* per statement: merge slots accessed inside its distributed loops */
+} VkPlan;
+
+int vk_plan(const Kernels *k, int kernel, VkPlan *p, Diag *d);
+void vk_plan_free(VkPlan *p);
+/* The number of private elements a VC_PART array keeps per invocation. */
+int64_t vk_part_len(const Kernels *k, const VkPlan *p, int32_t var);
+
+/* The GLSL helper library (lib.c): one bit per helper; vk_lib adds what each depends on. */
+enum {
+	VH_RNE = 1 << 0,      /* rne_shr */
+	VH_RNE64 = 1 << 1,    /* rne_shr64, msb64 */
+	VH_F16 = 1 << 2,      /* h2f, f2h */
+	VH_BF16 = 1 << 3,     /* b2f, f2b */
+	VH_I2F = 1 << 4,
+	VH_I2D = 1 << 5,
+	VH_D2F = 1 << 6,
+	VH_D2H = 1 << 7,
+	VH_D2B = 1 << 8,
+	VH_IDIV = 1 << 9,
+	VH_IMOD = 1 << 10,
+	VH_IMINMAX = 1 << 11, /* abs_i, max_i, min_i */
+	VH_FMINMAX = 1 << 12,
+	VH_DMINMAX = 1 << 13,
+	VH_EXPM1 = 1 << 14,
+	VH_LOG1P = 1 << 15,
+	VH_TANH = 1 << 16,
+	VH_ERF = 1 << 17,
+	VH_POW = 1 << 18,
+	VH_SIGMOID = 1 << 19,
+};
+/* Passes the text of every helper in need (and their dependencies), in a fixed order. */
+void vk_lib(unsigned need, void (*put)(void *ctx, const char *text), void *ctx);
+
+char *vk_emit(const Kernels *k, Diag *d);
+extern const Backend vulkan_backend;   /* run.c */
+
+#endif

@@ -1,0 +1,346 @@
+// compiler/wgsl/node/helper.mjs: the WGSL backend's device process. compiler/wgsl/run.c
+// starts it once per process (node helper.mjs), and drives it over two pipes: requests
+// arrive on fd 3, replies leave on fd 4 (stdout and stderr are not part of the protocol:
+// Dawn and Node may print there).
+//
+// Protocol: every message, either way, is a frame
+//   u32 header length, u32 payload length (little-endian), header (JSON, UTF-8), payload
+// and every request gets exactly one reply, in order. A reply's header is {ok: true, ...}
+// or {ok: false, kind: "compile" | "error", msg: "..."}.
+//
+// Requests (header fields; the payload is empty unless said):
+//   info                          -> {adapter, backend, fallback, dawn, node, features, limits}
+//   module  {src, kernels: [{entry, bindings: [n...], groups}]}
+//                                 -> {id}; Tint's messages as kind "compile"
+//   alloc   {id, sizes: [bytes...], guard, pattern}
+//           one GPU buffer per size: guard bytes, the data (zeroed), padding to 4 bytes and
+//           guard bytes again, every byte outside the data set to pattern; binding 0 is the
+//           error slot (4 i32, zeroed at each launch), binding b + 1 is buffer b
+//   upload  {id, buf} + data      writes data at the buffer's data offset
+//   launch  {id}                  -> {err: [slot0, slot1], ms}: every kernel in order in
+//                                    one compute pass (a dispatch sees the writes of the
+//                                    ones before it), then the error slot
+//   read    {id, buf}             -> the whole buffer, guards included, as the payload
+//   free    {id}
+// The process ends at end of input (its parent is gone or done).
+import { readFileSync, readSync, writeSync } from 'node:fs';
+import { create, globals } from 'webgpu';
+
+Object.assign(globalThis, globals);
+const IN = 3, OUT = 4;
+
+function readFull(n) {
+	const buf = Buffer.alloc(n);
+	let got = 0;
+	while (got < n) {
+		let k;
+		try {
+			k = readSync(IN, buf, got, n - got, null);
+		} catch (e) {
+			if (e.code === 'EAGAIN' || e.code === 'EINTR')
+				continue;
+			throw e;
+		}
+		if (k === 0)
+			return null;
+		got += k;
+	}
+	return buf;
+}
+
+function readFrame() {
+	const head = readFull(8);
+	if (!head)
+		return null;
+	const hl = head.readUInt32LE(0), pl = head.readUInt32LE(4);
+	const h = hl ? readFull(hl) : Buffer.alloc(0);
+	const p = pl ? readFull(pl) : Buffer.alloc(0);
+	if (!h || !p)
+		return null;
+	return { req: JSON.parse(h.toString('utf8')), payload: p };
+}
+
+function writeAll(buf) {
+	let off = 0;
+	while (off < buf.length) {
+		try {
+			off += writeSync(OUT, buf, off, buf.length - off);
+		} catch (e) {
+			if (e.code !== 'EAGAIN' && e.code !== 'EINTR')
+				throw e;
+		}
+	}
+}
+
+function writeFrame(rep, payload) {
+	const h = Buffer.from(JSON.stringify(rep), 'utf8');
+	const p = payload ? Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength) : Buffer.alloc(0);
+	const head = Buffer.alloc(8);
+	head.writeUInt32LE(h.length, 0);
+	head.writeUInt32LE(p.length, 4);
+	writeAll(head);
+	writeAll(h);
+	if (p.length)
+		writeAll(p);
+}
+
+class Failure extends Error {
+	constructor(kind, msg) {
+		super(msg);
+		this.kind = kind;
+	}
+}
+
+// ------------------------------------------------------------ the device
+
+const gpu = { nav: null, adapter: null, device: null, lost: null, why: null };
+
+async function device() {
+	if (gpu.device)
+		return gpu.device;
+	if (gpu.why)
+		throw new Failure('error', gpu.why);
+	try {
+		gpu.nav = create([]);
+		const adapter = await gpu.nav.requestAdapter({ powerPreference: 'high-performance' });
+		if (!adapter)
+			throw new Error('Dawn found no WebGPU adapter (no Vulkan driver it accepts: Mesa >= 24 lavapipe, or a GPU driver)');
+		const L = adapter.limits, want = {};
+		for (const k of ['maxStorageBuffersPerShaderStage', 'maxStorageBufferBindingSize', 'maxBufferSize',
+			'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX', 'maxComputeWorkgroupStorageSize',
+			'maxComputeWorkgroupsPerDimension', 'maxBindingsPerBindGroup'])
+			want[k] = L[k];
+		const features = adapter.features.has('shader-f16') ? ['shader-f16'] : [];
+		const dev = await adapter.requestDevice({ requiredLimits: want, requiredFeatures: features });
+		dev.lost.then((info) => { gpu.lost = `the device was lost: ${info.reason}: ${info.message}`; });
+		gpu.adapter = adapter;
+		gpu.device = dev;
+		return dev;
+	} catch (e) {
+		gpu.why = String(e && e.message ? e.message : e);
+		throw new Failure('error', gpu.why);
+	}
+}
+
+function scopes(dev) {
+	dev.pushErrorScope('internal');
+	dev.pushErrorScope('out-of-memory');
+	dev.pushErrorScope('validation');
+}
+
+async function popScopes(dev, what) {
+	const errs = [];
+	for (let i = 0; i < 3; i++) {
+		const e = await dev.popErrorScope();
+		if (e)
+			errs.push(e.message);
+	}
+	if (gpu.lost)
+		errs.push(gpu.lost);
+	if (errs.length)
+		throw new Failure('error', `${what}: ${errs.join('; ')}`);
+}
+
+// ------------------------------------------------------------ requests
+
+const modules = new Map();
+let nextId = 1;
+
+async function info() {
+	const dev = await device();
+	const a = gpu.adapter.info;
+	const name = [a.vendor, a.architecture, a.description || a.device].filter((s) => s).join(', ');
+	const limits = {};
+	for (const k in dev.limits)
+		limits[k] = dev.limits[k];
+	let dawn = '?';
+	try {
+		dawn = JSON.parse(readFileSync(new URL('./node_modules/webgpu/package.json', import.meta.url))).version;
+	} catch {}
+	return { adapter: name, backend: a.backendType || '', fallback: !!a.isFallbackAdapter,
+		dawn, node: process.version, features: [...dev.features], limits };
+}
+
+async function makeModule(req) {
+	const dev = await device();
+	scopes(dev);
+	const mod = dev.createShaderModule({ code: req.src });
+	const ci = await mod.getCompilationInfo();
+	const errs = ci.messages.filter((m) => m.type === 'error')
+		.map((m) => `${m.lineNum}:${m.linePos}: ${m.message}`);
+	if (errs.length) {
+		await popScopes(dev, 'module').catch(() => {});
+		throw new Failure('compile', errs.join('\n'));
+	}
+	let kernels;
+	try {
+		const pipes = await Promise.all(req.kernels.map((k) => dev.createComputePipelineAsync({
+			layout: 'auto', compute: { module: mod, entryPoint: k.entry } })));
+		kernels = req.kernels.map((k, i) => ({ pipe: pipes[i], bindings: k.bindings, groups: k.groups }));
+	} catch (e) {
+		await popScopes(dev, 'pipeline').catch(() => {});
+		throw new Failure('compile', String(e && e.message ? e.message : e));
+	}
+	try {
+		await popScopes(dev, 'pipeline');
+	} catch (e) {
+		throw new Failure('compile', e.message);
+	}
+	const id = nextId++;
+	modules.set(id, { kernels, bufs: null, guard: 0, sizes: null, pattern: 0, groups: null });
+	return { id };
+}
+
+function mod(req) {
+	const m = modules.get(req.id);
+	if (!m)
+		throw new Failure('error', `no module ${req.id}`);
+	return m;
+}
+
+const round4 = (n) => (n + 3) & ~3;
+
+async function alloc(req) {
+	const dev = await device();
+	const m = mod(req);
+	scopes(dev);
+	const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+	m.guard = req.guard;
+	m.pattern = req.pattern;
+	m.sizes = [16, ...req.sizes];
+	m.bufs = m.sizes.map((bytes, i) => {
+		const g = i === 0 ? 0 : req.guard;
+		const total = g + round4(Math.max(bytes, 4)) + g;
+		const b = dev.createBuffer({ size: total, usage, mappedAtCreation: true });
+		const u8 = new Uint8Array(b.getMappedRange());
+		if (i > 0) {
+			u8.fill(req.pattern);
+			u8.fill(0, g, g + bytes);
+		}
+		b.unmap();
+		return b;
+	});
+	m.groups = m.kernels.map((k) => dev.createBindGroup({
+		layout: k.pipe.getBindGroupLayout(0),
+		entries: k.bindings.map((n) => ({ binding: n, resource: { buffer: m.bufs[n] } })),
+	}));
+	await popScopes(dev, 'alloc');
+	return {};
+}
+
+async function upload(req, payload) {
+	const dev = await device();
+	const m = mod(req);
+	const n = req.buf + 1;
+	if (!m.bufs || n >= m.bufs.length || payload.length !== m.sizes[n])
+		throw new Failure('error', `upload: buffer ${req.buf} is not ${payload.length} bytes`);
+	const data = new Uint8Array(round4(payload.length)).fill(m.pattern);
+	data.set(payload);
+	scopes(dev);
+	dev.queue.writeBuffer(m.bufs[n], m.guard, data);
+	await popScopes(dev, 'upload');
+	return {};
+}
+
+async function readBack(dev, buf, size) {
+	const rb = dev.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+	const enc = dev.createCommandEncoder();
+	enc.copyBufferToBuffer(buf, 0, rb, 0, size);
+	dev.queue.submit([enc.finish()]);
+	await rb.mapAsync(GPUMapMode.READ);
+	const out = new Uint8Array(rb.getMappedRange().slice(0));
+	rb.unmap();
+	rb.destroy();
+	return out;
+}
+
+async function launch(req) {
+	const dev = await device();
+	const m = mod(req);
+	if (!m.bufs)
+		throw new Failure('error', 'launch before alloc');
+	const t0 = performance.now();
+	scopes(dev);
+	dev.queue.writeBuffer(m.bufs[0], 0, new Int32Array(4));
+	const enc = dev.createCommandEncoder();
+	const pass = enc.beginComputePass();
+	const maxDim = dev.limits.maxComputeWorkgroupsPerDimension;
+	m.kernels.forEach((k, i) => {
+		if (k.groups <= 0)
+			return;
+		pass.setPipeline(k.pipe);
+		pass.setBindGroup(0, m.groups[i]);
+		const x = Math.min(k.groups, maxDim), y = Math.ceil(k.groups / x);
+		if (y > maxDim)
+			throw new Failure('error', `kernel ${i}: ${k.groups} work-groups are more than a dispatch holds`);
+		pass.dispatchWorkgroups(x, y);
+	});
+	pass.end();
+	dev.queue.submit([enc.finish()]);
+	const err = new Int32Array((await readBack(dev, m.bufs[0], 16)).buffer);
+	await popScopes(dev, 'launch');
+	return { err: [err[0], err[1]], ms: performance.now() - t0 };
+}
+
+async function read(req) {
+	const dev = await device();
+	const m = mod(req);
+	const n = req.buf + 1;
+	if (!m.bufs || n >= m.bufs.length)
+		throw new Failure('error', `read: no buffer ${req.buf}`);
+	scopes(dev);
+	const out = await readBack(dev, m.bufs[n], m.bufs[n].size);
+	await popScopes(dev, 'read');
+	return [{}, out];
+}
+
+function free(req) {
+	const m = modules.get(req.id);
+	if (m && m.bufs)
+		for (const b of m.bufs)
+			b.destroy();
+	modules.delete(req.id);
+	return {};
+}
+
+async function handle(req, payload) {
+	switch (req.cmd) {
+	case 'info': return [await info()];
+	case 'module': return [await makeModule(req)];
+	case 'alloc': return [await alloc(req)];
+	case 'upload': return [await upload(req, payload)];
+	case 'launch': return [await launch(req)];
+	case 'read': return await read(req);
+	case 'free': return [free(req)];
+	default: throw new Failure('error', `unknown request ${req.cmd}`);
+	}
+}
+
+async function main() {
+	for (;;) {
+		const f = readFrame();
+		if (!f)
+			break;
+		let rep, payload = null;
+		try {
+			[rep, payload] = await handle(f.req, f.payload);
+			rep.ok = true;
+		} catch (e) {
+			rep = { ok: false, kind: e instanceof Failure ? e.kind : 'error',
+				msg: String(e && e.message ? e.message : e) };
+			payload = null;
+		}
+		writeFrame(rep, payload);
+	}
+	for (const id of [...modules.keys()])
+		free({ id });
+	if (gpu.device)
+		gpu.device.destroy();
+	gpu.nav = null;
+	process.exit(0);
+}
+
+main().catch((e) => {
+	process.stderr.write(`wgsl helper: ${e && e.stack ? e.stack : e}\n`);
+	process.exit(1);
+});

@@ -1,0 +1,594 @@
+/* compiler/wgsl/plan.c: what the WGSL emitter needs to know about a program before it
+ * writes a line: integer ranges, and how each kernel's items become work-groups.
+ *
+ * Integer ranges. The kernel IR's integers are int64; WGSL has i32 only. Every integer
+ * value the emitted code holds is an exact i32 (an operation that could leave i32 is
+ * emitted checked: on overflow it reports an error instead of wrapping), so operand
+ * intervals are clamped to i32 and an operation is "wide" when its exact result interval
+ * is not inside i32. Intervals are a fixpoint over the program: tile origins span their
+ * extent, a loop variable spans its bounds, an integer local joins everything assigned to
+ * it (after a few rounds a local still growing widens to all of i32), an i32 load is any
+ * i32, a checked index its range.
+ *
+ * Work-groups (wgsl.h WgslMode). WM_GROUP needs every par nest in uniform position (its
+ * bounds, and the conditions and loops around it, depend on tile origins and constants
+ * only) to be owner-consistent: a local declared outside the nests and written inside one
+ * must be an array accessed only inside nests of one shape, always at one index
+ * expression, so that the invocation that owns iteration f owns that element in every
+ * nest. WM_LANES needs a top-level local array whose every access before the partials
+ * meet is either a write at a constant index (the initialisation) or inside a lane loop:
+ * a loop over L whose body only sets A[L] from values reading A at L only. Anything else
+ * runs WM_ITEM.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "wgsl.h"
+
+enum { ROUNDS = 8, WIDEN_AFTER = 5 };
+
+static const WgslIvl EMPTY = {1, 0}, I32 = {INT32_MIN, INT32_MAX};
+
+typedef struct {
+	const Kernels *k;
+	WgslPlan *p;
+	WgslIvl *viv;          /* per variable */
+	WgslIvl *raw;          /* per expression: before clamping */
+	uint32_t *stamp;       /* per expression: round it was computed in */
+	uint32_t round;
+	bool *origin;          /* per variable: a tile origin */
+	bool *uloop;           /* per variable: a loop variable of a uniform loop */
+} P;
+
+static bool empty(WgslIvl a)
+{
+	return a.hi < a.lo;
+}
+
+static WgslIvl join(WgslIvl a, WgslIvl b)
+{
+	if (empty(a))
+		return b;
+	if (empty(b))
+		return a;
+	return (WgslIvl){a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+}
+
+static WgslIvl clamp32(WgslIvl a)
+{
+	if (empty(a))
+		return a;
+	if (a.lo < INT32_MIN)
+		a.lo = INT32_MIN;
+	if (a.hi > INT32_MAX)
+		a.hi = INT32_MAX;
+	if (a.lo > INT32_MAX || a.hi < INT32_MIN)
+		return I32;
+	return a;
+}
+
+static int64_t min4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+	int64_t m = a < b ? a : b;
+	m = m < c ? m : c;
+	return m < d ? m : d;
+}
+
+static int64_t max4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+	int64_t m = a > b ? a : b;
+	m = m > c ? m : c;
+	return m > d ? m : d;
+}
+
+static int64_t fdiv(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* The exact interval of an integer op on operands within i32 (products fit in int64). */
+static WgslIvl int_op(Op op, WgslIvl a, WgslIvl b, WgslIvl c)
+{
+	switch (op) {
+	case OP_ADD: return (WgslIvl){a.lo + b.lo, a.hi + b.hi};
+	case OP_SUB: return (WgslIvl){a.lo - b.hi, a.hi - b.lo};
+	case OP_NEG: return (WgslIvl){-a.hi, -a.lo};
+	case OP_MUL:
+		return (WgslIvl){min4(a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi),
+				 max4(a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)};
+	case OP_ABS:
+		if (a.lo >= 0)
+			return a;
+		if (a.hi <= 0)
+			return (WgslIvl){-a.hi, -a.lo};
+		return (WgslIvl){0, -a.lo > a.hi ? -a.lo : a.hi};
+	case OP_MAX: return (WgslIvl){a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+	case OP_MIN: return (WgslIvl){a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
+	case OP_IDIV:
+		if (b.lo > 0)   /* floor(a / b) is monotone in a and in b > 0: the corners */
+			return (WgslIvl){min4(fdiv(a.lo, b.lo), fdiv(a.lo, b.hi), fdiv(a.hi, b.lo), fdiv(a.hi, b.hi)),
+					 max4(fdiv(a.lo, b.lo), fdiv(a.lo, b.hi), fdiv(a.hi, b.lo), fdiv(a.hi, b.hi))};
+		{
+			int64_t m = -a.lo > a.hi ? -a.lo : a.hi;
+			return (WgslIvl){-m - 1, m + 1};
+		}
+	case OP_MOD: {
+		int64_t m = (b.lo < 0 ? -b.lo : b.lo) > (b.hi < 0 ? -b.hi : b.hi) ?
+			    (b.lo < 0 ? -b.lo : b.lo) : (b.hi < 0 ? -b.hi : b.hi);
+		return (WgslIvl){0, m > 0 ? m - 1 : 0};
+	}
+	case OP_SELECT: return join(b, c);
+	default: return I32;
+	}
+}
+
+static WgslIvl iv(P *p, int32_t id);
+
+static WgslIvl iv_op(P *p, const KExpr *x)
+{
+	WgslIvl a[3] = {EMPTY, EMPTY, EMPTY};
+	int n = op_info((Op)x->op)->arity;
+	for (int i = 0; i < n; i++) {
+		a[i] = iv(p, x->a[i]);
+		if (x->op == OP_SELECT && i == 0)
+			continue;   /* the condition is a boolean */
+		if (empty(a[i]))
+			return EMPTY;
+	}
+	return int_op((Op)x->op, a[0], a[1], a[2]);
+}
+
+/* The interval of integer expression id (clamped to i32); raw keeps the exact one. */
+static WgslIvl iv(P *p, int32_t id)
+{
+	if (id < 0)
+		return EMPTY;
+	if (p->stamp[id] == p->round)
+		return p->p->xiv[id];
+	const KExpr *x = &p->k->x[id];
+	WgslIvl r = I32;
+	if (x->type != KT_INT) {
+		r = (WgslIvl){0, 1};
+	} else {
+		switch (x->kind) {
+		case KX_ICONST: r = (WgslIvl){x->i, x->i}; break;
+		case KX_VAR: case KX_ELEM: r = p->viv[x->v]; break;
+		case KX_LOAD: r = I32; break;
+		case KX_OP: r = iv_op(p, x); break;
+		case KX_CHECK: {
+			WgslIvl lo = iv(p, x->a[1]), hi = iv(p, x->a[2]);
+			r = empty(lo) || empty(hi) ? EMPTY : join((WgslIvl){lo.lo, hi.hi - 1}, lo);
+			iv(p, x->a[0]);
+			break;
+		}
+		default: r = I32; break;   /* conversions from reals */
+		}
+	}
+	p->raw[id] = r;
+	p->p->xiv[id] = clamp32(r);
+	p->stamp[id] = p->round;
+	return p->p->xiv[id];
+}
+
+/* One round over statements s..: joins loop and local intervals; true if any grew. */
+static bool vround(P *p, int32_t s, bool widen)
+{
+	bool grew = false;
+	for (; s > 0; s = p->k->s[s].next) {
+		const KStmt *t = &p->k->s[s];
+		WgslIvl add = EMPTY;
+		int32_t v = -1;
+		if (t->kind == KS_LOOP) {
+			WgslIvl a = iv(p, t->a), b = iv(p, t->b);
+			v = t->v;
+			if (!empty(a) && !empty(b) && b.hi - 1 >= a.lo)
+				add = (WgslIvl){a.lo, b.hi - 1};
+		} else if (t->kind == KS_SET && p->k->vars[t->v].type == KT_INT) {
+			v = t->v;
+			add = iv(p, t->b);
+			iv(p, t->a);
+		} else {
+			iv(p, t->a);
+			iv(p, t->b);
+		}
+		if (v >= 0) {
+			WgslIvl n = clamp32(join(p->viv[v], add));
+			if (n.lo != p->viv[v].lo || n.hi != p->viv[v].hi) {
+				p->viv[v] = widen ? I32 : n;
+				grew = true;
+			}
+		}
+		grew |= vround(p, t->body, widen);
+		grew |= vround(p, t->body2, widen);
+	}
+	return grew;
+}
+
+static void intervals(P *p)
+{
+	const Kernels *k = p->k;
+	for (int v = 0; v < k->nvars; v++)
+		p->viv[v] = EMPTY;
+	for (int i = 0; i < k->nk; i++)
+		for (int d = 0; d < k->k[i].npar; d++) {
+			const KPar *P_ = &k->k[i].par[d];
+			p->viv[P_->origin] = (WgslIvl){0, P_->extent - 1};
+			p->origin[P_->origin] = true;
+		}
+	for (int r = 0; r < ROUNDS + 4; r++) {
+		p->round++;
+		bool grew = false;
+		for (int i = 0; i < k->nk; i++)
+			grew |= vround(p, k->k[i].body, r >= WIDEN_AFTER);
+		if (!grew)
+			break;
+	}
+	p->round++;   /* a last pass with the final variable intervals */
+	for (int i = 0; i < k->nk; i++)
+		vround(p, k->k[i].body, false);
+	for (int32_t x = 1; x < k->nx; x++) {
+		iv(p, x);
+		const KExpr *e = &k->x[x];
+		p->p->xwide[x] = e->type == KT_INT && !empty(p->raw[x]) &&
+				 (p->raw[x].lo < INT32_MIN || p->raw[x].hi > INT32_MAX);
+	}
+}
+
+/* ------------------------------------------------------------ uniformity */
+
+/* Does expression id depend only on constants, tile origins and (loops) uniform loops? */
+static bool uni(const P *p, int32_t id, bool loops)
+{
+	if (id < 0)
+		return true;
+	const KExpr *x = &p->k->x[id];
+	switch (x->kind) {
+	case KX_FCONST: case KX_ICONST: return true;
+	case KX_VAR: return p->origin[x->v] || (loops && p->uloop[x->v]);
+	case KX_OP: case KX_CVT: case KX_ROUND:
+		for (int i = 0; i < 3; i++)
+			if (!uni(p, x->a[i], loops))
+				return false;
+		return true;
+	default: return false;
+	}
+}
+
+static bool nest_level(const P *p, const KStmt *t)
+{
+	return t->kind == KS_LOOP && t->par && uni(p, t->a, false) && uni(p, t->b, false);
+}
+
+static int64_t trips(const P *p, const KStmt *t)
+{
+	WgslIvl a = p->p->xiv[t->a], b = p->p->xiv[t->b];
+	return empty(a) || empty(b) || b.hi <= a.lo ? 0 : b.hi - a.lo;
+}
+
+/* Marks the par nests in uniform position under s; the largest flattened trip count. */
+static int64_t find_nests(P *p, int32_t s, bool u)
+{
+	int64_t most = 0;
+	for (; s > 0; s = p->k->s[s].next) {
+		const KStmt *t = &p->k->s[s];
+		if (t->kind == KS_LOOP && u && nest_level(p, t)) {
+			int lv = 1;
+			int64_t n = trips(p, t);
+			for (const KStmt *in = t; in->body > 0 && p->k->s[in->body].next < 0 &&
+			     nest_level(p, &p->k->s[in->body]) && lv < 8; lv++) {
+				in = &p->k->s[in->body];
+				int64_t m = trips(p, in);
+				n = n > 0 && m > INT32_MAX / n ? INT32_MAX : n * m;
+			}
+			p->p->srole[s] = WS_NEST;
+			p->p->slevels[s] = (uint8_t)lv;
+			most = n > most ? n : most;
+			continue;
+		}
+		bool u2 = u;
+		if (t->kind == KS_LOOP) {
+			u2 = u && uni(p, t->a, true) && uni(p, t->b, true);
+			if (u2)
+				p->uloop[t->v] = true;
+		} else if (t->kind == KS_IF) {
+			u2 = u && uni(p, t->a, true);
+		} else if (t->kind == KS_WHILE) {
+			u2 = false;
+		}
+		int64_t a = find_nests(p, t->body, u2), b = find_nests(p, t->body2, u2);
+		most = a > most ? a : most;
+		most = b > most ? b : most;
+	}
+	return most;
+}
+
+/* ------------------------------------------------------------ owners (WM_GROUP) */
+
+typedef struct {
+	int32_t nest;        /* the first nest head that touched it, or -1 */
+	int32_t index;       /* the index expression of its accesses inside nests */
+	bool in_write, outside, irregular;
+} Use;
+
+typedef struct {
+	P *p;
+	Use *use;            /* per variable */
+	bool *inner;         /* per variable: declared inside the current nest */
+	uint32_t *seen;      /* per expression: statement stamp */
+	uint32_t stamp;
+} Own;
+
+static bool same_nest(const Kernels *k, int32_t a, int32_t b, int levels)
+{
+	for (int l = 0; l < levels; l++) {
+		const KStmt *x = &k->s[a], *y = &k->s[b];
+		if (x->v != y->v || x->a != y->a || x->b != y->b)
+			return false;
+		a = x->body;
+		b = y->body;
+	}
+	return true;
+}
+
+static void touch(Own *o, int32_t v, int32_t index, int32_t nest, bool write)
+{
+	const Kernels *k = o->p->k;
+	if (v < 0 || k->vars[v].loop || o->inner[v])
+		return;
+	Use *u = &o->use[v];
+	if (nest < 0) {
+		u->outside = true;
+		return;
+	}
+	u->in_write |= write;
+	if (index < 0 || k->vars[v].n == 0)
+		u->irregular = true;
+	if (u->nest < 0) {
+		u->nest = nest;
+		u->index = index;
+	} else if (u->index != index ||
+		   o->p->p->slevels[u->nest] != o->p->p->slevels[nest] ||
+		   !same_nest(k, u->nest, nest, o->p->p->slevels[nest])) {
+		u->irregular = true;
+	}
+}
+
+static void own_expr(Own *o, int32_t id, int32_t nest)
+{
+	if (id < 0 || o->seen[id] == o->stamp)
+		return;
+	o->seen[id] = o->stamp;
+	const KExpr *x = &o->p->k->x[id];
+	if (x->kind == KX_VAR)
+		touch(o, x->v, -1, nest, false);
+	else if (x->kind == KX_ELEM)
+		touch(o, x->v, x->a[0], nest, false);
+	for (int i = 0; i < 4; i++)
+		own_expr(o, x->a[i], nest);
+}
+
+static void own_stmts(Own *o, int32_t s, int32_t nest)
+{
+	const Kernels *k = o->p->k;
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		int32_t n = nest >= 0 ? nest : (o->p->p->srole[s] == WS_NEST ? s : -1);
+		o->stamp++;
+		own_expr(o, t->a, n);
+		own_expr(o, t->b, n);
+		if (t->kind == KS_DECL && n >= 0)
+			o->inner[t->v] = true;
+		else if (t->kind == KS_SET)
+			touch(o, t->v, t->a, n, true);
+		else if (t->kind == KS_TREE) {
+			touch(o, t->v, -1, n, true);
+			touch(o, t->c, -1, n, false);
+		}
+		own_stmts(o, t->body, n);
+		own_stmts(o, t->body2, n);
+	}
+}
+
+static bool owners_ok(P *p, int32_t body)
+{
+	const Kernels *k = p->k;
+	Own o = {p, calloc((size_t)k->nvars + 1, sizeof(Use)), calloc((size_t)k->nvars + 1, 1),
+		 calloc((size_t)k->nx + 1, sizeof(uint32_t)), 0};
+	IR_ASSERT(o.use && o.inner && o.seen);
+	for (int v = 0; v < k->nvars; v++)
+		o.use[v].nest = -1;
+	own_stmts(&o, body, -1);
+	bool ok = true;
+	for (int v = 0; v < k->nvars && ok; v++) {
+		const Use *u = &o.use[v];
+		if (u->in_write && (u->outside || u->irregular))
+			ok = false;
+	}
+	free(o.use);
+	free(o.inner);
+	free(o.seen);
+	return ok;
+}
+
+static void clear_roles(P *p, int32_t s)
+{
+	for (; s > 0; s = p->k->s[s].next) {
+		p->p->srole[s] = 0;
+		clear_roles(p, p->k->s[s].body);
+		clear_roles(p, p->k->s[s].body2);
+	}
+}
+
+/* ------------------------------------------------------------ lanes (WM_LANES) */
+
+/* Does expression id read array a anywhere but at index var L (lane < 0: anywhere)? */
+static bool reads_other(const Kernels *k, int32_t id, int32_t a, int32_t lane)
+{
+	if (id < 0)
+		return false;
+	const KExpr *x = &k->x[id];
+	if (x->kind == KX_ELEM && x->v == a) {
+		const KExpr *i = &k->x[x->a[0]];
+		if (lane < 0 || i->kind != KX_VAR || i->v != lane)
+			return true;
+	}
+	if (x->kind == KX_VAR && x->v == a)
+		return true;
+	for (int i = 0; i < 4; i++)
+		if (reads_other(k, x->a[i], a, lane))
+			return true;
+	return false;
+}
+
+static bool lane_loop(const P *p, const KStmt *t, int32_t a)
+{
+	const Kernels *k = p->k;
+	if (t->kind != KS_LOOP || t->body <= 0)
+		return false;
+	WgslIvl lo = p->p->xiv[t->a], hi = p->p->xiv[t->b];
+	if (empty(lo) || empty(hi) || lo.lo < 0 || hi.hi > k->vars[a].n)
+		return false;
+	for (int32_t s = t->body; s > 0; s = k->s[s].next) {
+		const KStmt *b = &k->s[s];
+		if (b->kind != KS_SET || b->v != a || k->x[b->a].kind != KX_VAR || k->x[b->a].v != t->v ||
+		    reads_other(k, b->b, a, t->v))
+			return false;
+	}
+	return true;
+}
+
+static bool lanes_in(P *p, int32_t s, int32_t a, bool u, int *lanes);
+
+/* Checks statement s for array a: every access is a lane loop (counted in *lanes, marked
+ * WS_LANE) or a constant-index write. False on any other access. */
+static bool lane_stmt(P *p, int32_t s, int32_t a, bool u, int *lanes)
+{
+	const Kernels *k = p->k;
+	const KStmt *t = &k->s[s];
+	if (u && lane_loop(p, t, a)) {
+		p->p->srole[s] = WS_LANE;
+		(*lanes)++;
+		return true;
+	}
+	if (reads_other(k, t->a, a, -1) || reads_other(k, t->b, a, -1))
+		return false;
+	if (t->kind == KS_TREE && (t->v == a || t->c == a))
+		return false;
+	if (t->kind == KS_SET && t->v == a && (t->a < 0 || k->x[t->a].kind != KX_ICONST))
+		return false;
+	bool u2 = u;
+	if (t->kind == KS_LOOP)
+		u2 = u && uni(p, t->a, true) && uni(p, t->b, true);
+	else if (t->kind == KS_IF)
+		u2 = u && uni(p, t->a, true);
+	else if (t->kind == KS_WHILE)
+		u2 = false;
+	return lanes_in(p, t->body, a, u2, lanes) && lanes_in(p, t->body2, a, u2, lanes);
+}
+
+static bool lanes_in(P *p, int32_t s, int32_t a, bool u, int *lanes)
+{
+	for (; s > 0; s = p->k->s[s].next)
+		if (!lane_stmt(p, s, a, u, lanes))
+			return false;
+	return true;
+}
+
+/* The partials array of a split reduction at the kernel's top level: the last top-level
+ * statement holding a lane loop is where the partials meet; every statement from the
+ * array's declaration up to it must pass lane_stmt. */
+static bool try_lanes(P *p, int ki)
+{
+	const Kernels *k = p->k;
+	WgslKPlan *kp = &p->p->kp[ki];
+	for (int32_t d = k->k[ki].body; d > 0; d = k->s[d].next) {
+		const KStmt *t = &k->s[d];
+		int64_t n = t->kind == KS_DECL ? k->vars[t->v].n : 0;
+		if (n < 2 || n > WGSL_MAX_WG || k->vars[t->v].type == KT_BOOL)
+			continue;
+		int32_t last = -1;
+		for (int32_t s = t->next; s > 0; s = k->s[s].next) {
+			int lanes = 0;
+			lane_stmt(p, s, t->v, true, &lanes);
+			if (lanes)
+				last = s;
+		}
+		clear_roles(p, k->k[ki].body);
+		if (last < 0)
+			continue;
+		int lanes = 0;
+		bool ok = true;
+		for (int32_t s = t->next; ok && s > 0; s = k->s[s].next) {
+			ok = lane_stmt(p, s, t->v, true, &lanes);
+			if (s == last)
+				break;
+		}
+		if (!ok || !lanes) {
+			clear_roles(p, k->k[ki].body);
+			continue;
+		}
+		kp->mode = WM_LANES;
+		kp->wg = (int)n;
+		kp->lane_arr = t->v;
+		kp->gather_after = last;
+		return true;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------ plans */
+
+static void plan_kernel(P *p, int ki)
+{
+	const Kernel *kn = &p->k->k[ki];
+	WgslKPlan *kp = &p->p->kp[ki];
+	*kp = (WgslKPlan){WM_ITEM, WGSL_ITEM_WG, (kn->nitems + WGSL_ITEM_WG - 1) / WGSL_ITEM_WG, -1, -1};
+	int64_t most = find_nests(p, kn->body, true);
+	if (most >= 2 && owners_ok(p, kn->body)) {
+		kp->mode = WM_GROUP;
+		kp->wg = (int)(most < WGSL_MAX_WG ? most : WGSL_MAX_WG);
+		kp->groups = kn->nitems;
+		return;
+	}
+	clear_roles(p, kn->body);
+	if (try_lanes(p, ki))
+		kp->groups = kn->nitems;
+}
+
+WgslPlan *wgsl_plan(const Kernels *k)
+{
+	WgslPlan *w = calloc(1, sizeof *w);
+	IR_ASSERT(w);
+	w->k = k;
+	w->xiv = calloc((size_t)k->nx + 1, sizeof *w->xiv);
+	w->xwide = calloc((size_t)k->nx + 1, sizeof *w->xwide);
+	w->srole = calloc((size_t)k->ns + 1, 1);
+	w->slevels = calloc((size_t)k->ns + 1, 1);
+	w->kp = calloc((size_t)k->nk + 1, sizeof *w->kp);
+	P p = {k, w, calloc((size_t)k->nvars + 1, sizeof(WgslIvl)),
+	       calloc((size_t)k->nx + 1, sizeof(WgslIvl)), calloc((size_t)k->nx + 1, sizeof(uint32_t)),
+	       0, calloc((size_t)k->nvars + 1, 1), calloc((size_t)k->nvars + 1, 1)};
+	IR_ASSERT(w->xiv && w->xwide && w->srole && w->slevels && w->kp && p.viv && p.raw &&
+		  p.stamp && p.origin && p.uloop);
+	intervals(&p);
+	for (int i = 0; i < k->nk; i++)
+		plan_kernel(&p, i);
+	free(p.viv);
+	free(p.raw);
+	free(p.stamp);
+	free(p.origin);
+	free(p.uloop);
+	return w;
+}
+
+void wgsl_plan_free(WgslPlan *p)
+{
+	if (!p)
+		return;
+	free(p->xiv);
+	free(p->xwide);
+	free(p->srole);
+	free(p->slevels);
+	free(p->kp);
+	free(p);
+}

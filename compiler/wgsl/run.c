@@ -1,0 +1,436 @@
+/* compiler/wgsl/run.c: the WGSL backend: Dawn's WebGPU through the Node helper (helper.c).
+ *
+ * compile sends the module and its launch manifest (emit.c's //! lines) to the helper,
+ * which compiles it with Tint and makes a compute pipeline per kernel; alloc makes one
+ * GPU buffer per program buffer with WGSL_GUARD pattern bytes on each side (and the error
+ * slot); launch runs every kernel in order in one compute pass and reads the error slot:
+ * the first error claims it, and the kernels after the first failing one run on
+ * (harmlessly: every index they use is clamped by its check) but their results are not
+ * used. An error at a site past the program's sites is an i32 overflow of kernel
+ * site - nsites (WGSL has no i64: plan.c), reported as the graph's error "an integer value
+ * does not fit in 32 bits" (code 2), which the graph's meaning also makes it whenever the
+ * stored result overflows; an intermediate that overflows while the result fits is where
+ * this backend and int64 arithmetic differ. guards and download read buffers back whole
+ * (guards included), cached until the next upload or launch.
+ *
+ * Nothing is cached between processes: Tint and the driver compile a module in well under
+ * a second, and the helper holds no state worth keeping across programs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "wgsl.h"
+
+struct BeModule {
+	const Kernels *k;
+	int id;                  /* the helper's module; 0: none */
+	size_t *bytes;           /* per buffer: data bytes */
+	unsigned char **raw;     /* per buffer: the last read-back (guards included), or NULL */
+	size_t *rawn;
+	bool alloced;
+};
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A request whose reply must be ok: -1 with d otherwise (code 3 unless said). */
+static int request(const char *head, const void *data, size_t n, WgslReply *r, Diag *d)
+{
+	if (wgsl_call(head, data, n, r, d))
+		return -1;
+	if (wgsl_json_bool(r->head, "ok"))
+		return 0;
+	char *msg = wgsl_json_str(r->head, "msg"), *kind = wgsl_json_str(r->head, "kind");
+	diag_set(d, 3, "wgsl backend: %s%s", kind && strcmp(kind, "compile") == 0 ?
+		 "Dawn rejected the module:\n" : "", msg ? msg : "the helper failed without a message");
+	free(msg);
+	free(kind);
+	wgsl_reply_free(r);
+	return -1;
+}
+
+static int wg_available(char *why, size_t n)
+{
+	char node[4096], script[4096];
+	if (wgsl_locate(node, sizeof node, script, sizeof script, why, n))
+		return -1;
+	WgslReply r;
+	Diag d = {0};
+	if (request("{\"cmd\":\"info\"}", NULL, 0, &r, &d)) {
+		snprintf(why, n, "%s", d.msg ? d.msg : "the helper failed");
+		diag_clear(&d);
+		return -1;
+	}
+	wgsl_reply_free(&r);
+	return 0;
+}
+
+static char *wg_device(void)
+{
+	WgslReply r;
+	Diag d = {0};
+	char *out = malloc(1024);
+	IR_ASSERT(out);
+	if (request("{\"cmd\":\"info\"}", NULL, 0, &r, &d)) {
+		snprintf(out, 1024, "none (%s)", d.msg ? d.msg : "?");
+		diag_clear(&d);
+		return out;
+	}
+	char *a = wgsl_json_str(r.head, "adapter"), *b = wgsl_json_str(r.head, "backend"),
+	     *dawn = wgsl_json_str(r.head, "dawn"), *node = wgsl_json_str(r.head, "node");
+	snprintf(out, 1024, "%s%s%s%s, via Dawn (npm webgpu %s) on Node %s%s", a ? a : "?",
+		 b && *b ? " (" : "", b && *b ? b : "", b && *b ? ")" : "", dawn ? dawn : "?",
+		 node ? node : "?", wgsl_json_bool(r.head, "fallback") ? ", a software fallback adapter" : "");
+	free(a);
+	free(b);
+	free(dawn);
+	free(node);
+	wgsl_reply_free(&r);
+	return out;
+}
+
+/* ------------------------------------------------------------ compile */
+
+static void put(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void put(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (*len + (size_t)n + 1 > *cap) {
+		*cap = (*len + (size_t)n + 1) * 2;
+		*buf = realloc(*buf, *cap);
+		IR_ASSERT(*buf);
+	}
+	va_start(ap, fmt);
+	vsnprintf(*buf + *len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	*len += (size_t)n;
+}
+
+/* The module request: the source, and the kernels of its manifest. */
+static char *module_request(const Kernels *k, const char *src, Diag *d)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	put(&buf, &len, &cap, "{\"cmd\":\"module\",\"src\":");
+	wgsl_json_quote(&buf, &len, &cap, src);
+	put(&buf, &len, &cap, ",\"kernels\":[");
+	int nk = 0;
+	for (const char *p = strstr(src, "\n//! kernel "); p; p = strstr(p + 1, "\n//! kernel ")) {
+		int i;
+		long long groups;
+		char bind[4096] = "";
+		if (sscanf(p, "\n//! kernel k%d groups=%lld bindings=%4095[0-9,]", &i, &groups, bind) < 2 ||
+		    i != nk) {
+			diag_set(d, 3, "wgsl backend: a bad launch manifest line in the source (kernel %d)", nk);
+			free(buf);
+			return NULL;
+		}
+		put(&buf, &len, &cap, "%s{\"entry\":\"k%d\",\"groups\":%lld,\"bindings\":[%s]}",
+		    nk ? "," : "", i, groups, bind);
+		nk++;
+	}
+	put(&buf, &len, &cap, "]}");
+	if (nk != k->nk) {
+		diag_set(d, 3, "wgsl backend: the source's manifest has %d kernels, the program %d", nk, k->nk);
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static BeModule *wg_compile(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
+			    Diag *d)
+{
+	(void)o;
+	double t0 = now();
+	char *req = module_request(k, src, d);
+	if (!req)
+		return NULL;
+	WgslReply r;
+	int rc = request(req, NULL, 0, &r, d);
+	free(req);
+	if (rc)
+		return NULL;
+	double id = 0;
+	wgsl_json_num(r.head, "id", &id);
+	wgsl_reply_free(&r);
+	BeModule *m = calloc(1, sizeof *m);
+	IR_ASSERT(m);
+	m->k = k;
+	m->id = (int)id;
+	if (st) {
+		st->cache_hit = false;
+		st->compile_s = now() - t0;
+	}
+	return m;
+}
+
+/* ------------------------------------------------------------ buffers */
+
+static size_t elem_bytes(Dtype f)
+{
+	return (size_t)dt_info(f)->bytes;
+}
+
+static void drop_raw(BeModule *m)
+{
+	for (int b = 0; m->raw && b < m->k->nbufs; b++) {
+		free(m->raw[b]);
+		m->raw[b] = NULL;
+	}
+}
+
+static int wg_alloc(BeModule *m, Diag *d)
+{
+	const Kernels *k = m->k;
+	size_t n = (size_t)k->nbufs + 1;
+	m->bytes = calloc(n, sizeof *m->bytes);
+	m->raw = calloc(n, sizeof *m->raw);
+	m->rawn = calloc(n, sizeof *m->rawn);
+	IR_ASSERT(m->bytes && m->raw && m->rawn);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	put(&buf, &len, &cap, "{\"cmd\":\"alloc\",\"id\":%d,\"guard\":%d,\"pattern\":%d,\"sizes\":[", m->id,
+	    WGSL_GUARD, WGSL_GUARD_BYTE);
+	for (int b = 0; b < k->nbufs; b++) {
+		m->bytes[b] = (size_t)(k->bufs[b].n ? k->bufs[b].n : 1) * elem_bytes(k->bufs[b].fmt);
+		put(&buf, &len, &cap, "%s%zu", b ? "," : "", m->bytes[b]);
+	}
+	put(&buf, &len, &cap, "]}");
+	WgslReply r;
+	int rc = request(buf, NULL, 0, &r, d);
+	free(buf);
+	if (rc)
+		return -1;
+	wgsl_reply_free(&r);
+	m->alloced = true;
+	return 0;
+}
+
+static int buffer_of(BeModule *m, int tensor, Diag *d)
+{
+	if (tensor < 0 || tensor >= m->k->g->ntensors || m->k->tbuf[tensor] < 0 || !m->alloced) {
+		diag_set(d, 3, "wgsl backend: tensor %d has no buffer (inlined, or not allocated)", tensor);
+		return -1;
+	}
+	return m->k->tbuf[tensor];
+}
+
+static int wg_upload(BeModule *m, int tensor, const HostTensor *t, Diag *d)
+{
+	int b = buffer_of(m, tensor, d);
+	if (b < 0)
+		return -1;
+	const KBuf *B = &m->k->bufs[b];
+	if (t->dtype != B->fmt || t->n != B->n) {
+		diag_set(d, 2, "wgsl backend: input %s is %s with %lld elements, the graph wants %s with %lld",
+			 m->k->g->tensors[tensor].name, dt_name(t->dtype), (long long)t->n,
+			 dt_name(B->fmt), (long long)B->n);
+		return -1;
+	}
+	drop_raw(m);
+	char head[128];
+	snprintf(head, sizeof head, "{\"cmd\":\"upload\",\"id\":%d,\"buf\":%d}", m->id, b);
+	unsigned char *data = calloc(1, m->bytes[b]);
+	IR_ASSERT(data);
+	memcpy(data, t->data, (size_t)B->n * elem_bytes(B->fmt));
+	WgslReply r;
+	int rc = request(head, data, m->bytes[b], &r, d);
+	free(data);
+	if (rc)
+		return -1;
+	wgsl_reply_free(&r);
+	return 0;
+}
+
+/* Buffer b read back whole (guards included), cached in m->raw[b]. */
+static int fetch(BeModule *m, int b, Diag *d)
+{
+	if (m->raw[b])
+		return 0;
+	char head[128];
+	snprintf(head, sizeof head, "{\"cmd\":\"read\",\"id\":%d,\"buf\":%d}", m->id, b);
+	WgslReply r;
+	if (request(head, NULL, 0, &r, d))
+		return -1;
+	size_t want = 2 * WGSL_GUARD + ((m->bytes[b] + 3) & ~(size_t)3);
+	if (r.n != want) {
+		diag_set(d, 3, "wgsl backend: buffer %d came back with %zu bytes, not %zu", b, r.n, want);
+		wgsl_reply_free(&r);
+		return -1;
+	}
+	m->raw[b] = r.data;
+	m->rawn[b] = r.n;
+	r.data = NULL;
+	wgsl_reply_free(&r);
+	return 0;
+}
+
+static double get(const void *p, Dtype f, int64_t i)
+{
+	switch (f) {
+	case DT_F32: return ((const float *)p)[i];
+	case DT_F16: return fmt_f16_to_double(((const uint16_t *)p)[i]);
+	case DT_BF16: return fmt_bf16_to_double(((const uint16_t *)p)[i]);
+	case DT_I32: return ((const int32_t *)p)[i];
+	default: IR_ASSERT(!"get: no storage format");
+	}
+}
+
+static int wg_download(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *d)
+{
+	int b = buffer_of(m, tensor, d);
+	if (b < 0 || fetch(m, b, d))
+		return -1;
+	const Tensor *T = &m->k->g->tensors[tensor];
+	const KBuf *B = &m->k->bufs[b];
+	int64_t dims[IR_MAXRANK];
+	for (int i = 0; i < T->rank; i++)
+		dims[i] = T->dims[i].value;
+	if (ht_alloc(t, dt, T->rank, dims)) {
+		diag_set(d, 3, "wgsl backend: out of memory for output %s", T->name);
+		return -1;
+	}
+	const unsigned char *data = m->raw[b] + WGSL_GUARD;
+	if (dt == B->fmt) {
+		memcpy(t->data, data, (size_t)B->n * elem_bytes(dt));
+		return 0;
+	}
+	for (int64_t i = 0; i < B->n; i++)
+		ht_set(t, i, get(data, B->fmt, i));
+	return 0;
+}
+
+/* Inputs are skipped: every kernel binds them read-only (var<storage, read>), through which
+ * WebGPU admits no write, and a write through another binding stays inside that buffer
+ * (robust buffer access clamps it). */
+static int wg_guards(BeModule *m, Diag *d)
+{
+	for (int b = 0; b < m->k->nbufs; b++) {
+		if (m->k->bufs[b].input)
+			continue;
+		if (fetch(m, b, d))
+			return -1;
+		size_t total = m->rawn[b], end = WGSL_GUARD + m->bytes[b];
+		for (size_t i = 0; i < total; i++) {
+			if (i == WGSL_GUARD)
+				i = end;
+			if (i < total && m->raw[b][i] != WGSL_GUARD_BYTE) {
+				diag_set(d, 1, "a write outside buffer %s (%s %zu bytes from its start)",
+					 m->k->g->tensors[m->k->bufs[b].tensor].name,
+					 i < WGSL_GUARD ? "before it," : "past its end,",
+					 i < WGSL_GUARD ? WGSL_GUARD - i : i - end);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ launch */
+
+static void runtime_error(const BeModule *m, int64_t site, int64_t v, Diag *d)
+{
+	const Graph *g = m->k->g;
+	if (site >= m->k->nsites) {
+		int ki = (int)(site - m->k->nsites);
+		const char *def = ki < m->k->nk ? g->tensors[g->defs[m->k->k[ki].def].out[0]].name : "?";
+		diag_set(d, 2, "an integer value in '%s' does not fit in 32 bits (an intermediate: the "
+			 "wgsl backend computes integers in i32, WGSL having no i64)", def);
+		return;
+	}
+	const KSite *s = &m->k->sites[site];
+	const char *def = g->tensors[g->defs[s->def].out[0]].name;
+	switch (s->kind) {
+	case KE_INDEX:
+		diag_set(d, 2, "indirect read of '%s' out of range: index %d (read from '%s') is %lld, "
+			 "outside [0, %lld), in '%s'", g->tensors[s->tensor].name, s->dim,
+			 g->tensors[s->idx_tensor].name, (long long)v, (long long)s->bound, def);
+		return;
+	case KE_TOPK:
+		diag_set(d, 2, "topk '%s' over a range of %lld terms, fewer than K = %lld", def,
+			 (long long)v, (long long)s->bound);
+		return;
+	case KE_INT32:
+		diag_set(d, 2, "integer value %lld of '%s' does not fit in 32 bits", (long long)v,
+			 g->tensors[s->tensor].name);
+		return;
+	}
+}
+
+static int wg_launch(BeModule *m, Diag *d)
+{
+	if (!m->alloced) {
+		diag_set(d, 3, "wgsl backend: launch before alloc");
+		return -1;
+	}
+	drop_raw(m);
+	char head[128];
+	snprintf(head, sizeof head, "{\"cmd\":\"launch\",\"id\":%d}", m->id);
+	WgslReply r;
+	if (request(head, NULL, 0, &r, d))
+		return -1;
+	char *err = wgsl_json_str(r.head, "err");
+	long long site1 = 0, v = 0;
+	if (!err || sscanf(err, "[%lld,%lld]", &site1, &v) != 2) {
+		diag_set(d, 3, "wgsl backend: the helper's launch reply has no error slot");
+		free(err);
+		wgsl_reply_free(&r);
+		return -1;
+	}
+	free(err);
+	wgsl_reply_free(&r);
+	if (site1 > 0 && site1 - 1 < (long long)m->k->nsites + m->k->nk) {
+		runtime_error(m, site1 - 1, v, d);
+		return -1;
+	}
+	if (site1 != 0) {
+		diag_set(d, 3, "wgsl backend: the error slot holds a site %lld the program does not have", site1 - 1);
+		return -1;
+	}
+	return 0;
+}
+
+static void wg_free(BeModule *m)
+{
+	if (!m)
+		return;
+	if (m->id) {
+		char head[128];
+		snprintf(head, sizeof head, "{\"cmd\":\"free\",\"id\":%d}", m->id);
+		WgslReply r;
+		Diag d = {0};
+		if (request(head, NULL, 0, &r, &d) == 0)
+			wgsl_reply_free(&r);
+		diag_clear(&d);
+	}
+	if (m->raw)
+		drop_raw(m);
+	free(m->raw);
+	free(m->rawn);
+	free(m->bytes);
+	free(m);
+}
+
+const Backend wgsl_backend = {
+	.name = "wgsl",
+	.available = wg_available,
+	.device = wg_device,
+	.emit = wgsl_emit,
+	.compile = wg_compile,
+	.alloc = wg_alloc,
+	.upload = wg_upload,
+	.launch = wg_launch,
+	.download = wg_download,
+	.guards = wg_guards,
+	.free = wg_free,
+};

@@ -1,0 +1,92 @@
+/* compiler/wgsl/wgsl.h (private to compiler/wgsl/): the WGSL backend's parts.
+ *
+ * - plan.c analyses a program before emission: an interval for every integer expression
+ *   (WGSL has no 64-bit integers: integers are i32, and an operation whose result may leave
+ *   i32 is emitted checked, reporting an error instead of wrapping), and how each kernel's
+ *   items map onto work-groups (WgslMode).
+ * - emit.c writes the WGSL module: one compute entry point per kernel, and after the code a
+ *   launch manifest, one line per kernel ("//! kernel k0 groups=N bindings=0,1,3") that
+ *   run.c reads back, so the source alone says how it is launched.
+ * - helper.c runs the Node helper process (node/helper.mjs, Dawn through the npm package
+ *   `webgpu`) and speaks its framed protocol.
+ * - run.c is the Backend.
+ */
+#ifndef ASSAY_WGSL_WGSL_H
+#define ASSAY_WGSL_WGSL_H
+
+#include "../kir.h"
+
+enum {
+	WGSL_GUARD = 256,        /* guard bytes before and after every buffer */
+	WGSL_GUARD_BYTE = 0xa5,
+	WGSL_ITEM_WG = 64,       /* work-group size of WM_ITEM kernels */
+	WGSL_MAX_WG = 256,       /* WebGPU's default maxComputeInvocationsPerWorkgroup */
+};
+
+/* How a kernel's items (kir.h) run:
+ * - WM_ITEM: one invocation per item, WGSL_ITEM_WG items per work-group;
+ * - WM_GROUP: one work-group per item; the iterations of its par loop nests (the tile's
+ *   points) are dealt to the work-group's invocations (iteration f to invocation f mod wg,
+ *   the same in every nest, so a tile accumulator element always has one owner);
+ * - WM_LANES: one work-group per item for a split reduction: invocation l computes the
+ *   partial accumulator l; the partials meet in workgroup memory after a barrier and the
+ *   combine runs as written (its order unchanged). */
+typedef enum { WM_ITEM, WM_GROUP, WM_LANES } WgslMode;
+
+enum { WS_NEST = 1, WS_LANE = 2 };   /* statement roles */
+
+typedef struct {
+	WgslMode mode;
+	int wg;                  /* invocations per work-group */
+	int64_t groups;          /* work-groups of one launch */
+	int32_t lane_arr;        /* WM_LANES: the partials (a local array of wg elements) */
+	int32_t gather_after;    /* WM_LANES: the top-level statement the partials meet after */
+} WgslKPlan;
+
+typedef struct {
+	int64_t lo, hi;          /* hi < lo: empty */
+} WgslIvl;
+
+typedef struct {
+	const Kernels *k;
+	WgslIvl *xiv;            /* per expression: integer values it can take (within i32) */
+	bool *xwide;             /* per expression: an integer op whose result may leave i32 */
+	uint8_t *srole;          /* per statement: WS_NEST (head of a distributed nest), WS_LANE */
+	uint8_t *slevels;        /* WS_NEST: how many par loops the nest flattens */
+	WgslKPlan *kp;           /* per kernel */
+} WgslPlan;
+
+WgslPlan *wgsl_plan(const Kernels *k);
+void wgsl_plan_free(WgslPlan *p);
+
+char *wgsl_emit(const Kernels *k, Diag *d);
+extern const char *const wgsl_lib[];   /* lib.c: the helper functions of every module */
+extern const size_t wgsl_nlib;
+
+/* --- the helper process (helper.c) --- */
+
+/* A reply: its header's fields as text (JSON values, strings unescaped), and its payload. */
+typedef struct {
+	char *head;              /* the JSON header (owned) */
+	unsigned char *data;     /* the payload (owned), n bytes */
+	size_t n;
+} WgslReply;
+
+/* Locates node and helper.mjs; 0 or -1 with why. */
+int wgsl_locate(char *node, size_t nn, char *script, size_t ns, char *why, size_t nw);
+/* Sends one request (header JSON, optional payload) to this process's helper, starting it
+ * when needed, and waits for the reply. -1 with d when the helper is unusable (its
+ * stderr's tail in the message); a reply with ok false is returned as 0: the caller
+ * reads it. */
+int wgsl_call(const char *head, const void *data, size_t n, WgslReply *r, Diag *d);
+void wgsl_reply_free(WgslReply *r);
+/* Field access on a reply header: a string (malloc'ed, NULL if absent), a number, a bool. */
+char *wgsl_json_str(const char *json, const char *key);
+bool wgsl_json_num(const char *json, const char *key, double *v);
+bool wgsl_json_bool(const char *json, const char *key);
+/* Appends s to the growable buffer as a JSON string literal. */
+void wgsl_json_quote(char **buf, size_t *len, size_t *cap, const char *s);
+
+extern const Backend wgsl_backend;   /* run.c */
+
+#endif

@@ -1,0 +1,989 @@
+/* fuzz/campaign.c: the campaign loop: job processes, the ordered and durable result log,
+ * deduplication into failure folders, resume, and the progress line.
+ *
+ * Processes. The parent forks `jobs` job processes, each fed tasks through a pipe and
+ * answering through another: run case N (fz_case_run: the reply is the case's log text),
+ * or reduce the failure KEY first seen in case N and write its folder. Kernels run in
+ * worker processes below the jobs (verify/worker.c), so a kernel's crash or hang is a
+ * verdict; a job that dies (the toolkit crashing on a case) or outlives case_limit_s is
+ * replaced, and its case recorded as an error. Jobs die with the parent (PDEATHSIG).
+ *
+ * The log. Only the parent writes DIR/results.jsonl, one case at a time in case order
+ * (replies that arrive early wait in a window of a few cases), each case with one write
+ * and one fsync. So the log is always a prefix of cases 0, 1, 2, ... whatever the number of
+ * jobs, and a SIGKILL loses at most the cases in flight (and a torn last case, which a
+ * resume cuts off). Every case's text is a function of (seed, case) alone (case.c), so a
+ * resumed campaign's log equals an uninterrupted one's, timings aside.
+ *
+ * Deduplication. The parent reads each case's "fails" (signature keys, dedup.c) in case
+ * order: a new key gets a folder DIR/failures/KEY (with '/' as '.') and a reduction task;
+ * every hit counts (DIR/failures/KEY/count, rewritten atomically). A folder is complete
+ * when its repro.tg exists; a resume re-reads the log, recounts, and reduces again the
+ * failures whose folder is incomplete. Which case first hits a key is decided by case
+ * order, so folders are the same with any number of jobs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include "fuzz.h"
+
+enum { T_CASE = 1, T_REDUCE, T_SAVE, ITEM_MAX = 600, MAXJOBS = 64 };
+
+typedef struct {
+	int kind;
+	uint64_t case_no;
+	char item[ITEM_MAX];   /* reductions: "KEY@OUTPUT" */
+} Task;
+
+typedef struct {
+	int kind;
+	uint64_t case_no;
+	uint32_t len;
+} Reply;
+
+typedef struct {
+	pid_t pid;
+	int to, from;
+	bool busy, killed;
+	Task task;
+	double started;
+	char *buf;
+	size_t len, cap;
+	char cache[4200];
+} Job;
+
+typedef enum { E_QUEUED, E_REDUCING, E_DONE, E_FAILED } EntState;
+
+typedef struct {
+	char key[512];
+	char output[64];
+	int64_t count, first_case;
+	EntState state;
+	int defs, defs_before, tests;
+	double reduce_s;
+	bool kill;
+} Entry;
+
+typedef struct {
+	uint64_t case_no;
+	char *blob;
+} Pending;
+
+typedef struct {
+	char name[16];
+	int64_t runs, fails;
+} BStat;
+
+typedef struct {
+	const char *dir;
+	FzCampaign c;
+	FILE *progress;
+	bool tty;
+	FzSummary *sum;
+	Job jobs[MAXJOBS];
+	int njobs;
+	Entry *ent;
+	int nent, capent;
+	Task *rq;
+	int nrq, caprq;
+	Pending *pend;
+	int npend, cappend;
+	BStat bs[FZ_MAXBACKENDS];
+	int nbs;
+	uint64_t next_case, next_write;
+	int logfd;
+	double t0, last_progress;
+	int64_t cases0;        /* cases in the log when this run started */
+	bool found;            /* until_failure: the failure it waits for was seen */
+	int found_ent;
+} Camp;
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+	va_list ap;
+	va_start(ap, f);
+	char *s = NULL;
+	if (vasprintf(&s, f, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	IR_ASSERT(s);
+	return s;
+}
+
+static bool write_full(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		c += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+static bool read_full(int fd, void *p, size_t n)
+{
+	char *c = p;
+	while (n) {
+		ssize_t r = read(fd, c, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		c += r;
+		n -= (size_t)r;
+	}
+	return true;
+}
+
+/* The folder of a key: DIR/failures/KEY with '/' as '.'. */
+static char *folder_of(const char *dir, const char *key)
+{
+	char *p = fmt("%s/failures/%s", dir, key);
+	for (char *q = p + strlen(dir) + 10; *q; q++)
+		if (*q == '/')
+			*q = '.';
+	return p;
+}
+
+/* Removes the plain files of a directory (a job's compiler cache between tasks). */
+static void empty_dir(const char *path)
+{
+	DIR *dd = opendir(path);
+	struct dirent *e;
+	while (dd && (e = readdir(dd))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *f = fmt("%s/%s", path, e->d_name);
+		unlink(f);
+		free(f);
+	}
+	if (dd)
+		closedir(dd);
+}
+
+/* ------------------------------------------------------------------ the jobs' side */
+
+/* Case t->case_no: its log text; an error's graph is kept under DIR/errors. */
+static char *job_case(Camp *C, const Task *t, const char *cache)
+{
+	char *blob = NULL, *gtext = NULL;
+	Diag d = {0};
+	if (fz_case_run(&C->c, t->case_no, cache, &blob, NULL, &gtext, &d)) {
+		blob = fmt("{\"done\":%llu,\"status\":\"error\",\"error\":\"the case cannot be set "
+			   "up\",\"fails\":[]}\n", (unsigned long long)t->case_no);
+		diag_clear(&d);
+	}
+	const char *done = strstr(blob, "{\"done\":");
+	char err[4096];
+	if (done && strstr(done, "\"status\":\"error\"") && gtext &&
+	    fz_json_get(done, "error", err, sizeof err)) {
+		char *dir = fmt("%s/errors", C->dir), *path = fmt("%s/case-%llu.tg", dir,
+								   (unsigned long long)t->case_no);
+		for (char *p = err; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
+		char *text = fmt("# %s\n%s", err, gtext);
+		if (vf_mkdirs(dir, &d) == 0)
+			fz_write_atomic(path, text, &d);
+		diag_clear(&d);
+		free(text);
+		free(dir);
+		free(path);
+	}
+	free(gtext);
+	return blob;
+}
+
+/* Reduces (or with T_SAVE only saves) the failure of t and writes its folder. */
+static char *job_reduce(Camp *C, const Task *t, const char *cache)
+{
+	char key[ITEM_MAX], *at;
+	snprintf(key, sizeof key, "%s", t->item);
+	FzSig s;
+	Diag d = {0};
+	FzRun r;
+	if (!(at = strrchr(key, '@')) || (*at = 0, fz_sig_parse(key, &s)) ||
+	    fz_case_setup(&C->c, t->case_no, cache, &r, &d)) {
+		diag_clear(&d);
+		return fmt("{\"reduced\":\"%s\",\"ok\":false}\n", key);
+	}
+	snprintf(s.output, sizeof s.output, "%s", at + 1);
+	Graph *g = fz_gen(&C->c.gen, C->c.seed, t->case_no, &d);
+	if (!g) {
+		diag_clear(&d);
+		return fmt("{\"reduced\":\"%s\",\"ok\":false}\n", key);
+	}
+	FzReduceStats st = {0};
+	st.defs_before = st.defs_after = g->ndefs;
+	char *repro = NULL, *why = NULL;
+	if (t->kind == T_REDUCE && C->c.reduce) {
+		FzReduceOpts o = {r, C->c.reduce_tests, 0, NULL};
+		if (fz_reduce(g, &s, &o, &repro, &st, &d) == 0) {
+			r.seed = st.seed;
+			r.dist = st.dist;
+			r.specials = st.specials;
+		} else {
+			why = fmt("not reduced: %s", d.msg ? d.msg : "");
+		}
+		diag_clear(&d);
+	}
+	char *orig = ir_print(g);
+	if (!repro)
+		repro = strdup(orig);
+	char *origin = fmt("fuzz campaign seed %llu, case %llu (graph fz%llu); %s%d definitions "
+			   "reduced to %d in %d checks", (unsigned long long)C->c.seed,
+			   (unsigned long long)t->case_no, (unsigned long long)t->case_no,
+			   why ? why : "", st.defs_before, st.defs_after, st.tests);
+	for (char *p = origin; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	char *header = fz_repro_header(&s, &r, st.defs_after, origin);
+	char *folder = folder_of(C->dir, key);
+	bool ok = fz_save_failure(folder, &s, repro, header, orig, &r, &d) == 0;
+	diag_clear(&d);
+	char *reply = fmt("{\"reduced\":\"%s\",\"ok\":%s,\"defs\":%d,\"defs_before\":%d,\"tests\":%d,"
+			  "\"seconds\":%.3f}\n", key, ok ? "true" : "false", st.defs_after,
+			  st.defs_before, st.tests, st.seconds);
+	free(folder);
+	free(header);
+	free(origin);
+	free(orig);
+	free(repro);
+	free(why);
+	ir_free(g);
+	return reply;
+}
+
+static _Noreturn void job_main(Camp *C, Job *j)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (;;) {
+		Task t;
+		if (!read_full(j->to, &t, sizeof t))
+			_exit(0);
+		char *reply = t.kind == T_CASE ? job_case(C, &t, j->cache) : job_reduce(C, &t, j->cache);
+		empty_dir(j->cache);
+		Reply h = {t.kind, t.case_no, (uint32_t)strlen(reply)};
+		if (!write_full(j->from, &h, sizeof h) || !write_full(j->from, reply, h.len))
+			_exit(0);
+		free(reply);
+	}
+}
+
+/* ------------------------------------------------------------------ job control */
+
+static int job_start(Camp *C, int k, Diag *d)
+{
+	Job *j = &C->jobs[k];
+	int down[2], up[2];
+	if (pipe(down) || pipe(up)) {
+		diag_set(d, 3, "fuzz: cannot make a pipe: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(j->cache, sizeof j->cache, "%s/tmp/job%d", C->dir, k);
+	if (vf_mkdirs(j->cache, d))
+		return -1;
+	empty_dir(j->cache);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		diag_set(d, 3, "fuzz: cannot fork a job: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		close(C->logfd);
+		for (int i = 0; i < C->njobs; i++)
+			if (i != k && C->jobs[i].pid > 0) {
+				close(C->jobs[i].to);
+				close(C->jobs[i].from);
+			}
+		j->to = down[0];
+		j->from = up[1];
+		job_main(C, j);
+	}
+	close(down[0]);
+	close(up[1]);
+	j->pid = pid;
+	j->to = down[1];
+	j->from = up[0];
+	j->busy = j->killed = false;
+	j->len = 0;
+	return 0;
+}
+
+static void job_stop(Job *j)
+{
+	if (j->pid <= 0)
+		return;
+	close(j->to);
+	close(j->from);
+	int st;
+	while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	j->pid = 0;
+	free(j->buf);
+	j->buf = NULL;
+	j->cap = j->len = 0;
+}
+
+static bool send_task(Camp *C, int k, const Task *t)
+{
+	Job *j = &C->jobs[k];
+	j->task = *t;
+	j->busy = true;
+	j->started = now();
+	j->len = 0;
+	return write_full(j->to, t, sizeof *t);
+}
+
+/* ------------------------------------------------------------------ accounting */
+
+static Entry *entry_find(Camp *C, const char *key)
+{
+	for (int i = 0; i < C->nent; i++)
+		if (strcmp(C->ent[i].key, key) == 0)
+			return &C->ent[i];
+	return NULL;
+}
+
+static void write_count(Camp *C, const Entry *e)
+{
+	char *folder = folder_of(C->dir, e->key), *path = fmt("%s/count", folder);
+	char *text = fmt("%lld\nfirst case %lld\n", (long long)e->count, (long long)e->first_case);
+	Diag d = {0};
+	if (vf_mkdirs(folder, &d) == 0)
+		fz_write_atomic(path, text, &d);
+	diag_clear(&d);
+	free(folder);
+	free(path);
+	free(text);
+}
+
+static void queue(Camp *C, int kind, uint64_t case_no, const char *item)
+{
+	if (C->nrq == C->caprq) {
+		C->caprq = C->caprq ? 2 * C->caprq : 8;
+		C->rq = realloc(C->rq, (size_t)C->caprq * sizeof *C->rq);
+		IR_ASSERT(C->rq);
+	}
+	Task *t = &C->rq[C->nrq++];
+	memset(t, 0, sizeof *t);
+	t->kind = kind;
+	t->case_no = case_no;
+	snprintf(t->item, sizeof t->item, "%s", item);
+}
+
+/* One failure "KEY@OUTPUT" of case n. */
+static void count_fail(Camp *C, uint64_t n, const char *item, bool live)
+{
+	char key[ITEM_MAX];
+	snprintf(key, sizeof key, "%s", item);
+	char *at = strrchr(key, '@');
+	if (at)
+		*at = 0;
+	Entry *e = entry_find(C, key);
+	if (e) {
+		e->count++;
+		if (live)
+			write_count(C, e);
+		return;
+	}
+	if (C->nent == C->capent) {
+		C->capent = C->capent ? 2 * C->capent : 16;
+		C->ent = realloc(C->ent, (size_t)C->capent * sizeof *C->ent);
+		IR_ASSERT(C->ent);
+	}
+	e = &C->ent[C->nent++];
+	memset(e, 0, sizeof *e);
+	snprintf(e->key, sizeof e->key, "%.*s", (int)sizeof e->key - 1, key);
+	snprintf(e->output, sizeof e->output, "%.*s", (int)sizeof e->output - 1, at ? at + 1 : "");
+	e->count = 1;
+	e->first_case = (int64_t)n;
+	e->defs = -1;
+	FzSig s;
+	e->kill = fz_sig_parse(key, &s) == 0 && s.faults != 0;
+	C->sum->distinct++;
+	C->sum->kills += e->kill;
+	if (!live)
+		return;
+	write_count(C, e);
+	/* measuring a seeded fault (until_failure): a failure it is not in is kept unreduced */
+	bool aside = C->c.until_failure && C->c.faults && !e->kill;
+	queue(C, aside ? T_SAVE : T_REDUCE, n, item);
+	double t = now() - C->t0;
+	if (C->sum->first_fail_s < 0)
+		C->sum->first_fail_s = t;
+	if (e->kill && C->sum->first_kill_s < 0) {
+		C->sum->first_kill_s = t;
+		C->sum->first_kill_case = (int64_t)n;
+	}
+	if (C->c.until_failure && !C->found && (C->c.faults ? e->kill : true)) {
+		C->found = true;
+		C->found_ent = C->nent - 1;
+	}
+}
+
+static void count_record(Camp *C, const char *line)
+{
+	char b[64], v[64];
+	if (!fz_json_get(line, "backend", b, sizeof b) || !fz_json_get(line, "verdict", v, sizeof v))
+		return;
+	C->sum->records++;
+	for (int k = 0; k < V__COUNT; k++)
+		if (strcmp(vf_verdict_name((Verdict)k), v) == 0) {
+			C->sum->verdicts[k]++;
+			int i = 0;
+			while (i < C->nbs && strcmp(C->bs[i].name, b))
+				i++;
+			if (i == C->nbs && C->nbs < FZ_MAXBACKENDS)
+				snprintf(C->bs[C->nbs++].name, sizeof C->bs[0].name, "%.15s", b);
+			if (i < C->nbs) {
+				C->bs[i].runs++;
+				C->bs[i].fails += vf_verdict_fails((Verdict)k);
+			}
+		}
+}
+
+/* The "fails" array of a done line: each string item. */
+static void count_done(Camp *C, const char *line, bool live)
+{
+	char st[16], fails[16384], dn[32];
+	fz_json_get(line, "done", dn, sizeof dn);
+	uint64_t n = strtoull(dn, NULL, 10);
+	C->sum->cases++;
+	if (fz_json_get(line, "status", st, sizeof st) && strcmp(st, "error") == 0)
+		C->sum->errors++;
+	if (!fz_json_get(line, "fails", fails, sizeof fails))
+		return;
+	for (char *p = strchr(fails, '"'); p; p = strchr(p, '"')) {
+		char *q = strchr(p + 1, '"');
+		if (!q)
+			break;
+		*q = 0;
+		count_fail(C, n, p + 1, live);
+		p = q + 1;
+	}
+}
+
+/* Accounts the lines of text (complete cases). */
+static void account(Camp *C, char *text, size_t len, bool live)
+{
+	for (char *p = text; p < text + len;) {
+		char *nl = memchr(p, '\n', (size_t)(text + len - p));
+		if (!nl)
+			break;
+		*nl = 0;
+		if (strncmp(p, "{\"done\":", 8) == 0)
+			count_done(C, p, live);
+		else
+			count_record(C, p);
+		*nl = '\n';
+		p = nl + 1;
+	}
+}
+
+/* ------------------------------------------------------------------ the log */
+
+static int log_case(Camp *C, char *blob, Diag *d)
+{
+	size_t len = strlen(blob);
+	if (!write_full(C->logfd, blob, len) || fsync(C->logfd)) {
+		diag_set(d, 3, "fuzz: cannot write %s/results.jsonl: %s", C->dir, strerror(errno));
+		return -1;
+	}
+	account(C, blob, len, true);
+	return 0;
+}
+
+/* Writes the waiting cases that are next in order. */
+static int flush_in_order(Camp *C, Diag *d)
+{
+	for (bool more = true; more;) {
+		more = false;
+		for (int i = 0; i < C->npend; i++) {
+			if (C->pend[i].case_no != C->next_write)
+				continue;
+			char *blob = C->pend[i].blob;
+			C->pend[i] = C->pend[--C->npend];
+			int rc = log_case(C, blob, d);
+			free(blob);
+			if (rc)
+				return -1;
+			C->next_write++;
+			more = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+static void pend(Camp *C, uint64_t n, char *blob)
+{
+	if (C->npend == C->cappend) {
+		C->cappend = C->cappend ? 2 * C->cappend : 8;
+		C->pend = realloc(C->pend, (size_t)C->cappend * sizeof *C->pend);
+		IR_ASSERT(C->pend);
+	}
+	C->pend[C->npend++] = (Pending){n, blob};
+}
+
+/* Reads the log of a campaign being resumed: cuts a torn or incomplete last case, counts
+ * everything, and queues the reductions of incomplete failure folders. */
+static int scan_log(Camp *C, Diag *d)
+{
+	char *path = fmt("%s/results.jsonl", C->dir);
+	FILE *f = fopen(path, "rb");
+	char *text = NULL;
+	size_t len = 0, good = 0;
+	if (f) {
+		FILE *m = open_memstream(&text, &len);
+		char chunk[65536];
+		for (size_t k; (k = fread(chunk, 1, sizeof chunk, f)) > 0;)
+			fwrite(chunk, 1, k, m);
+		fclose(m);
+		fclose(f);
+	}
+	uint64_t cases = 0;
+	for (char *p = text; p && p < text + len;) {
+		char *nl = memchr(p, '\n', (size_t)(text + len - p));
+		if (!nl)
+			break;
+		if (strncmp(p, "{\"done\":", 8) == 0) {
+			good = (size_t)(nl + 1 - text);
+			cases++;
+		}
+		p = nl + 1;
+	}
+	int rc = 0;
+	if (!f && vf_write_text(path, "", d))   /* killed between the settings and the log */
+		rc = -1;
+	else if (good < len && truncate(path, (off_t)good)) {
+		diag_set(d, 3, "fuzz: cannot cut the torn end of %s: %s", path, strerror(errno));
+		rc = -1;
+	}
+	if (text)
+		account(C, text, good, false);
+	C->next_case = C->next_write = cases;
+	for (int i = 0; rc == 0 && i < C->nent; i++) {
+		Entry *e = &C->ent[i];
+		char *folder = folder_of(C->dir, e->key), *repro = fmt("%s/repro.tg", folder);
+		write_count(C, e);
+		if (access(repro, F_OK) != 0) {
+			char *item = fmt("%s@%s", e->key, e->output);
+			queue(C, T_REDUCE, (uint64_t)e->first_case, item);
+			free(item);
+		} else {
+			e->state = E_DONE;
+		}
+		free(folder);
+		free(repro);
+	}
+	free(text);
+	free(path);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ progress */
+
+static void show_progress(Camp *C, bool final)
+{
+	if (!C->progress)
+		return;
+	double t = now() - C->t0;
+	if (!final && t - C->last_progress < (C->tty ? 0.25 : 10))
+		return;
+	C->last_progress = t;
+	const FzSummary *s = C->sum;
+	char line[1024], *p = line, *end = line + sizeof line;
+	double rate = t > 0 ? (double)(s->cases - C->cases0) / t : 0;
+	p += snprintf(p, (size_t)(end - p), "[%5.0fs] %lld cases (%.1f/s)", t, (long long)s->cases,
+		      rate);
+	for (int v = 0; v < V__COUNT && p < end; v++)
+		if (s->verdicts[v])
+			p += snprintf(p, (size_t)(end - p), " %s %lld", vf_verdict_name((Verdict)v),
+				      (long long)s->verdicts[v]);
+	if (p < end)
+		p += snprintf(p, (size_t)(end - p), " | errors %lld | distinct %d", (long long)s->errors,
+			      s->distinct);
+	for (int i = 0; i < C->nbs && p < end; i++)
+		p += snprintf(p, (size_t)(end - p), " | %s %lld/%lld failing", C->bs[i].name,
+			      (long long)C->bs[i].fails, (long long)C->bs[i].runs);
+	if (C->tty)
+		fprintf(C->progress, "\r%s\033[K%s", line, final ? "\n" : "");
+	else
+		fprintf(C->progress, "%s\n", line);
+	fflush(C->progress);
+}
+
+/* ------------------------------------------------------------------ the parent */
+
+static bool may_dispatch_case(Camp *C)
+{
+	const FzCampaign *c = &C->c;
+	if (C->found)
+		return false;
+	if (c->cases > 0 && C->next_case >= (uint64_t)c->cases)
+		return false;
+	if (c->seconds > 0 && now() - C->t0 >= c->seconds)
+		return false;
+	return C->next_case < C->next_write + (uint64_t)(2 * C->njobs + 2);
+}
+
+static int job_died(Camp *C, int k, Diag *d);
+
+static int dispatch(Camp *C, Diag *d)
+{
+	for (int k = 0; k < C->njobs; k++) {
+		if (C->jobs[k].busy)
+			continue;
+		Task t;
+		memset(&t, 0, sizeof t);
+		if (C->nrq > 0) {
+			t = C->rq[0];
+			memmove(C->rq, C->rq + 1, (size_t)--C->nrq * sizeof *C->rq);
+			char key[ITEM_MAX];
+			snprintf(key, sizeof key, "%s", t.item);
+			char *at = strrchr(key, '@');
+			if (at)
+				*at = 0;
+			Entry *e = entry_find(C, key);
+			if (e)
+				e->state = E_REDUCING;
+		} else if (may_dispatch_case(C)) {
+			t.kind = T_CASE;
+			t.case_no = C->next_case++;
+		} else {
+			continue;
+		}
+		if (!send_task(C, k, &t) && job_died(C, k, d))   /* it is answered for it */
+			return -1;
+	}
+	return 0;
+}
+
+static void reduced(Camp *C, const char *reply)
+{
+	char key[ITEM_MAX], v[64];
+	if (!fz_json_get(reply, "reduced", key, sizeof key))
+		return;
+	Entry *e = entry_find(C, key);
+	if (!e)
+		return;
+	bool ok = fz_json_get(reply, "ok", v, sizeof v) && strcmp(v, "true") == 0;
+	e->state = ok ? E_DONE : E_FAILED;
+	if (fz_json_get(reply, "defs", v, sizeof v))
+		e->defs = atoi(v);
+	if (fz_json_get(reply, "defs_before", v, sizeof v))
+		e->defs_before = atoi(v);
+	if (fz_json_get(reply, "tests", v, sizeof v))
+		e->tests = atoi(v);
+	if (fz_json_get(reply, "seconds", v, sizeof v))
+		e->reduce_s = strtod(v, NULL);
+	if (e->kill && C->sum->kill_defs < 0 && (int64_t)e->first_case == C->sum->first_kill_case) {
+		C->sum->kill_defs = e->defs;
+		C->sum->kill_reduce_s = e->reduce_s;
+	}
+}
+
+/* A job died (or was killed): its task is answered for it and the job replaced. */
+static int job_died(Camp *C, int k, Diag *d)
+{
+	Job *j = &C->jobs[k];
+	Task t = j->task;
+	bool busy = j->busy, killed = j->killed;
+	int st = 0;
+	kill(j->pid, SIGKILL);
+	while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	close(j->to);
+	close(j->from);
+	j->pid = 0;
+	if (busy && t.kind == T_CASE) {
+		char why[128];
+		if (killed)
+			snprintf(why, sizeof why, "the case ran longer than %g s", C->c.case_limit_s);
+		else if (WIFSIGNALED(st))
+			snprintf(why, sizeof why, "the toolkit died of signal %d (%s) on this case",
+				 WTERMSIG(st), strsignal(WTERMSIG(st)));
+		else
+			snprintf(why, sizeof why, "the toolkit exited with status %d on this case",
+				 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		pend(C, t.case_no, fmt("{\"done\":%llu,\"graph\":\"fz%llu\",\"status\":\"error\","
+				       "\"error\":\"%s\",\"fails\":[]}\n",
+				       (unsigned long long)t.case_no, (unsigned long long)t.case_no, why));
+	} else if (busy && t.kind == T_REDUCE) {
+		queue(C, T_SAVE, t.case_no, t.item);   /* keep the unreduced repro at least */
+	} else if (busy) {
+		char key[ITEM_MAX];
+		snprintf(key, sizeof key, "%s", t.item);
+		char *at = strrchr(key, '@');
+		if (at)
+			*at = 0;
+		Entry *e = entry_find(C, key);
+		if (e)
+			e->state = E_FAILED;
+	}
+	return job_start(C, k, d);
+}
+
+/* Reads what job k has sent; handles a complete reply. */
+static int job_read(Camp *C, int k, Diag *d)
+{
+	Job *j = &C->jobs[k];
+	if (j->cap - j->len < 65536) {
+		j->cap = j->cap ? 2 * j->cap : 131072;
+		j->buf = realloc(j->buf, j->cap);
+		IR_ASSERT(j->buf);
+	}
+	ssize_t r = read(j->from, j->buf + j->len, j->cap - j->len - 1);
+	if (r < 0 && errno == EINTR)
+		return 0;
+	if (r <= 0)
+		return job_died(C, k, d);
+	j->len += (size_t)r;
+	Reply h;
+	if (j->len < sizeof h)
+		return 0;
+	memcpy(&h, j->buf, sizeof h);
+	if (j->len < sizeof h + h.len)
+		return 0;
+	char *text = malloc((size_t)h.len + 1);
+	IR_ASSERT(text);
+	memcpy(text, j->buf + sizeof h, h.len);
+	text[h.len] = 0;
+	j->len = 0;
+	j->busy = false;
+	if (h.kind == T_CASE) {
+		pend(C, h.case_no, text);
+		return flush_in_order(C, d);
+	}
+	reduced(C, text);
+	free(text);
+	return 0;
+}
+
+static int wait_jobs(Camp *C, Diag *d)
+{
+	struct pollfd pf[MAXJOBS];
+	for (int k = 0; k < C->njobs; k++)
+		pf[k] = (struct pollfd){C->jobs[k].from, POLLIN, 0};
+	int n = poll(pf, (nfds_t)C->njobs, 250);
+	if (n < 0 && errno != EINTR) {
+		diag_set(d, 3, "fuzz: poll: %s", strerror(errno));
+		return -1;
+	}
+	for (int k = 0; n > 0 && k < C->njobs; k++)
+		if (pf[k].revents && job_read(C, k, d))
+			return -1;
+	double limit = C->c.case_limit_s > 0 ? C->c.case_limit_s : 600;
+	for (int k = 0; k < C->njobs; k++) {
+		Job *j = &C->jobs[k];
+		if (j->busy && !j->killed && now() - j->started > limit) {
+			j->killed = true;
+			kill(j->pid, SIGKILL);   /* its pipe closes: job_read sees the death */
+		}
+	}
+	return flush_in_order(C, d);
+}
+
+static bool any_busy(const Camp *C)
+{
+	for (int k = 0; k < C->njobs; k++)
+		if (C->jobs[k].busy)
+			return true;
+	return false;
+}
+
+static int loop(Camp *C, Diag *d)
+{
+	for (;;) {
+		if (dispatch(C, d))
+			return -1;
+		if (!any_busy(C) && C->nrq == 0)
+			return 0;
+		if (wait_jobs(C, d))
+			return -1;
+		show_progress(C, false);
+	}
+}
+
+/* ------------------------------------------------------------------ start and end */
+
+static int summary_write(Camp *C, Diag *d)
+{
+	const FzSummary *s = C->sum;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	IR_ASSERT(f);
+	fprintf(f, "{\"cases\":%lld,\"records\":%lld,\"errors\":%lld,\"distinct\":%d,\"kills\":%d,"
+		"\"elapsed_s\":%.3f,\"first_fail_s\":%.3f,\"first_kill_s\":%.3f,"
+		"\"first_kill_case\":%lld,\"kill_defs\":%d,\"kill_reduce_s\":%.3f,\"verdicts\":{",
+		(long long)s->cases, (long long)s->records, (long long)s->errors, s->distinct,
+		s->kills, s->elapsed_s, s->first_fail_s, s->first_kill_s,
+		(long long)s->first_kill_case, s->kill_defs, s->kill_reduce_s);
+	for (int v = 0; v < V__COUNT; v++)
+		fprintf(f, "%s\"%s\":%lld", v ? "," : "", vf_verdict_name((Verdict)v),
+			(long long)s->verdicts[v]);
+	fputs("},\"failures\":[", f);
+	for (int i = 0; i < C->nent; i++) {
+		const Entry *e = &C->ent[i];
+		fprintf(f, "%s{\"key\":\"%s\",\"output\":\"%s\",\"count\":%lld,\"first_case\":%lld,"
+			"\"kill\":%s,\"defs\":%d,\"reduce_s\":%.3f,\"state\":\"%s\"}", i ? "," : "",
+			e->key, e->output, (long long)e->count, (long long)e->first_case,
+			e->kill ? "true" : "false", e->defs, e->reduce_s,
+			e->state == E_DONE ? "done" : e->state == E_FAILED ? "failed" : "pending");
+	}
+	fputs("]}\n", f);
+	fclose(f);
+	char *path = fmt("%s/summary.json", C->dir);
+	int rc = fz_write_atomic(path, buf, d);
+	free(path);
+	free(buf);
+	return rc;
+}
+
+static void list_failures(Camp *C)
+{
+	if (!C->progress || C->nent == 0)
+		return;
+	fprintf(C->progress, "distinct failures (%d):\n", C->nent);
+	for (int i = 0; i < C->nent; i++) {
+		const Entry *e = &C->ent[i];
+		char *folder = folder_of(C->dir, e->key);
+		fprintf(C->progress, "  %-48s %6lld case%s, first %lld; repro %s%d definition%s: %s\n",
+			e->key, (long long)e->count, e->count == 1 ? "" : "s",
+			(long long)e->first_case, e->state == E_DONE ? "" : "(unfinished) ", e->defs,
+			e->defs == 1 ? "" : "s", folder);
+		free(folder);
+	}
+}
+
+/* A fresh campaign directory: refuses one that already holds a campaign. */
+static int fresh_dir(Camp *C, Diag *d)
+{
+	char *settings = fmt("%s/settings.json", C->dir), *log = fmt("%s/results.jsonl", C->dir);
+	int rc = -1;
+	if (access(settings, F_OK) == 0 || access(log, F_OK) == 0) {
+		diag_set(d, 2, "%s already holds a campaign (continue it with --resume %s)", C->dir,
+			 C->dir);
+		goto out;
+	}
+	if (vf_mkdirs(C->dir, d) || fz_settings_write(C->dir, &C->c, d) ||
+	    vf_write_text(log, "", d))
+		goto out;
+	rc = 0;
+out:
+	free(settings);
+	free(log);
+	return rc;
+}
+
+/* The settings of the campaign being resumed; c's stop rule and jobs win when given. */
+static int resume_settings(Camp *C, const FzCampaign *c, Diag *d)
+{
+	if (fz_settings_read(C->dir, &C->c, d))
+		return -1;
+	if (c->cases > 0 || c->seconds > 0) {
+		C->c.cases = c->cases;
+		C->c.seconds = c->seconds;
+	}
+	if (c->jobs > 0)
+		C->c.jobs = c->jobs;
+	C->c.until_failure = c->until_failure;
+	return 0;
+}
+
+static void camp_free(Camp *C)
+{
+	for (int k = 0; k < C->njobs; k++)
+		job_stop(&C->jobs[k]);
+	for (int i = 0; i < C->npend; i++)
+		free(C->pend[i].blob);
+	free(C->pend);
+	free(C->ent);
+	free(C->rq);
+	if (C->logfd >= 0)
+		close(C->logfd);
+}
+
+int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *progress,
+		    FzSummary *sum, Diag *d)
+{
+	Camp C;
+	memset(&C, 0, sizeof C);
+	memset(sum, 0, sizeof *sum);
+	sum->first_fail_s = sum->first_kill_s = -1;
+	sum->first_kill_case = -1;
+	sum->kill_defs = -1;
+	C.dir = dir;
+	C.c = *c;
+	C.sum = sum;
+	C.progress = progress;
+	C.tty = progress && isatty(fileno(progress));
+	C.logfd = -1;
+	C.t0 = now();
+	/* a job that dies closes its pipe: writing to it must be an error, not our death */
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	sigaction(SIGPIPE, &ign, &old);
+	FzRun probe;
+	int rc = -1;
+	if (resume ? resume_settings(&C, c, d) : fresh_dir(&C, d))
+		goto out;
+	if (fz_case_setup(&C.c, 0, NULL, &probe, d))
+		goto out;
+	if (resume && scan_log(&C, d))
+		goto out;
+	C.cases0 = sum->cases;
+	char *log = fmt("%s/results.jsonl", dir);
+	C.logfd = open(log, O_WRONLY | O_APPEND);
+	free(log);
+	if (C.logfd < 0) {
+		diag_set(d, 2, "cannot open %s/results.jsonl: %s", dir, strerror(errno));
+		goto out;
+	}
+	C.njobs = C.c.jobs < 1 ? 1 : C.c.jobs > MAXJOBS ? MAXJOBS : C.c.jobs;
+	for (int k = 0; k < C.njobs; k++)
+		if (job_start(&C, k, d))
+			goto out;
+	rc = loop(&C, d);
+out:
+	sum->elapsed_s = now() - C.t0;
+	if (C.logfd >= 0) {
+		show_progress(&C, true);
+		list_failures(&C);
+		Diag sd = {0};
+		if (summary_write(&C, rc ? &sd : d) && rc == 0)
+			rc = -1;
+		diag_clear(&sd);
+	}
+	camp_free(&C);
+	sigaction(SIGPIPE, &old, NULL);
+	return rc;
+}

@@ -1,0 +1,355 @@
+/* fuzz/case.c: one case of a campaign, and a campaign's settings file.
+ *
+ * Case n of a campaign with seed S is a pure function of (S, n) and the settings: the graph
+ * (fz_gen, its schedule block included), the inputs' distribution and seed (drawn from the
+ * FZ_STREAM_INPUTS stream: with inputs "mix", normal, uniform, adversarial, or adversarial
+ * with specials), the check on every backend of the settings with the seeded faults, and
+ * the signature of each failing verdict (fz_classify). Its log text is one JSON line per
+ * record (vf_record_json with a "case" member) and then one "done" line:
+ *   {"done":N, "graph":..., "status":"ok"|"error", "error":"" (why the toolkit could not
+ *    judge), "inputs":DIST, "seed":INPUT_SEED, "specials":bool, "fails":["KEY@OUTPUT",...]
+ *    (one per distinct key), "gen_s", "oracle_s", "budget_s", "compile_s", "launch_s",
+ *    "worker_s", "classify_s", "check_s"}
+ * Timings aside, the text is the same in any process, with any number of jobs.
+ *
+ * Settings (DIR/settings.json): one JSON object with the members of FzCampaign, faults
+ * and hooks by name, and the generator's size knobs (the weights are the generator's
+ * defaults of this version).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "fuzz.h"
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static uint64_t mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void fz_campaign_defaults(FzCampaign *c)
+{
+	memset(c, 0, sizeof *c);
+	c->seed = 1;
+	c->jobs = 1;
+	snprintf(c->backends, sizeof c->backends, "c");
+	snprintf(c->inputs, sizeof c->inputs, "mix");
+	c->timeout_s = 10;
+	c->reduce = true;
+	c->reduce_tests = 300;
+	c->case_limit_s = 600;
+	fz_gen_defaults(&c->gen);
+}
+
+/* ------------------------------------------------------------------ JSON out */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void json_num(FILE *f, const char *key, double x)
+{
+	fprintf(f, ",\"%s\":%.6g", key, isfinite(x) ? x : 0);
+}
+
+/* ------------------------------------------------------------------ settings */
+
+int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
+{
+	char *buf = NULL, faults[512];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	IR_ASSERT(f);
+	fprintf(f, "{\"version\":1,\"seed\":%llu,\"cases\":%lld,\"seconds\":%.17g,\"jobs\":%d",
+		(unsigned long long)c->seed, (long long)c->cases, c->seconds, c->jobs);
+	fputs(",\"backends\":", f);
+	json_str(f, c->backends);
+	fputs(",\"inputs\":", f);
+	json_str(f, c->inputs);
+	fputs(",\"faults\":", f);
+	json_str(f, vf_faults_name(c->faults, faults, sizeof faults));
+	fprintf(f, ",\"hooks\":%u,\"timeout_s\":%.17g,\"reduce\":%s,\"reduce_tests\":%d", c->hooks,
+		c->timeout_s, c->reduce ? "true" : "false", c->reduce_tests);
+	fprintf(f, ",\"until_failure\":%s,\"case_limit_s\":%.17g", c->until_failure ? "true" : "false",
+		c->case_limit_s);
+	const GenOpts *o = &c->gen;
+	fprintf(f, ",\"gen\":{\"max_rank\":%d,\"max_extent\":%d,\"max_defs\":%d,\"max_inputs\":%d,"
+		"\"max_depth\":%d,\"max_red\":%d,\"max_elems\":%lld,\"max_work\":%lld,"
+		"\"p_schedule\":%.17g}}\n", o->max_rank, o->max_extent, o->max_defs, o->max_inputs,
+		o->max_depth, o->max_red, (long long)o->max_elems, (long long)o->max_work,
+		o->p_schedule);
+	fclose(f);
+	char *path = NULL;
+	IR_ASSERT(asprintf(&path, "%s/settings.json", dir) >= 0);
+	int rc = fz_write_atomic(path, buf, d);
+	free(path);
+	free(buf);
+	return rc;
+}
+
+static bool get_num(const char *s, const char *key, double *x)
+{
+	char v[64];
+	if (!fz_json_get(s, key, v, sizeof v))
+		return false;
+	*x = strtod(v, NULL);
+	return true;
+}
+
+static void read_gen(const char *s, GenOpts *o)
+{
+	char gen[1024];
+	double x;
+	if (!fz_json_get(s, "gen", gen, sizeof gen))
+		return;
+	if (get_num(gen, "max_rank", &x)) o->max_rank = (int)x;
+	if (get_num(gen, "max_extent", &x)) o->max_extent = (int)x;
+	if (get_num(gen, "max_defs", &x)) o->max_defs = (int)x;
+	if (get_num(gen, "max_inputs", &x)) o->max_inputs = (int)x;
+	if (get_num(gen, "max_depth", &x)) o->max_depth = (int)x;
+	if (get_num(gen, "max_red", &x)) o->max_red = (int)x;
+	if (get_num(gen, "max_elems", &x)) o->max_elems = (int64_t)x;
+	if (get_num(gen, "max_work", &x)) o->max_work = (int64_t)x;
+	if (get_num(gen, "p_schedule", &x)) o->p_schedule = x;
+}
+
+int fz_settings_read(const char *dir, FzCampaign *c, Diag *d)
+{
+	char *path = NULL, v[512];
+	IR_ASSERT(asprintf(&path, "%s/settings.json", dir) >= 0);
+	FILE *f = fopen(path, "r");
+	char line[8192];
+	bool ok = f && fgets(line, sizeof line, f);
+	if (f)
+		fclose(f);
+	fz_campaign_defaults(c);
+	if (!ok || !fz_json_get(line, "seed", v, sizeof v)) {
+		diag_set(d, 2, "%s: not a campaign's settings (missing or unreadable)", path);
+		free(path);
+		return -1;
+	}
+	c->seed = strtoull(v, NULL, 10);
+	double x;
+	if (get_num(line, "cases", &x)) c->cases = (int64_t)x;
+	if (get_num(line, "seconds", &x)) c->seconds = x;
+	if (get_num(line, "jobs", &x)) c->jobs = (int)x;
+	if (get_num(line, "hooks", &x)) c->hooks = (unsigned)x;
+	if (get_num(line, "timeout_s", &x)) c->timeout_s = x;
+	if (get_num(line, "reduce_tests", &x)) c->reduce_tests = (int)x;
+	if (get_num(line, "case_limit_s", &x)) c->case_limit_s = x;
+	if (fz_json_get(line, "reduce", v, sizeof v)) c->reduce = strcmp(v, "true") == 0;
+	if (fz_json_get(line, "until_failure", v, sizeof v))
+		c->until_failure = strcmp(v, "true") == 0;
+	if (fz_json_get(line, "backends", v, sizeof v))
+		snprintf(c->backends, sizeof c->backends, "%.*s", (int)sizeof c->backends - 1, v);
+	if (fz_json_get(line, "inputs", v, sizeof v))
+		snprintf(c->inputs, sizeof c->inputs, "%.*s", (int)sizeof c->inputs - 1, v);
+	int rc = 0;
+	if (fz_json_get(line, "faults", v, sizeof v) && vf_faults_parse(v, &c->faults, d))
+		rc = -1;
+	read_gen(line, &c->gen);
+	free(path);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ one case */
+
+int fz_run_backends(FzRun *r, const char *list, Diag *d)
+{
+	r->nbackends = 0;
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", (int)len, p);
+		const Backend *b = be_find(name);
+		if (!b || r->nbackends == FZ_MAXBACKENDS) {
+			diag_set(d, 2, "unknown backend '%s' (or more than %d)", name, FZ_MAXBACKENDS);
+			return -1;
+		}
+		r->backends[r->nbackends++] = b;
+		p += len + (p[len] == ',');
+	}
+	if (r->nbackends == 0) {
+		diag_set(d, 2, "no backend given");
+		return -1;
+	}
+	return 0;
+}
+
+/* The inputs of case n: the distribution (drawn unless the settings fix one) and a seed
+ * below 2^63. */
+static int case_inputs(const FzCampaign *c, uint64_t n, FzRun *r, Diag *d)
+{
+	uint64_t z = fz_seed(c->seed, n, FZ_STREAM_INPUTS);
+	r->seed = mix(z) >> 1;
+	r->specials = false;
+	if (strcmp(c->inputs, "mix") == 0) {
+		static const struct { Dist dist; bool specials; unsigned w; } t[] = {
+			{DIST_NORMAL, false, 35}, {DIST_UNIFORM, false, 25},
+			{DIST_ADVERSARIAL, false, 25}, {DIST_ADVERSARIAL, true, 15},
+		};
+		unsigned pick = (unsigned)(mix(z ^ 0x1a2b3c4dull) % 100);
+		for (size_t i = 0; i < ARRAY_LEN(t); i++) {
+			if (pick < t[i].w) {
+				r->dist = t[i].dist;
+				r->specials = t[i].specials;
+				break;
+			}
+			pick -= t[i].w;
+		}
+		return 0;
+	}
+	bool specials = strcmp(c->inputs, "specials") == 0;
+	int dist = specials ? DIST_ADVERSARIAL : dist_parse(c->inputs);
+	if (dist < 0) {
+		diag_set(d, 2, "inputs: expected mix, normal, uniform, adversarial or specials, got '%s'",
+			 c->inputs);
+		return -1;
+	}
+	r->dist = (Dist)dist;
+	r->specials = specials;
+	return 0;
+}
+
+int fz_case_setup(const FzCampaign *c, uint64_t n, const char *cache_dir, FzRun *r, Diag *d)
+{
+	memset(r, 0, sizeof *r);
+	if (fz_run_backends(r, c->backends, d) || case_inputs(c, n, r, d))
+		return -1;
+	r->faults = c->faults;
+	r->hooks = c->hooks;
+	r->timeout_s = c->timeout_s;
+	r->cache_dir = cache_dir;
+	return 0;
+}
+
+/* The distinct "KEY@OUTPUT" of the failing verdicts, as a JSON array into f. */
+static void fails_json(FILE *f, const FzResult *res, const FzSig *sigs)
+{
+	fputs(",\"fails\":[", f);
+	int n = 0;
+	for (int k = 0; sigs && k < res->n; k++) {
+		if (sigs[k].verdict == V_PASS)
+			continue;
+		char key[512], prev[512];
+		fz_sig_key(&sigs[k], key, sizeof key);
+		bool dup = false;
+		for (int j = 0; j < k && !dup; j++)
+			dup = sigs[j].verdict != V_PASS &&
+			      strcmp(fz_sig_key(&sigs[j], prev, sizeof prev), key) == 0;
+		if (dup)
+			continue;
+		char item[600];
+		snprintf(item, sizeof item, "%s@%s", key, sigs[k].output);
+		fputs(n++ ? "," : "", f);
+		json_str(f, item);
+	}
+	fputc(']', f);
+}
+
+typedef struct {
+	double gen_s, check_s, classify_s;
+	const char *error;
+	const char *gname;
+} CaseInfo;
+
+static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
+		      const FzSig *sigs, const CaseInfo *ci)
+{
+	fprintf(f, "{\"done\":%llu,\"graph\":", (unsigned long long)n);
+	json_str(f, ci->gname);
+	fprintf(f, ",\"status\":\"%s\",\"error\":", ci->error ? "error" : "ok");
+	json_str(f, ci->error ? ci->error : "");
+	fprintf(f, ",\"inputs\":\"%s\",\"seed\":%llu,\"specials\":%s", dist_name(r->dist),
+		(unsigned long long)r->seed, r->specials ? "true" : "false");
+	fails_json(f, res, sigs);
+	json_num(f, "gen_s", ci->gen_s);
+	json_num(f, "oracle_s", res->oracle_s);
+	json_num(f, "budget_s", res->budget_s);
+	json_num(f, "compile_s", res->compile_s);
+	json_num(f, "launch_s", res->launch_s);
+	json_num(f, "worker_s", res->worker_s);
+	json_num(f, "classify_s", ci->classify_s);
+	json_num(f, "check_s", ci->check_s);
+	fputs("}\n", f);
+}
+
+int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, char **blob,
+		FzRun *run, char **gtext, Diag *d)
+{
+	FzRun r;
+	if (fz_case_setup(c, case_no, cache_dir, &r, d))
+		return -1;
+	char *buf = NULL, extra[64], gname[64], *msg = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	IR_ASSERT(f);
+	snprintf(extra, sizeof extra, "\"case\":%llu", (unsigned long long)case_no);
+	snprintf(gname, sizeof gname, "fz%llu", (unsigned long long)case_no);
+	FzResult res = {0};
+	res.json = f;
+	res.json_extra = extra;
+	FzSig *sigs = NULL;
+	CaseInfo ci = {0, 0, 0, NULL, gname};
+	Diag gd = {0};
+	double t0 = now();
+	Graph *g = fz_gen(&c->gen, c->seed, case_no, &gd);
+	ci.gen_s = now() - t0;
+	if (!g) {
+		IR_ASSERT(asprintf(&msg, "the generator's graph does not check: %s",
+				   gd.msg ? gd.msg : "") >= 0);
+		if (gtext)
+			*gtext = fz_gen_raw(&c->gen, c->seed, case_no);
+	} else {
+		if (gtext)
+			*gtext = ir_print(g);
+		t0 = now();
+		if (fz_check(g, &r, &res, &gd))
+			IR_ASSERT(asprintf(&msg, "the toolkit could not judge the case: %s",
+					   gd.msg ? gd.msg : "") >= 0);
+		ci.check_s = now() - t0;
+		t0 = now();
+		bool any = false;
+		for (int k = 0; !msg && k < res.n; k++)
+			any |= vf_verdict_fails(res.v[k].verdict);
+		if (any && fz_classify(g, &r, &res, &sigs, &gd))
+			IR_ASSERT(asprintf(&msg, "classification failed: %s", gd.msg ? gd.msg : "") >= 0);
+		ci.classify_s = now() - t0;
+	}
+	diag_clear(&gd);
+	ci.error = msg;
+	done_line(f, case_no, &r, &res, msg ? NULL : sigs, &ci);
+	fclose(f);
+	free(msg);
+	free(sigs);
+	fz_result_free(&res);
+	ir_free(g);
+	if (run)
+		*run = r;
+	*blob = buf;
+	return 0;
+}

@@ -1,0 +1,354 @@
+/* reports/figures.c: the figures of a set of records, shared by the report and the gates,
+ * and the summary a report shows.
+ *
+ * Definitions (docs/policy.md repeats them for gate writers):
+ * - max_ratio: the worst error/budget ratio over the numeric results (verdict pass,
+ *   over-budget or special-mismatch); a sampled output counts its f64 check too.
+ * - frac_within: elements within budget over elements compared, pooled over the results;
+ *   a result that failed without numbers (crash, timeout, oob-write, compile-error)
+ *   counts all its elements as outside; unsupported results count nothing.
+ * - argmax_agree, topk_agree: agreeing rows over rows, pooled (verify/agree.c).
+ * - distinct failures: distinct signatures among failing results (rp_signature).
+ * A case is one (graph, backend, schedule[, campaign case]); schedule directives are
+ * counted once per case, by kind (store and accum with their format, order with its
+ * value).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "reports.h"
+
+static bool numeric(Verdict v)
+{
+	return v == V_PASS || v == V_OVER_BUDGET || v == V_SPECIAL_MISMATCH;
+}
+
+const char *rp_signature(const RpRecord *r, char *buf, size_t n)
+{
+	if (r->signature && *r->signature)
+		snprintf(buf, n, "%s", r->signature);
+	else
+		snprintf(buf, n, "%s | %s | %s | %s", r->graph, r->backend, r->output,
+			 vf_verdict_name(r->verdict));
+	return buf;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Distinct strings of an array (sorts it). */
+static int64_t distinct(char **s, int64_t n)
+{
+	if (n == 0)
+		return 0;
+	qsort(s, (size_t)n, sizeof *s, cmp_str);
+	int64_t k = 1;
+	for (int64_t i = 1; i < n; i++)
+		k += strcmp(s[i], s[i - 1]) != 0;
+	return k;
+}
+
+static void add(RpFig *f, const RpRecord *r)
+{
+	f->results++;
+	f->verdicts[r->verdict]++;
+	f->failing += vf_verdict_fails(r->verdict);
+	f->specials += r->verdict == V_SPECIAL_MISMATCH;
+	if (numeric(r->verdict)) {
+		f->numeric++;
+		double ratio = r->max_ratio > r->f64_max_ratio || isnan(r->f64_max_ratio) ?
+			       r->max_ratio : r->f64_max_ratio;
+		f->max_ratio = isnan(ratio) || ratio > f->max_ratio ? ratio : f->max_ratio;
+		f->max_ulp = r->max_ulp > f->max_ulp ? r->max_ulp : f->max_ulp;
+		f->checked += (double)r->n_checked;
+		f->within += round(r->frac_within * (double)r->n_checked);
+	} else if (vf_verdict_fails(r->verdict)) {
+		f->checked += (double)(r->n_elements > 0 ? r->n_elements : 1);
+	}
+	if (r->agree_rows > 0 && !isnan(r->argmax_agree)) {
+		f->rows += (double)r->agree_rows;
+		f->argmax_ok += round(r->argmax_agree * (double)r->agree_rows);
+		f->topk_ok += round(r->topk_agree * (double)r->agree_rows);
+	}
+}
+
+void rp_figures(const RpRun *run, RpKeep *keep, void *ctx, RpFig *f)
+{
+	memset(f, 0, sizeof *f);
+	char **sigs = calloc((size_t)run->nrecs + 1, sizeof *sigs);
+	IR_ASSERT(sigs);
+	int64_t nsig = 0;
+	for (int i = 0; i < run->nrecs; i++) {
+		const RpRecord *r = &run->recs[i];
+		if (keep && !keep(ctx, r))
+			continue;
+		add(f, r);
+		if (vf_verdict_fails(r->verdict)) {
+			char buf[1024];
+			sigs[nsig] = strdup(rp_signature(r, buf, sizeof buf));
+			IR_ASSERT(sigs[nsig]);
+			nsig++;
+		}
+	}
+	f->distinct = distinct(sigs, nsig);
+	for (int64_t i = 0; i < nsig; i++)
+		free(sigs[i]);
+	free(sigs);
+}
+
+double rp_frac_within(const RpFig *f)
+{
+	return f->checked > 0 ? f->within / f->checked : NAN;
+}
+
+double rp_argmax_agree(const RpFig *f)
+{
+	return f->rows > 0 ? f->argmax_ok / f->rows : NAN;
+}
+
+double rp_topk_agree(const RpFig *f)
+{
+	return f->rows > 0 ? f->topk_ok / f->rows : NAN;
+}
+
+/* ---------------------------------------------------------------- summary */
+
+typedef struct {
+	const char *backend, *dtype;
+} GroupKey;
+
+static bool in_group(void *ctx, const RpRecord *r)
+{
+	const GroupKey *k = ctx;
+	return strcmp(r->backend, k->backend) == 0 && strcmp(r->dtype, k->dtype) == 0;
+}
+
+/* Rank of a name in a list of known names (unknown ones after, alphabetically). */
+static int rank(const char *s, const char *const *known, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(s, known[i]) == 0)
+			return i;
+	return n;
+}
+
+static int by_group(const void *a, const void *b)
+{
+	static const char *const backends[] = {"c", "opencl", "vulkan", "wgsl", "cuda"};
+	static const char *const dtypes[] = {"f64", "f32", "f16", "bf16", "i32"};
+	const RpGroup *x = a, *y = b;
+	int c = rank(x->backend, backends, 5) - rank(y->backend, backends, 5);
+	if (!c)
+		c = strcmp(x->backend, y->backend);
+	if (!c)
+		c = rank(x->dtype, dtypes, 5) - rank(y->dtype, dtypes, 5);
+	return c ? c : strcmp(x->dtype, y->dtype);
+}
+
+static void groups(const RpRun *run, RpSummary *s)
+{
+	for (int i = 0; i < run->nrecs; i++) {
+		const RpRecord *r = &run->recs[i];
+		int g = 0;
+		while (g < s->ngroups && !(strcmp(s->groups[g].backend, r->backend) == 0 &&
+					   strcmp(s->groups[g].dtype, r->dtype) == 0))
+			g++;
+		if (g < s->ngroups)
+			continue;
+		s->groups = realloc(s->groups, (size_t)(s->ngroups + 1) * sizeof *s->groups);
+		IR_ASSERT(s->groups);
+		RpGroup *G = &s->groups[s->ngroups++];
+		G->backend = strdup(r->backend);
+		G->dtype = strdup(r->dtype);
+		IR_ASSERT(G->backend && G->dtype);
+		GroupKey k = {G->backend, G->dtype};
+		rp_figures(run, in_group, &k, &G->fig);
+	}
+	if (s->ngroups)
+		qsort(s->groups, (size_t)s->ngroups, sizeof *s->groups, by_group);
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const RpDistinct *x = a, *y = b;
+	return x->hits != y->hits ? (x->hits < y->hits ? 1 : -1) : x->first - y->first;
+}
+
+static void distincts(const RpRun *run, RpSummary *s)
+{
+	for (int i = 0; i < run->nrecs; i++) {
+		const RpRecord *r = &run->recs[i];
+		if (!vf_verdict_fails(r->verdict))
+			continue;
+		char buf[1024];
+		rp_signature(r, buf, sizeof buf);
+		int k = 0;
+		while (k < s->ndistinct && strcmp(s->distinct[k].signature, buf))
+			k++;
+		if (k < s->ndistinct) {
+			s->distinct[k].count++;
+			continue;
+		}
+		s->distinct = realloc(s->distinct, (size_t)(k + 1) * sizeof *s->distinct);
+		IR_ASSERT(s->distinct);
+		RpDistinct *D = &s->distinct[s->ndistinct++];
+		D->signature = strdup(buf);
+		IR_ASSERT(D->signature);
+		D->count = 1;
+		D->first = i;
+		D->folder = -1;
+		for (int f = 0; f < run->nfails; f++)
+			if ((*r->failure_dir && strcmp(r->failure_dir, run->fails[f].name) == 0) ||
+			    (*run->fails[f].signature && strcmp(run->fails[f].signature, buf) == 0))
+				D->folder = f;
+	}
+	for (int k = 0; k < s->ndistinct; k++) {
+		RpDistinct *D = &s->distinct[k];
+		D->hits = D->folder >= 0 && run->fails[D->folder].count >= 0 ?
+			  run->fails[D->folder].count : D->count;
+	}
+	if (s->ndistinct)
+		qsort(s->distinct, (size_t)s->ndistinct, sizeof *s->distinct, by_count);
+}
+
+static const char *const known_dirs[] = {
+	"store f64", "store f32", "store f16", "store bf16", "accum f64", "accum f32",
+	"accum f16", "accum bf16", "inline", "tile", "split", "order linear", "order pairwise",
+};
+
+static void count(RpCount **c, int *n, const char *name, int64_t by)
+{
+	for (int i = 0; i < *n; i++)
+		if (strcmp((*c)[i].name, name) == 0) {
+			(*c)[i].count += by;
+			return;
+		}
+	*c = realloc(*c, (size_t)(*n + 1) * sizeof **c);
+	IR_ASSERT(*c);
+	(*c)[*n].name = strdup(name);
+	IR_ASSERT((*c)[*n].name);
+	(*c)[(*n)++].count = by;
+}
+
+/* The kind of one directive line: "store f16", "tile", "order pairwise"... */
+static void dir_kind(const char *line, size_t len, char *buf, size_t n)
+{
+	size_t w = strcspn(line, " \t:");
+	w = w < len ? w : len;
+	const char *colon = memchr(line, ':', len);
+	bool qual = (w == 5 && (!strncmp(line, "store", 5) || !strncmp(line, "accum", 5) ||
+				!strncmp(line, "order", 5))) && colon;
+	if (!qual) {
+		snprintf(buf, n, "%.*s", (int)w, line);
+		return;
+	}
+	const char *v = colon + 1;
+	while (v < line + len && (*v == ' ' || *v == '\t'))
+		v++;
+	size_t vl = (size_t)(line + len - v);
+	while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r'))
+		vl--;
+	snprintf(buf, n, "%.*s %.*s", (int)w, line, (int)vl, v);
+}
+
+/* Is record i the first of its case (graph, backend, schedule, case number)? */
+static bool first_of_case(const RpRun *run, int i)
+{
+	const RpRecord *r = &run->recs[i];
+	for (int j = i - 1; j >= 0 && i - j < 64; j--) {
+		const RpRecord *q = &run->recs[j];
+		if (!strcmp(q->graph, r->graph) && !strcmp(q->backend, r->backend) &&
+		    !strcmp(q->sched, r->sched) && q->case_no == r->case_no &&
+		    q->sched_seed == r->sched_seed)
+			return false;
+	}
+	return true;
+}
+
+static void directives(const RpRun *run, RpSummary *s)
+{
+	for (size_t k = 0; k < ARRAY_LEN(known_dirs); k++)
+		count(&s->dirs, &s->ndirs, known_dirs[k], 0);
+	for (int i = 0; i < run->nrecs; i++) {
+		if (!first_of_case(run, i))
+			continue;
+		s->ncases++;
+		for (const char *p = run->recs[i].sched_text; *p;) {
+			size_t len = strcspn(p, "\n");
+			size_t lead = strspn(p, " \t");
+			if (len > lead && p[lead] != '#') {
+				char kind[96];
+				dir_kind(p + lead, len - lead, kind, sizeof kind);
+				count(&s->dirs, &s->ndirs, kind, 1);
+			}
+			p += len + (p[len] == '\n');
+		}
+	}
+	s->dirs_never = calloc((size_t)s->ndirs + 1, sizeof *s->dirs_never);
+	IR_ASSERT(s->dirs_never);
+	for (int i = 0; i < s->ndirs; i++)
+		if (s->dirs[i].count == 0)
+			s->dirs_never[s->ndirs_never++] = s->dirs[i].name;
+}
+
+/* Every rule the compiler knows (rw_simplify fills the names), with recorded firings. */
+static void rules(const RpRun *run, RpSummary *s)
+{
+	static const char tiny[] = "input x : f32[2]\ny[i:2] = x[i]\noutput y : f32\n";
+	Diag d = {0};
+	Graph *g = ir_parse(tiny, sizeof tiny - 1, "rules", NULL, 0, &d);
+	diag_clear(&d);
+	if (g) {
+		RwStats st;
+		memset(&st, 0, sizeof st);
+		Graph *h = rw_simplify(g, RW_EXACT | RW_REAL | RW_INT, &st);
+		for (int i = 0; i < st.nrules; i++)
+			count(&s->rules, &s->nrules, st.name[i], 0);
+		ir_free(h);
+		ir_free(g);
+	}
+	for (int i = 0; i < run->nrecs; i++) {
+		const RpRecord *r = &run->recs[i];
+		s->rules_recorded |= r->nrules > 0;
+		for (int k = 0; k < r->nrules; k++)
+			count(&s->rules, &s->nrules, r->rule_names[k], r->rule_counts[k]);
+	}
+}
+
+void rp_summarise(const RpRun *run, RpSummary *s)
+{
+	memset(s, 0, sizeof *s);
+	rp_figures(run, NULL, NULL, &s->all);
+	groups(run, s);
+	distincts(run, s);
+	directives(run, s);
+	rules(run, s);
+	char **names = calloc((size_t)run->nrecs + 1, sizeof *names);
+	IR_ASSERT(names);
+	for (int i = 0; i < run->nrecs; i++)
+		names[i] = run->recs[i].graph;
+	s->ngraphs = (int)distinct(names, run->nrecs);
+	free(names);
+}
+
+void rp_summary_free(RpSummary *s)
+{
+	for (int i = 0; i < s->ngroups; i++) {
+		free(s->groups[i].backend);
+		free(s->groups[i].dtype);
+	}
+	for (int i = 0; i < s->ndistinct; i++)
+		free(s->distinct[i].signature);
+	for (int i = 0; i < s->ndirs; i++)
+		free(s->dirs[i].name);
+	for (int i = 0; i < s->nrules; i++)
+		free(s->rules[i].name);
+	free(s->groups);
+	free(s->distinct);
+	free(s->dirs);
+	free(s->dirs_never);
+	free(s->rules);
+	memset(s, 0, sizeof *s);
+}

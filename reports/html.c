@@ -1,0 +1,429 @@
+/* reports/html.c: index.html, one self-contained page: inline CSS, the plots embedded as
+ * data: URIs of their SVG (each image isolated from the others' ids), no script and no
+ * network. Sections: a headline (the run's verdict), a summary per backend x format, the
+ * plots, the distinct failures with their repros inline and links to their folders, the
+ * schedule directives and rewrite rules exercised (and never exercised), every result,
+ * and a campaign's settings.
+ *
+ * Links to the run's folders are relative to the report's folder, so the pair can be
+ * moved together or published as CI artifacts. Every text that comes from a record is
+ * escaped.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "reports.h"
+
+enum { MAX_ROWS = 2000, REASON_MAX = 240 };
+
+static void esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++)
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f);
+		}
+}
+
+static void base64(FILE *f, const unsigned char *s, size_t n)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) |
+			     (i + 2 < n ? s[i + 2] : 0);
+		fputc(t[v >> 18 & 63], f);
+		fputc(t[v >> 12 & 63], f);
+		fputc(i + 1 < n ? t[v >> 6 & 63] : '=', f);
+		fputc(i + 2 < n ? t[v & 63] : '=', f);
+	}
+}
+
+/* The path of dir/rel relative to the folder out (out and dir exist; rel need not). */
+static char *link_to(const char *out, const char *dir, const char *rel)
+{
+	char a[PATH_MAX], b[PATH_MAX], *s = NULL;
+	if (!realpath(out, a) || !realpath(dir, b)) {
+		IR_ASSERT(asprintf(&s, "%s/%s", dir, rel) >= 0);
+		return s;
+	}
+	/* the longest common prefix that ends at a component boundary of both */
+	size_t common = 0, i = 0;
+	for (; a[i] && a[i] == b[i]; i++)
+		if (a[i] == '/')
+			common = i;
+	if ((a[i] == 0 || a[i] == '/') && (b[i] == 0 || b[i] == '/'))
+		common = i;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&buf, &n);
+	IR_ASSERT(m);
+	for (const char *p = a + common; *p; p++)
+		if (*p == '/')
+			fputs("../", m);
+	const char *rest = b + common + (b[common] == '/');
+	fprintf(m, "%s%s%s", rest, *rest ? "/" : "", rel);
+	fclose(m);
+	return buf;
+}
+
+static const char css[] =
+	"body{font-family:-apple-system,'Segoe UI',Roboto,'DejaVu Sans',Helvetica,Arial,sans-serif;"
+	"color:#222;background:#fafafa;margin:0;line-height:1.45}"
+	"main{max-width:1320px;margin:0 auto;padding:24px 32px 48px}"
+	"header{background:#1f2d3d;color:#fff;padding:22px 32px}"
+	"header h1{margin:0;font-size:26px;font-weight:600}header p{margin:6px 0 0;color:#c9d3dd}"
+	"h2{font-size:20px;border-bottom:2px solid #e3e7ec;padding-bottom:6px;margin-top:36px}"
+	"h3{font-size:16px;margin:18px 0 6px}figure h3{margin:2px 0 4px;text-align:center}"
+	".badge{display:inline-block;padding:4px 12px;border-radius:14px;font-weight:600;"
+	"margin-top:10px}.ok{background:#2e7d32;color:#fff}.bad{background:#c62828;color:#fff}"
+	"table{border-collapse:collapse;background:#fff;font-size:13.5px;margin:8px 0;"
+	"box-shadow:0 1px 2px rgba(0,0,0,.06)}"
+	"th,td{padding:5px 10px;border-bottom:1px solid #eceff3;text-align:left;vertical-align:top}"
+	"th{background:#f1f4f7;font-weight:600}tr:nth-child(even) td{background:#fbfcfd}"
+	"td.n{text-align:right;font-variant-numeric:tabular-nums}"
+	".pill{padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;white-space:nowrap}"
+	".v-pass{background:#e6f4e7;color:#1b5e20}.v-unsupported{background:#eee;color:#555}"
+	".v-fail{background:#fde8e8;color:#b71c1c}"
+	".plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:18px}"
+	"figure{margin:0;background:#fff;padding:10px;border:1px solid #e3e7ec;border-radius:6px}"
+	"figure img{width:100%;height:auto;display:block}"
+	"figcaption{font-size:13px;color:#555;margin-top:6px}"
+	"pre{background:#f6f8fa;border:1px solid #e3e7ec;padding:8px 10px;overflow:auto;"
+	"font-size:12.5px;max-height:360px;margin:6px 0}"
+	"code{font-size:12.5px}.note{color:#7a5a00;background:#fff8e1;padding:8px 12px;"
+	"border-left:4px solid #f0b400}.muted{color:#777}a{color:#1565c0}"
+	"details summary{cursor:pointer;color:#1565c0}td.why{overflow-wrap:anywhere;max-width:560px}"
+	"td a{overflow-wrap:anywhere}";
+
+static void pill(FILE *f, Verdict v)
+{
+	fprintf(f, "<span class=\"pill %s\">%s</span>", v == V_PASS ? "v-pass" :
+		v == V_UNSUPPORTED ? "v-unsupported" : "v-fail", vf_verdict_name(v));
+}
+
+static void num(FILE *f, double x, const char *fmt)
+{
+	fputs("<td class=\"n\">", f);
+	if (isnan(x))
+		fputs("<span class=\"muted\">–</span>", f);
+	else if (isinf(x))
+		fputs(x > 0 ? "∞" : "−∞", f);
+	else
+		fprintf(f, fmt, x);
+	fputs("</td>", f);
+}
+
+static void pct(FILE *f, double x)
+{
+	num(f, isnan(x) ? x : 100 * x, x == 1 ? "%.0f%%" : "%.2f%%");
+}
+
+static void head(FILE *f, const RpRun *run, const RpSummary *s)
+{
+	char when[64];
+	time_t t = time(NULL);
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&t));
+	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+		   "<meta name=\"viewport\" content=\"width=device-width\"><title>assay report: ");
+	esc(f, run->dir);
+	fprintf(f, "</title><style>%s</style></head><body>\n<header><h1>assay report</h1><p>", css);
+	fprintf(f, "%s <code>", run->settings ? "Campaign" : "Check run");
+	esc(f, run->dir);
+	fprintf(f, "</code> · %lld results · %d graphs · %d cases", (long long)s->all.results,
+		s->ngraphs, run->settings ? (int)run->cases : s->ncases);
+	if (run->case_errors)
+		fprintf(f, " (%lld the toolkit could not judge)", (long long)run->case_errors);
+	fprintf(f, " · %s</p>", when);
+	if (s->all.failing)
+		fprintf(f, "<div class=\"badge bad\">%lld failing results · %d distinct failures</div>",
+			(long long)s->all.failing, s->ndistinct);
+	else
+		fprintf(f, "<div class=\"badge ok\">every result within budget</div>");
+	fprintf(f, "</header>\n<main>\n");
+}
+
+static void summary(FILE *f, const RpSummary *s)
+{
+	fprintf(f, "<section id=\"summary\"><h2>Summary per backend and format</h2>\n<table><tr>"
+		   "<th>backend</th><th>format</th><th>results</th><th>pass</th><th>failing</th>"
+		   "<th>unsupported</th><th>worst error/budget</th><th>within budget</th>"
+		   "<th>argmax agree</th><th>top-k agree</th><th>max ULP</th>"
+		   "<th>distinct failures</th></tr>\n");
+	for (int g = 0; g <= s->ngroups; g++) {
+		const RpFig *F = g < s->ngroups ? &s->groups[g].fig : &s->all;
+		fputs("<tr><td>", f);
+		if (g < s->ngroups) {
+			esc(f, s->groups[g].backend);
+			fputs("</td><td>", f);
+			esc(f, s->groups[g].dtype);
+		} else {
+			fputs("<b>all</b></td><td>", f);
+		}
+		fprintf(f, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
+			   "<td class=\"n\">%lld</td><td class=\"n\">%lld</td>", (long long)F->results,
+			(long long)F->verdicts[V_PASS], (long long)F->failing,
+			(long long)F->verdicts[V_UNSUPPORTED]);
+		num(f, F->numeric ? F->max_ratio : NAN, "%.3g");
+		pct(f, rp_frac_within(F));
+		pct(f, rp_argmax_agree(F));
+		pct(f, rp_topk_agree(F));
+		num(f, F->numeric ? F->max_ulp : NAN, "%.0f");
+		fprintf(f, "<td class=\"n\">%lld</td></tr>\n", (long long)F->distinct);
+	}
+	fprintf(f, "</table></section>\n");
+}
+
+static void plots(FILE *f, const RpPlot *p, int n, const char *note)
+{
+	fprintf(f, "<section id=\"plots\"><h2>Plots</h2>\n");
+	if (note) {
+		fputs("<p class=\"note\">", f);
+		esc(f, note);
+		fputs("</p>\n", f);
+	}
+	fprintf(f, "<div class=\"plots\">\n");
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "<figure><h3>");
+		esc(f, p[i].title);
+		fprintf(f, "</h3><img alt=\"");
+		esc(f, p[i].title);
+		fprintf(f, "\" src=\"data:image/svg+xml;base64,");
+		base64(f, (const unsigned char *)p[i].svg, strlen(p[i].svg));
+		fprintf(f, "\"><figcaption>");
+		esc(f, p[i].caption);
+		fprintf(f, " <a href=\"plots/%s\">SVG</a></figcaption></figure>\n", p[i].file);
+	}
+	fprintf(f, "</div></section>\n");
+}
+
+/* The command line that reproduces a record of a check run. */
+static void command(FILE *f, const RpRecord *r, const char *case_link)
+{
+	fputs("<pre>", f);
+	if (*r->faults) {
+		fputs("ASSAY_FAULT=", f);
+		esc(f, r->faults);
+		fputc(' ', f);
+	}
+	fputs("assay check ", f);
+	esc(f, *r->file ? r->file : r->graph);
+	fprintf(f, " --backends ");
+	esc(f, r->backend);
+	if (*r->sched_text && case_link) {
+		fputs(" --schedule ", f);
+		esc(f, case_link);
+		fputs("/schedule.txt", f);
+	}
+	fprintf(f, " --seed %llu", (unsigned long long)r->seed);
+	if (*r->inputs) {
+		fputs(" --inputs ", f);
+		esc(f, r->inputs);
+	}
+	fputs("</pre>", f);
+	if (*r->sched_text) {
+		fputs("<pre>", f);
+		esc(f, r->sched_text);
+		fputs("</pre>", f);
+	}
+}
+
+/* The first line of a reason, cut to REASON_MAX characters (the rest is in the repro). */
+static void reason(FILE *f, const char *s)
+{
+	size_t n = strcspn(s, "\n");
+	char *t = strndup(s, n < REASON_MAX ? n : REASON_MAX);
+	IR_ASSERT(t);
+	esc(f, t);
+	if (s[n] || n > REASON_MAX)
+		fputs(" …", f);
+	free(t);
+}
+
+static void failure_row(FILE *f, const RpRun *run, const RpDistinct *D, int k, const char *out)
+{
+	const RpRecord *r = &run->recs[D->first];
+	const RpFailure *F = D->folder >= 0 ? &run->fails[D->folder] : NULL;
+	fprintf(f, "<tr><td class=\"n\">%d</td><td>", k + 1);
+	pill(f, r->verdict);
+	fputs("</td><td>", f);
+	esc(f, r->graph);
+	fputs("</td><td>", f);
+	esc(f, r->backend);
+	fputs("</td><td>", f);
+	esc(f, r->sched);
+	fputs("</td><td>", f);
+	esc(f, r->output);
+	fprintf(f, "</td><td class=\"n\">%lld</td><td class=\"why\">", (long long)D->hits);
+	reason(f, r->reason);
+	fputs("<details><summary>repro</summary>", f);
+	if (strlen(r->reason) > REASON_MAX || strchr(r->reason, '\n')) {
+		fputs("<pre>", f);
+		esc(f, r->reason);
+		fputs("</pre>", f);
+	}
+	char *link = NULL;
+	if (F) {
+		link = link_to(out, run->dir, F->name);
+		fputs("<pre>", f);
+		esc(f, F->repro ? F->repro : "(the repro could not be read)");
+		fputs("</pre>", f);
+	} else {
+		link = *r->case_dir ? link_to(out, run->dir, r->case_dir) : NULL;
+		command(f, r, link);
+	}
+	fputs("</details></td><td>", f);
+	if (link) {
+		fputs("<a href=\"", f);
+		esc(f, link);
+		fputs("/\">", f);
+		esc(f, F ? F->name : r->case_dir);
+		fputs("</a>", f);
+	}
+	fputs("</td></tr>\n", f);
+	free(link);
+}
+
+static void failures(FILE *f, const RpRun *run, const RpSummary *s, const char *out)
+{
+	fprintf(f, "<section id=\"failures\"><h2>Distinct failures</h2>\n");
+	if (!s->ndistinct && !run->nfails) {
+		fprintf(f, "<p>None: every result is within its budget (or unsupported).</p>"
+			   "</section>\n");
+		return;
+	}
+	fprintf(f, "<table><tr><th>#</th><th>verdict</th><th>graph</th><th>backend</th>"
+		   "<th>schedule</th><th>output</th><th>count</th><th>first reason and repro</th>"
+		   "<th>folder</th></tr>\n");
+	for (int k = 0; k < s->ndistinct; k++)
+		failure_row(f, run, &s->distinct[k], k, out);
+	fprintf(f, "</table>\n");
+	/* folders no failing record points at (a campaign's dedup may group differently) */
+	for (int i = 0; i < run->nfails; i++) {
+		bool shown = false;
+		for (int k = 0; k < s->ndistinct && !shown; k++)
+			shown = s->distinct[k].folder == i;
+		if (shown)
+			continue;
+		char *link = link_to(out, run->dir, run->fails[i].name);
+		fputs("<h3>Failure folder <a href=\"", f);
+		esc(f, link);
+		fputs("/\">", f);
+		esc(f, run->fails[i].name);
+		fputs("</a></h3><pre>", f);
+		esc(f, run->fails[i].repro ? run->fails[i].repro : "");
+		fputs("</pre>\n", f);
+		free(link);
+	}
+	fprintf(f, "</section>\n");
+}
+
+static void coverage(FILE *f, const RpSummary *s)
+{
+	fprintf(f, "<section id=\"coverage\"><h2>Schedule directives and rewrite rules</h2>\n"
+		   "<h3>Schedule directives exercised</h3><table><tr><th>directive</th>"
+		   "<th>cases</th></tr>\n");
+	for (int i = 0; i < s->ndirs; i++)
+		if (s->dirs[i].count) {
+			fputs("<tr><td><code>", f);
+			esc(f, s->dirs[i].name);
+			fprintf(f, "</code></td><td class=\"n\">%lld</td></tr>\n",
+				(long long)s->dirs[i].count);
+		}
+	fprintf(f, "</table>\n<p>Never exercised: ");
+	for (int i = 0; i < s->ndirs_never; i++) {
+		fputs(i ? ", <code>" : "<code>", f);
+		esc(f, s->dirs_never[i]);
+		fputs("</code>", f);
+	}
+	fprintf(f, "%s</p>\n<h3>Rewrite rules</h3>\n", s->ndirs_never ? "." : "none.");
+	if (!s->rules_recorded)
+		fprintf(f, "<p class=\"note\">The records carry no rule counts: rules are not "
+			   "recorded yet (the lowering pipeline does not apply compiler/rewrite.c's "
+			   "rules). Every known rule is therefore listed as never exercised.</p>\n");
+	fprintf(f, "<table><tr><th>rule</th><th>firings</th></tr>\n");
+	for (int i = 0; i < s->nrules; i++) {
+		fputs("<tr><td><code>", f);
+		esc(f, s->rules[i].name);
+		fprintf(f, "</code></td><td class=\"n\">%lld</td></tr>\n", (long long)s->rules[i].count);
+	}
+	fprintf(f, "</table></section>\n");
+}
+
+static void result_row(FILE *f, const RpRun *run, const RpRecord *r, const char *out)
+{
+	fputs("<tr><td>", f);
+	esc(f, r->graph);
+	fputs("</td><td>", f);
+	esc(f, r->backend);
+	fputs("</td><td>", f);
+	esc(f, r->sched);
+	fputs("</td><td>", f);
+	esc(f, r->output);
+	fputs("</td><td>", f);
+	esc(f, r->dtype);
+	fputs("</td><td>", f);
+	pill(f, r->verdict);
+	fputs("</td>", f);
+	bool nums = r->verdict == V_PASS || r->verdict == V_OVER_BUDGET ||
+		    r->verdict == V_SPECIAL_MISMATCH;
+	num(f, nums ? r->max_ulp : NAN, "%.0f");
+	num(f, nums ? (r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio) : NAN,
+	    "%.3g");
+	pct(f, nums ? r->frac_within : NAN);
+	pct(f, r->argmax_agree);
+	pct(f, r->topk_agree);
+	num(f, (double)r->red_len, "%.0f");
+	fputs("<td>", f);
+	if (*r->case_dir) {
+		char *link = link_to(out, run->dir, r->case_dir);
+		fputs("<a href=\"", f);
+		esc(f, link);
+		fputs("/\">files</a>", f);
+		free(link);
+	}
+	fputs("</td></tr>\n", f);
+}
+
+static void results(FILE *f, const RpRun *run, const char *out)
+{
+	fprintf(f, "<section id=\"results\"><h2>Results</h2>\n");
+	bool all = run->nrecs <= MAX_ROWS;
+	if (!all)
+		fprintf(f, "<p class=\"muted\">%d results: the failing ones are listed (at most %d); "
+			   "report.json holds every figure.</p>\n", run->nrecs, MAX_ROWS);
+	fprintf(f, "<table><tr><th>graph</th><th>backend</th><th>schedule</th><th>output</th>"
+		   "<th>format</th><th>verdict</th><th>max ULP</th><th>error/budget</th>"
+		   "<th>within</th><th>argmax</th><th>top-k</th><th>reduction</th><th></th></tr>\n");
+	for (int i = 0, shown = 0; i < run->nrecs && shown < MAX_ROWS; i++)
+		if (all || vf_verdict_fails(run->recs[i].verdict)) {
+			result_row(f, run, &run->recs[i], out);
+			shown++;
+		}
+	fprintf(f, "</table></section>\n");
+}
+
+void rp_html(FILE *f, const RpRun *run, const RpSummary *s, const RpPlot *p, int np,
+	     const char *plot_note, const char *out)
+{
+	head(f, run, s);
+	summary(f, s);
+	plots(f, p, np, plot_note);
+	failures(f, run, s, out);
+	coverage(f, s);
+	results(f, run, out);
+	if (run->settings) {
+		fprintf(f, "<section id=\"settings\"><h2>Campaign settings</h2><p><code>");
+		esc(f, run->settings_path);
+		fputs("</code></p><pre>", f);
+		esc(f, run->settings);
+		fputs("</pre></section>\n", f);
+	}
+	fprintf(f, "<footer><p class=\"muted\">Also written: <a href=\"report.md\">report.md</a>, "
+		   "<a href=\"report.json\">report.json</a>, <a href=\"junit.xml\">junit.xml</a>. "
+		   "Generated by <code>assay report</code>.</p></footer>\n</main></body></html>\n");
+}

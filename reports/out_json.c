@@ -1,0 +1,208 @@
+/* reports/out_json.c: report.json, every figure of the report in one JSON object:
+ *
+ *   {"dir", "kind": "check" | "campaign", "graphs", "cases",
+ *    "totals": FIG, "groups": [{"backend", "dtype", ...FIG, "ratio_quantiles": {"p50",
+ *               "p90", "p99", "max"}, "ulp_bits": {BITS: results}}],
+ *    "distinct_failures": [{"signature", "count" (failing results), "cases" (that hit
+ *                           it: the folder's count in a campaign), "verdict", "graph", "backend",
+ *                           "schedule", "output", "reason", "folder", "repro"}],
+ *    "failure_folders": [{"name", "repro", "count", "signature"}],
+ *    "directives": {"exercised": {KIND: cases}, "never": [KIND]},
+ *    "rules": {"recorded": bool, "firings": {NAME: n}},
+ *    "results": [{"graph", "backend", "schedule", "output", "dtype", "verdict", "max_ulp",
+ *                 "max_ratio", "frac_within", "argmax_agree", "topk_agree", "red_len",
+ *                 "case_dir", "line"}]}
+ *
+ * FIG = {"results", "verdicts": {VERDICT: n}, "failing", "numeric", "max_ratio", "max_ulp",
+ * "frac_within", "argmax_agree", "topk_agree", "elements_checked", "elements_within",
+ * "agree_rows", "special_mismatches", "distinct_failures"}: figures.c defines each; a
+ * fraction with nothing to divide is null, a ratio over no numeric result is null.
+ * Non-finite numbers are the strings "inf", "-inf", "nan" as in the records.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "reports.h"
+
+static void key(FILE *f, const char *k, bool *first)
+{
+	fprintf(f, "%s\"%s\":", *first ? "" : ",", k);
+	*first = false;
+}
+
+static void frac(FILE *f, double x)
+{
+	if (isnan(x))
+		fputs("null", f);
+	else
+		rp_json_num_out(f, x);
+}
+
+static void fig(FILE *f, const RpFig *F, bool first)
+{
+	key(f, "results", &first), fprintf(f, "%lld", (long long)F->results);
+	key(f, "verdicts", &first);
+	fputc('{', f);
+	for (int v = 0; v < V__COUNT; v++)
+		fprintf(f, "%s\"%s\":%lld", v ? "," : "", vf_verdict_name((Verdict)v),
+			(long long)F->verdicts[v]);
+	fputc('}', f);
+	key(f, "failing", &first), fprintf(f, "%lld", (long long)F->failing);
+	key(f, "numeric", &first), fprintf(f, "%lld", (long long)F->numeric);
+	key(f, "max_ratio", &first), frac(f, F->numeric ? F->max_ratio : NAN);
+	key(f, "max_ulp", &first), frac(f, F->numeric ? F->max_ulp : NAN);
+	key(f, "frac_within", &first), frac(f, rp_frac_within(F));
+	key(f, "argmax_agree", &first), frac(f, rp_argmax_agree(F));
+	key(f, "topk_agree", &first), frac(f, rp_topk_agree(F));
+	key(f, "elements_checked", &first), fprintf(f, "%.0f", F->checked);
+	key(f, "elements_within", &first), fprintf(f, "%.0f", F->within);
+	key(f, "agree_rows", &first), fprintf(f, "%.0f", F->rows);
+	key(f, "special_mismatches", &first), fprintf(f, "%lld", (long long)F->specials);
+	key(f, "distinct_failures", &first), fprintf(f, "%lld", (long long)F->distinct);
+}
+
+static void distinct(FILE *f, const RpRun *run, const RpSummary *s)
+{
+	fputs(",\"distinct_failures\":[", f);
+	for (int k = 0; k < s->ndistinct; k++) {
+		const RpDistinct *D = &s->distinct[k];
+		const RpRecord *r = &run->recs[D->first];
+		const RpFailure *F = D->folder >= 0 ? &run->fails[D->folder] : NULL;
+		fputs(k ? ",{\"signature\":" : "{\"signature\":", f);
+		rp_json_str(f, D->signature);
+		fprintf(f, ",\"count\":%lld,\"cases\":%lld,\"verdict\":", (long long)D->count,
+			(long long)D->hits);
+		rp_json_str(f, vf_verdict_name(r->verdict));
+		fputs(",\"graph\":", f), rp_json_str(f, r->graph);
+		fputs(",\"backend\":", f), rp_json_str(f, r->backend);
+		fputs(",\"schedule\":", f), rp_json_str(f, r->sched);
+		fputs(",\"output\":", f), rp_json_str(f, r->output);
+		fputs(",\"reason\":", f), rp_json_str(f, r->reason);
+		fputs(",\"folder\":", f), rp_json_str(f, F ? F->name : r->case_dir);
+		fputs(",\"repro\":", f), rp_json_str(f, F && F->repro_path ? F->repro_path : "");
+		fputc('}', f);
+	}
+	fputs("],\"failure_folders\":[", f);
+	for (int i = 0; i < run->nfails; i++) {
+		const RpFailure *F = &run->fails[i];
+		fputs(i ? ",{\"name\":" : "{\"name\":", f);
+		rp_json_str(f, F->name);
+		fputs(",\"repro\":", f), rp_json_str(f, F->repro_path);
+		fprintf(f, ",\"count\":%lld,\"signature\":", (long long)F->count);
+		rp_json_str(f, F->signature);
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
+static void coverage(FILE *f, const RpSummary *s)
+{
+	fputs(",\"directives\":{\"exercised\":{", f);
+	for (int i = 0, k = 0; i < s->ndirs; i++)
+		if (s->dirs[i].count) {
+			fputs(k++ ? "," : "", f);
+			rp_json_str(f, s->dirs[i].name);
+			fprintf(f, ":%lld", (long long)s->dirs[i].count);
+		}
+	fputs("},\"never\":[", f);
+	for (int i = 0; i < s->ndirs_never; i++) {
+		fputs(i ? "," : "", f);
+		rp_json_str(f, s->dirs_never[i]);
+	}
+	fprintf(f, "]},\"rules\":{\"recorded\":%s,\"firings\":{", s->rules_recorded ? "true" : "false");
+	for (int i = 0; i < s->nrules; i++) {
+		fputs(i ? "," : "", f);
+		rp_json_str(f, s->rules[i].name);
+		fprintf(f, ":%lld", (long long)s->rules[i].count);
+	}
+	fputs("}}", f);
+}
+
+static void results(FILE *f, const RpRun *run)
+{
+	fputs(",\"results\":[", f);
+	for (int i = 0; i < run->nrecs; i++) {
+		const RpRecord *r = &run->recs[i];
+		fputs(i ? ",\n{\"graph\":" : "\n{\"graph\":", f);
+		rp_json_str(f, r->graph);
+		fputs(",\"backend\":", f), rp_json_str(f, r->backend);
+		fputs(",\"schedule\":", f), rp_json_str(f, r->sched);
+		fputs(",\"output\":", f), rp_json_str(f, r->output);
+		fputs(",\"dtype\":", f), rp_json_str(f, r->dtype);
+		fputs(",\"verdict\":", f), rp_json_str(f, vf_verdict_name(r->verdict));
+		fputs(",\"max_ulp\":", f), rp_json_num_out(f, r->max_ulp);
+		fputs(",\"max_ratio\":", f);
+		rp_json_num_out(f, r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio);
+		fputs(",\"frac_within\":", f), rp_json_num_out(f, r->frac_within);
+		fputs(",\"argmax_agree\":", f), frac(f, r->argmax_agree);
+		fputs(",\"topk_agree\":", f), frac(f, r->topk_agree);
+		fprintf(f, ",\"red_len\":%lld,\"case_dir\":", (long long)r->red_len);
+		rp_json_str(f, r->case_dir);
+		fprintf(f, ",\"line\":%d}", r->line);
+	}
+	fputs("]", f);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The distributions the plots draw, for one group: quantiles of the error/budget ratios
+ * and the histogram of bits of error (ceil(log2(1 + ULPs))) of its numeric results. */
+static void distributions(FILE *f, const RpRun *run, const RpGroup *g)
+{
+	double *x = malloc(((size_t)run->nrecs + 1) * sizeof *x);
+	int64_t bits[65] = {0};
+	IR_ASSERT(x);
+	int n = 0;
+	for (int i = 0; i < run->nrecs; i++) {
+		const RpRecord *r = &run->recs[i];
+		if (strcmp(r->backend, g->backend) || strcmp(r->dtype, g->dtype) ||
+		    !(r->verdict == V_PASS || r->verdict == V_OVER_BUDGET ||
+		      r->verdict == V_SPECIAL_MISMATCH))
+			continue;
+		x[n++] = r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio;
+		double b = ceil(log2(1 + r->max_ulp));
+		bits[isfinite(b) && b < 64 ? (int)b : 64]++;
+	}
+	qsort(x, (size_t)n, sizeof *x, cmp_double);
+	static const double q[] = {0.5, 0.9, 0.99, 1};
+	static const char *qn[] = {"p50", "p90", "p99", "max"};
+	fputs(",\"ratio_quantiles\":{", f);
+	for (size_t k = 0; k < ARRAY_LEN(q); k++) {
+		fprintf(f, "%s\"%s\":", k ? "," : "", qn[k]);
+		frac(f, n ? x[(int)ceil(q[k] * n) - 1] : NAN);
+	}
+	fputs("},\"ulp_bits\":{", f);
+	for (int b = 0, k = 0; b <= 64; b++)
+		if (bits[b])
+			fprintf(f, "%s\"%d\":%lld", k++ ? "," : "", b, (long long)bits[b]);
+	fputc('}', f);
+	free(x);
+}
+
+void rp_json_report(FILE *f, const RpRun *run, const RpSummary *s)
+{
+	fputs("{\"dir\":", f);
+	rp_json_str(f, run->dir);
+	fprintf(f, ",\"kind\":\"%s\",\"graphs\":%d,\"cases\":%d,\"totals\":{",
+		run->settings ? "campaign" : "check", s->ngraphs, s->ncases);
+	fig(f, &s->all, true);
+	fputs("},\"groups\":[", f);
+	for (int g = 0; g < s->ngroups; g++) {
+		fputs(g ? ",{\"backend\":" : "{\"backend\":", f);
+		rp_json_str(f, s->groups[g].backend);
+		fputs(",\"dtype\":", f);
+		rp_json_str(f, s->groups[g].dtype);
+		fig(f, &s->groups[g].fig, false);
+		distributions(f, run, &s->groups[g]);
+		fputc('}', f);
+	}
+	fputc(']', f);
+	distinct(f, run, s);
+	coverage(f, s);
+	results(f, run);
+	fputs("}\n", f);
+}

@@ -1,0 +1,271 @@
+/* reports/reports.h: turns the result records of a check or campaign directory into a
+ * report (index.html with gnuplot plots, report.md, report.json, junit.xml) and decides
+ * release gates over them.
+ *
+ * reports/ reads files, never another folder's internals: a run directory is
+ * DIR/results.jsonl in verify/'s record format (verify/record.c lists the fields), and for
+ * a campaign (fuzz/campaign.c) also the "done" line after each case's records,
+ * settings.json and failures/KEY/ (repro.tg, signature, count); load.c says how each is
+ * read.
+ *
+ * The pieces:
+ * - json.c: a small JSON reader (one value per call; the record format's "inf", "-inf"
+ *   and "nan" strings read as numbers where a number is expected);
+ * - load.c: a run directory into an RpRun (records, failure folders, settings);
+ * - figures.c: the figures of a set of records (verdict counts, the worst error/budget
+ *   ratio, pooled fractions within budget and agreement rates, distinct failures), and the
+ *   summary a report shows (per backend x format, directives and rules exercised);
+ * - plots.c: gnuplot run as a subprocess, writing SVG; html.c, md.c, junit.c, out_json.c:
+ *   the four files of a report; report.c: rp_report, which writes them all;
+ * - policy.c, gate.c: the policy format (docs/policy.md) and its evaluation.
+ *
+ * Ownership: an RpRun owns every string it holds (rp_free). Errors: -1 with a Diag, code 2
+ * for the user's input (a missing directory, a malformed or torn record, a policy error,
+ * an output folder that cannot be written). gnuplot missing or failing is not an error:
+ * the report says so and carries on without plots. Out of memory aborts (IR_ASSERT).
+ */
+#ifndef ASSAY_REPORTS_H
+#define ASSAY_REPORTS_H
+
+#include <stdio.h>
+#include "../compiler/compiler.h"
+#include "../verify/verify.h"
+
+/* ------------------------------------------------------------------- JSON */
+
+typedef enum { JS_NULL, JS_BOOL, JS_NUM, JS_STR, JS_ARR, JS_OBJ } JsKind;
+
+typedef struct JsVal JsVal;
+struct JsVal {
+	JsKind kind;
+	bool b;
+	double num;
+	char *str;      /* JS_STR (NUL-terminated; an embedded \u0000 ends it) */
+	int n;          /* JS_ARR, JS_OBJ: items */
+	char **keys;    /* JS_OBJ: n keys */
+	JsVal *items;   /* JS_ARR, JS_OBJ: n values */
+};
+
+/* Parses one JSON value from s[0..len) (whitespace around it allowed, nothing else). On
+ * error returns -1 with *err_at the byte offset and *err a static message. */
+int rp_json_parse(const char *s, size_t len, JsVal *v, size_t *err_at, const char **err);
+void rp_json_free(JsVal *v);
+/* The member key of an object, or NULL (also when obj is not an object). */
+const JsVal *rp_json_get(const JsVal *obj, const char *key);
+/* A number, accepting the strings "inf", "-inf", "nan"; dflt for null or absent. */
+double rp_json_num(const JsVal *v, double dflt);
+/* Writes s as a JSON string. */
+void rp_json_str(FILE *f, const char *s);
+/* Writes x as a JSON number (non-finite as "inf", "-inf", "nan"). */
+void rp_json_num_out(FILE *f, double x);
+
+/* ------------------------------------------------------------------- a run */
+
+typedef struct {
+	char *graph, *file, *backend, *sched, *sched_text, *output, *dtype, *reason;
+	char *inputs, *faults, *case_dir, *agree_ref, *exact;
+	char *signature;      /* campaign records: the failure's key ("" if none; load.c) */
+	char *failure_dir;    /* campaign records: its failure folder ("" if none) */
+	Verdict verdict;
+	double max_ulp, max_abs, max_rel, nmse, max_ratio, frac_within;
+	double f64_max_ratio;            /* sampled outputs: all elements vs f64; else 0 */
+	double argmax_agree, topk_agree; /* NAN when the record has none */
+	int64_t n_checked, n_special, n_unsamplable, n_unbounded, n_ties, n_tie_disagree;
+	int64_t n_elements, red_len, agree_rows, case_no;  /* case_no -1 when absent */
+	int agree_axis, agree_k;
+	uint64_t seed, sched_seed;
+	bool sampled;
+	double worker_s, compile_s;
+	int line;             /* in results.jsonl */
+	char **rule_names;    /* rules fired in this case ("rules": {name: count}), if any */
+	int64_t *rule_counts;
+	int nrules;
+} RpRecord;
+
+/* One folder of a distinct failure (campaigns). */
+typedef struct {
+	char *name;           /* the folder, relative to the run directory */
+	char *repro_path;     /* its repro .tg, relative to the run directory (NULL if none) */
+	char *repro;          /* the repro's text (NULL if none) */
+	char *signature;      /* from its metadata, "" if none */
+	int64_t count;        /* cases that hit it, -1 when not recorded */
+} RpFailure;
+
+typedef struct {
+	char *dir;
+	char *settings_path;  /* relative to dir; NULL for a check directory */
+	char *settings;       /* its text */
+	RpRecord *recs;
+	int nrecs;
+	RpFailure *fails;
+	int nfails;
+	int torn;             /* torn last lines skipped (RpLoadOpts.skip_torn) */
+	int64_t cases;        /* campaigns: complete cases (their "done" lines) */
+	int64_t case_errors;  /* of them, cases the toolkit could not judge */
+} RpRun;
+
+typedef struct {
+	bool skip_torn;       /* skip a torn last line (a run killed while writing) instead of
+	                         failing */
+} RpLoadOpts;
+
+/* Loads DIR (see load.c). -1 with d (code 2): no such directory, no results.jsonl, no
+ * records, a malformed record (file:line:col), a torn last line. */
+int rp_load(const char *dir, const RpLoadOpts *o, RpRun *run, Diag *d);
+void rp_free(RpRun *run);
+/* The verdict named s, or -1. */
+int rp_verdict_parse(const char *s);
+
+/* ---------------------------------------------------------------- figures */
+
+/* The figures of a set of records. Numeric results are those with verdict pass,
+ * over-budget or special-mismatch. */
+typedef struct {
+	int64_t results;
+	int64_t verdicts[V__COUNT];
+	int64_t failing;          /* results with a failing verdict */
+	int64_t numeric;
+	double max_ratio;         /* worst error/budget over numeric results (also vs f64) */
+	double max_ulp;
+	double checked, within;   /* elements compared, within budget (pooled) */
+	double rows, argmax_ok, topk_ok;  /* agreement rows (pooled) */
+	int64_t specials;         /* results with verdict special-mismatch */
+	int64_t distinct;         /* distinct failures (rp_signature) */
+} RpFig;
+
+/* The signature that groups failing records into distinct failures: the record's own
+ * signature when a campaign wrote one, else "graph | backend | output | verdict". Written
+ * into buf. */
+const char *rp_signature(const RpRecord *r, char *buf, size_t n);
+/* The figures of the records of run for which keep(ctx, r) holds (keep NULL: all). */
+typedef bool RpKeep(void *ctx, const RpRecord *r);
+void rp_figures(const RpRun *run, RpKeep *keep, void *ctx, RpFig *f);
+/* Pooled fractions: NAN when there is nothing to divide. */
+double rp_frac_within(const RpFig *f);
+double rp_argmax_agree(const RpFig *f);
+double rp_topk_agree(const RpFig *f);
+
+typedef struct {
+	char *name;
+	int64_t count;
+} RpCount;
+
+/* One group of the report: a backend and an output format. */
+typedef struct {
+	char *backend, *dtype;
+	RpFig fig;
+} RpGroup;
+
+/* A distinct failure: its signature, how many failing records carry it, the first. */
+typedef struct {
+	char *signature;
+	int64_t count;
+	int64_t hits;        /* cases that hit it: its folder's count, else count (the order) */
+	int first;           /* index in run->recs */
+	int folder;          /* index in run->fails, -1 if none */
+} RpDistinct;
+
+typedef struct {
+	RpFig all;
+	RpGroup *groups;     /* by backend (c, opencl, vulkan, wgsl, cuda, others), then format */
+	int ngroups;
+	RpDistinct *distinct;
+	int ndistinct;
+	RpCount *dirs;       /* schedule directives exercised, counted once per case */
+	int ndirs;
+	const char **dirs_never;   /* known directives no case exercised */
+	int ndirs_never;
+	bool rules_recorded; /* records carry rule counts */
+	RpCount *rules;      /* every known rule with its firings (0: never) */
+	int nrules;
+	int ngraphs, ncases; /* distinct graphs, distinct (graph, backend, schedule) cases */
+} RpSummary;
+
+void rp_summarise(const RpRun *run, RpSummary *s);
+void rp_summary_free(RpSummary *s);
+
+/* ---------------------------------------------------------------- outputs */
+
+typedef struct {
+	const char *gnuplot;   /* the gnuplot program (NULL: "gnuplot" on PATH) */
+} RpOpts;
+
+/* What rp_report made. */
+typedef struct {
+	int nplots;            /* plots drawn */
+	char *plot_note;       /* why plots are missing (NULL when all were drawn) */
+} RpMade;
+
+/* Writes OUT/index.html, OUT/report.md, OUT/report.json, OUT/junit.xml and OUT/plots/
+ * (the gnuplot scripts, data and SVG files) for run. out is created if needed. -1 with d
+ * (code 2: out cannot be written). */
+int rp_report(const RpRun *run, const char *out, const RpOpts *o, RpMade *made, Diag *d);
+
+/* The parts, for tests and other callers (each writes one file's content to f). */
+typedef struct {
+	char *title;           /* heading */
+	char *file;            /* the SVG file's name under OUT/plots */
+	char *svg;             /* its text (NULL when not drawn) */
+	char *caption;
+} RpPlot;
+
+/* Draws the report's plots into out_dir/plots; plots[] gets up to RP_MAXPLOTS entries. */
+enum { RP_MAXPLOTS = 8 };
+int rp_plots(const RpRun *run, const RpSummary *s, const char *out_dir, const RpOpts *o,
+	     RpPlot *plots, int *nplots, char **note);
+void rp_plots_free(RpPlot *plots, int n);
+void rp_html(FILE *f, const RpRun *run, const RpSummary *s, const RpPlot *plots, int nplots,
+	     const char *plot_note, const char *out_dir);
+void rp_markdown(FILE *f, const RpRun *run, const RpSummary *s, const char *out_dir);
+void rp_json_report(FILE *f, const RpRun *run, const RpSummary *s);
+void rp_junit(FILE *f, const RpRun *run);
+
+/* ------------------------------------------------------------------ gates */
+
+typedef enum {
+	GM_MAX_RATIO, GM_FRAC_WITHIN, GM_ARGMAX_AGREE, GM_TOPK_AGREE, GM_DISTINCT_FAILURES,
+	GM_SPECIAL_MISMATCHES, GM_FAILING, GM_RESULTS, GM_MAX_ULP, GM__COUNT
+} GateMetric;
+
+typedef enum { GO_LE, GO_LT, GO_GE, GO_GT, GO_EQ } GateOp;
+
+typedef struct {
+	char *scope;          /* as written: BACKEND/FORMAT/EXAMPLE globs */
+	char *backend, *dtype, *graph;   /* the three globs */
+	GateMetric metric;
+	GateOp op;
+	double threshold;
+	char *threshold_text; /* as written ("99%") */
+	int line;
+} Gate;
+
+typedef struct {
+	char *file;
+	Gate *gates;
+	int ngates;
+} RpPolicy;
+
+const char *rp_metric_name(GateMetric m);
+const char *rp_op_name(GateOp op);
+/* Parses a policy (docs/policy.md). -1 with d (code 2, file:line:col and a caret). */
+int rp_policy_parse(const char *src, size_t len, const char *file, RpPolicy *p, Diag *d);
+int rp_policy_load(const char *path, RpPolicy *p, Diag *d);
+void rp_policy_free(RpPolicy *p);
+
+/* The outcome of one gate. */
+typedef struct {
+	double figure;        /* NAN: no result in scope */
+	int64_t results;      /* results in scope */
+	double base;          /* the baseline's figure (NAN: none) */
+	bool holds;           /* figure meets threshold (true when no result is in scope,
+	                         except for metric results) */
+	bool worse;           /* got worse than the baseline */
+} GateResult;
+
+/* Evaluates gate g on run (and on baseline when not NULL). */
+void rp_gate_eval(const Gate *g, const RpRun *run, const RpRun *baseline, GateResult *r);
+/* Evaluates every gate, printing one line each and a summary to f. Returns the number of
+ * gates that fail (not holding, or worse than the baseline). */
+int rp_gate_run(const RpPolicy *p, const RpRun *run, const RpRun *baseline, FILE *f);
+
+#endif

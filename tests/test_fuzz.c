@@ -1,0 +1,622 @@
+/* tests/test_fuzz.c: campaigns, the reducer, deduplication and the seeded faults (fuzz/ and
+ * the KF_* faults of compiler/lower.c). The generator has its own suite (test_fuzz_gen.c).
+ *
+ * Campaigns run on the c backend, a few cases each, in temporary directories. Logs are
+ * compared without their timings (the only part of a case's text that depends on the run).
+ */
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "testutil.h"
+#include "../fuzz/fuzz.h"
+
+static const char *cache(void)
+{
+	return "/tmp/assay-test-fuzz-cache";
+}
+
+static FzRun run_c(unsigned faults, uint64_t seed, Dist dist)
+{
+	FzRun r = {0};
+	r.backends[0] = be_find("c");
+	r.nbackends = 1;
+	r.seed = seed;
+	r.dist = dist;
+	r.faults = faults;
+	r.timeout_s = 20;
+	r.cache_dir = cache();
+	return r;
+}
+
+static Graph *parse(const char *src)
+{
+	Diag d = {0};
+	Graph *g = ir_parse(src, strlen(src), "test.tg", NULL, 0, &d);
+	ck_assert_msg(g, "%s", d.msg ? d.msg : "");
+	return g;
+}
+
+static int failures(const Graph *g, const FzRun *r)
+{
+	FzResult res = {0};
+	Diag d = {0};
+	ck_assert_msg(fz_check(g, r, &res, &d) == 0, "%s", d.msg ? d.msg : "");
+	int n = 0;
+	for (int k = 0; k < res.n; k++)
+		n += vf_verdict_fails(res.v[k].verdict);
+	fz_result_free(&res);
+	return n;
+}
+
+/* ------------------------------------------------------------ seeded faults */
+
+/* Each fault, on a graph that exercises it: the graph passes without the fault and fails
+ * with it (so every fault is compiled in, off by default, and reaches the kernels). */
+static const struct {
+	const char *fault;
+	Dist dist;
+	const char *src;
+} fault_cases[] = {
+	{"drop_tail", DIST_NORMAL,
+	 "input x : f32[10]\ny[i:10] = x[i] * 2\noutput y : f32\nschedule\ntile y : i=4\n"},
+	{"skip_last", DIST_NORMAL,
+	 "input x : f32[4, 5]\ns[i:4] = sum(j:5) x[i, j]\noutput s : f32\n"},
+	{"pad_zero", DIST_NORMAL, "input x : f32[6]\ny[i:6] = x[i + 1] ?? 3\noutput y : f32\n"},
+	{"no_combine", DIST_NORMAL,
+	 "input x : f32[4, 8]\ns[i:4] = sum(j:8) x[i, j]\noutput s : f32\nschedule\nsplit s : j=2\n"},
+	{"max_identity", DIST_NORMAL,
+	 "input x : f32[4, 5]\nm[i:4] = max(j:5) -abs(x[i, j]) - 1\noutput m : f32\n"},
+	{"pairwise_odd", DIST_NORMAL,
+	 "input x : f32[4, 5]\ns[i:4] = sum(j:5) x[i, j]\noutput s : f32\nschedule\norder s : pairwise\n"},
+	{"view_offset", DIST_NORMAL, "input x : f32[5]\ny[i:4] = x[i + 1]\noutput y : f32\n"},
+	{"view_stride", DIST_NORMAL, "input x : f32[8]\ny[i:4] = x[2 * i]\noutput y : f32\n"},
+	{"trunc_div", DIST_NORMAL, "input x : f32[3]\ny[i:6] = x[(i - 3) / 2] ?? 7\noutput y : f32\n"},
+	{"neg_mod", DIST_NORMAL, "y[i:6] = (i - 3) % 4\noutput y : i32\n"},
+	{"tri_bound", DIST_NORMAL,
+	 "input x : f32[4, 4]\ns[i:4] = sum(j: 0..i + 1) x[i, j]\noutput s : f32\n"},
+	{"inline_pad", DIST_NORMAL,
+	 "input x : f32[4]\np[i:4] = x[i] * 2\ny[i:5] = p[i] ?? 9\noutput y : f32\n"
+	 "schedule\ninline p\n"},
+	{"accum_ignored", DIST_NORMAL,
+	 "input x : f64[256]\ns[] = sum(j:256) x[j]\noutput s : f64\nschedule\naccum s : f64\n"},
+	{"store_trunc", DIST_NORMAL,
+	 "input x : f32[32]\np[i:32] = x[i] * 3\noutput p : f32\nschedule\nstore p : f16\n"},
+	{"max_nan", DIST_NORMAL,
+	 "input x : f32[4, 3]\nm[i:4] = max(j:3) (j == 0 ? nan : x[i, j])\noutput m : f32\n"},
+	{"zero_sign", DIST_NORMAL, "input x : f32[4]\ny[i:4] = x[i] - x[i]\noutput y : f32\n"},
+	{"argmax_tie", DIST_NORMAL,
+	 "input x : f32[2, 4]\na[i:2] = argmax(j:4) floor(abs(x[i, j]) * 0 + 1)\noutput a : i32\n"},
+	{"topk_order", DIST_NORMAL,
+	 "input x : f32[2, 5]\nv[i:2, k:3], ix[i:2, k:3] = topk(j:5) x[i, j]\noutput v : f32\n"},
+	{"gather_bounds", DIST_NORMAL,
+	 "input x : f32[2]\ninput t : i32[16]\ny[i:16] = x[t[i]]\noutput y : f32\n"},
+};
+
+START_TEST(fault_is_visible)
+{
+	unsigned f;
+	Diag d = {0};
+	ck_assert_int_eq(vf_faults_parse(fault_cases[_i].fault, &f, &d), 0);
+	Graph *g = parse(fault_cases[_i].src);
+	FzRun off = run_c(0, 1, fault_cases[_i].dist), on = run_c(f, 1, fault_cases[_i].dist);
+	ck_assert_msg(failures(g, &off) == 0, "%s: the graph fails without the fault",
+		      fault_cases[_i].fault);
+	ck_assert_msg(failures(g, &on) > 0, "%s: the fault changes nothing the check sees",
+		      fault_cases[_i].fault);
+	ir_free(g);
+}
+END_TEST
+
+START_TEST(every_fault_has_a_case)
+{
+	ck_assert_int_eq(ARRAY_LEN(fault_cases), KF__COUNT);
+	unsigned all = 0;
+	for (size_t i = 0; i < ARRAY_LEN(fault_cases); i++) {
+		unsigned f;
+		Diag d = {0};
+		ck_assert_int_eq(vf_faults_parse(fault_cases[i].fault, &f, &d), 0);
+		all |= f;
+	}
+	ck_assert_uint_eq(all, (1u << KF__COUNT) - 1);
+}
+END_TEST
+
+/* Graphs on which campaigns found bugs of the toolkit (fixed): each must pass, with the
+ * inputs that showed the bug. */
+static const struct {
+	const char *what;
+	uint64_t seed;
+	Dist dist;
+	const char *src;
+} found[] = {
+	/* lower.c: a padded read of a scalar selected on no condition (an expression id of -1
+	 * in the kernel: compile errors, or garbage, depending on the heap) */
+	{"x[] ?? D", 2534595392174337884ull, DIST_UNIFORM,
+	 "size N = 4\ninput x0 : f32[]\nd0[i:N, j:1, k:N] = x0[] ?? 0 * i\noutput d0 : f64\n"},
+};
+
+START_TEST(found_bugs_stay_fixed)
+{
+	Graph *g = parse(found[_i].src);
+	FzRun r = run_c(0, found[_i].seed, found[_i].dist);
+	ck_assert_msg(failures(g, &r) == 0, "%s fails again", found[_i].what);
+	/* the kernel IR has no operation with a missing operand ("OP()" in its dump) */
+	Schedule s;
+	Diag d = {0};
+	ck_assert_int_eq(sched_build(g, &s, &d), 0);
+	Kernels *k = kir_lower(g, &s, NULL, &d);
+	ck_assert_ptr_nonnull(k);
+	char *dump = kir_print(k);
+	ck_assert_msg(!strstr(dump, "()"), "%s: an operand is missing:\n%s", found[_i].what, dump);
+	free(dump);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
+/* ------------------------------------------------------------ signatures, JSON */
+
+START_TEST(sig_keys)
+{
+	FzSig s = {"c", V_OVER_BUDGET, DT_F16, "d3", 1u << SD_TILE | 1u << SD_SPLIT,
+		   KF_DROP_TAIL | KF_NEG_MOD};
+	char key[512];
+	ck_assert_str_eq(fz_sig_key(&s, key, sizeof key), "c/over-budget/f16/tile+split/drop_tail+neg_mod");
+	FzSig t;
+	ck_assert_int_eq(fz_sig_parse(key, &t), 0);
+	ck_assert_str_eq(t.backend, "c");
+	ck_assert_int_eq(t.verdict, V_OVER_BUDGET);
+	ck_assert_int_eq(t.dtype, DT_F16);
+	ck_assert_uint_eq(t.dirs, s.dirs);
+	ck_assert_uint_eq(t.faults, s.faults);
+	FzSig none = {"opencl", V_CRASH, DT_I32, "", 0, 0};
+	ck_assert_str_eq(fz_sig_key(&none, key, sizeof key), "opencl/crash/i32/-/-");
+	ck_assert_int_eq(fz_sig_parse(key, &t), 0);
+	ck_assert_uint_eq(t.dirs | t.faults, 0);
+	static const char *bad[] = {"c/over-budget/f16/tile", "c/nope/f16/-/-", "c/pass/f99/-/-",
+				    "c/pass/f32/tiles/-", "c/pass/f32/-/bogus", ""};
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++)
+		ck_assert_msg(fz_sig_parse(bad[i], &t) == -1, "accepted '%s'", bad[i]);
+}
+END_TEST
+
+START_TEST(json_members)
+{
+	const char *line = "{\"a\":1,\"nested\":{\"b\":\"x\",\"c\":[1,2]},\"b\":\"q\\\"t\\n\","
+			   "\"arr\":[\"k@d\",\"m@e\"],\"c\":true}";
+	char v[64];
+	ck_assert(fz_json_get(line, "a", v, sizeof v));
+	ck_assert_str_eq(v, "1");
+	ck_assert(fz_json_get(line, "b", v, sizeof v));
+	ck_assert_str_eq(v, "q\"t\n");
+	ck_assert(fz_json_get(line, "arr", v, sizeof v));
+	ck_assert_str_eq(v, "[\"k@d\",\"m@e\"]");
+	ck_assert(fz_json_get(line, "c", v, sizeof v));
+	ck_assert_str_eq(v, "true");
+	ck_assert(!fz_json_get(line, "missing", v, sizeof v));
+}
+END_TEST
+
+START_TEST(repro_inputs_roundtrip)
+{
+	FzSig s = {"c", V_SPECIAL_MISMATCH, DT_F32, "y", 0, KF_PAD_ZERO};
+	FzRun r = run_c(KF_PAD_ZERO, 4611686018427387905ull, DIST_ADVERSARIAL);
+	r.specials = true;
+	char *h = fz_repro_header(&s, &r, 2, "a test");
+	uint64_t seed;
+	Dist dist;
+	bool specials;
+	ck_assert_int_eq(fz_repro_inputs(h, &seed, &dist, &specials), 1);
+	ck_assert_uint_eq(seed, r.seed);
+	ck_assert_int_eq(dist, DIST_ADVERSARIAL);
+	ck_assert(specials);
+	ck_assert_ptr_nonnull(strstr(h, "ASSAY_FAULT=pad_zero assay check"));
+	ck_assert_int_eq(fz_repro_inputs("graph g\n", &seed, &dist, &specials), 0);
+	free(h);
+}
+END_TEST
+
+/* ------------------------------------------------------------ campaigns */
+
+static char *mkdir_tmp(void)
+{
+	char *t = strdup("/tmp/assay-test-fuzz.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(t));
+	return t;
+}
+
+static void rm_rf(const char *dir)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static FzCampaign camp(int64_t cases, int jobs, unsigned faults)
+{
+	FzCampaign c;
+	fz_campaign_defaults(&c);
+	c.seed = 7;
+	c.cases = cases;
+	c.jobs = jobs;
+	c.faults = faults;
+	c.reduce = false;
+	c.timeout_s = 20;
+	return c;
+}
+
+static void run_camp(const char *dir, const FzCampaign *c, bool resume, FzSummary *sum)
+{
+	Diag d = {0};
+	FzSummary s;
+	ck_assert_msg(fz_campaign_run(dir, c, resume, NULL, sum ? sum : &s, &d) == 0, "%s",
+		      d.msg ? d.msg : "");
+}
+
+/* The log of dir without timings: records lose "timings", done lines their *_s members. */
+static char *log_of_torn(const char *dir, bool torn_ok)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/results.jsonl", dir);
+	char *t = tu_read_file(path, NULL);
+	ck_assert_ptr_nonnull(t);
+	char *out = malloc(strlen(t) + 1), *o = out;
+	for (char *p = t; *p;) {
+		char *nl = strchr(p, '\n');
+		if (!nl && torn_ok)
+			break;
+		ck_assert_msg(nl, "a torn last line in %s", path);
+		char *cut = strstr(p, ",\"timings\":{");
+		if (cut && cut < nl) {
+			memcpy(o, p, (size_t)(cut - p));
+			o += cut - p;
+			p = strchr(cut, '}') + 1;
+		}
+		cut = strncmp(p, "{\"done\":", 8) == 0 ? strstr(p, ",\"gen_s\":") : NULL;
+		if (cut && cut < nl) {
+			memcpy(o, p, (size_t)(cut - p));
+			o += cut - p;
+			*o++ = '}';
+			p = nl;
+		}
+		memcpy(o, p, (size_t)(nl + 1 - p));
+		o += nl + 1 - p;
+		p = nl + 1;
+	}
+	*o = 0;
+	free(t);
+	return out;
+}
+
+static char *log_of(const char *dir)
+{
+	return log_of_torn(dir, false);
+}
+
+static int count_lines(const char *t, const char *prefix)
+{
+	int n = 0;
+	for (const char *p = t; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		n += strncmp(p, prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+START_TEST(same_log_any_jobs)
+{
+	char *a = mkdir_tmp(), *b = mkdir_tmp();
+	FzCampaign c1 = camp(6, 1, 0), c2 = camp(6, 2, 0);
+	FzSummary s;
+	run_camp(a, &c1, false, &s);
+	run_camp(b, &c2, false, NULL);
+	ck_assert_int_eq(s.cases, 6);
+	char *la = log_of(a), *lb = log_of(b);
+	ck_assert_int_eq(count_lines(la, "{\"done\":"), 6);
+	ck_assert_int_gt(count_lines(la, "{\"graph\":"), 6);
+	ck_assert_str_eq(la, lb);
+	/* a directory that holds a campaign is not started over */
+	Diag d = {0};
+	ck_assert_int_eq(fz_campaign_run(a, &c1, false, NULL, &s, &d), -1);
+	ck_assert_ptr_nonnull(strstr(d.msg, "--resume"));
+	diag_clear(&d);
+	free(la);
+	free(lb);
+	rm_rf(a);
+	rm_rf(b);
+	free(a);
+	free(b);
+}
+END_TEST
+
+START_TEST(replay_is_the_case)
+{
+	char *a = mkdir_tmp();
+	FzCampaign c = camp(5, 2, 0);
+	run_camp(a, &c, false, NULL);
+	char *all = log_of(a);
+	FzCampaign back;
+	Diag d = {0};
+	ck_assert_int_eq(fz_settings_read(a, &back, &d), 0);
+	ck_assert_uint_eq(back.seed, c.seed);
+	ck_assert_str_eq(back.backends, c.backends);
+	for (uint64_t n = 0; n < 5; n += 2) {
+		char *blob = NULL;
+		ck_assert_int_eq(fz_case_run(&back, n, cache(), &blob, NULL, NULL, &d), 0);
+		/* the case's lines, as the log has them */
+		char path[512];
+		snprintf(path, sizeof path, "%s/one.jsonl", a);
+		FILE *f = fopen(path, "w");
+		fputs(blob, f);
+		fclose(f);
+		char *dir2 = mkdir_tmp(), cmd[1024];
+		snprintf(cmd, sizeof cmd, "cp '%s' '%s/results.jsonl'", path, dir2);
+		ck_assert_int_eq(system(cmd), 0);
+		char *one = log_of(dir2), tag[64];
+		snprintf(tag, sizeof tag, "\"case\":%llu}", (unsigned long long)n);
+		ck_assert_ptr_nonnull(strstr(one, tag));
+		ck_assert_msg(strstr(all, one), "case %llu replays differently", (unsigned long long)n);
+		free(one);
+		free(blob);
+		rm_rf(dir2);
+		free(dir2);
+	}
+	free(all);
+	rm_rf(a);
+	free(a);
+}
+END_TEST
+
+START_TEST(resume_equals_uninterrupted)
+{
+	char *a = mkdir_tmp(), *b = mkdir_tmp();
+	FzCampaign whole = camp(6, 2, KF_PAD_ZERO), half = camp(3, 2, KF_PAD_ZERO);
+	FzSummary s1, s2;
+	run_camp(a, &whole, false, &s1);
+	run_camp(b, &half, false, NULL);
+	/* a torn last line (a write cut short) is dropped by the resume */
+	char path[512];
+	snprintf(path, sizeof path, "%s/results.jsonl", b);
+	FILE *f = fopen(path, "a");
+	fputs("{\"graph\":\"fz4\",\"backend\":\"c\",\"verd", f);
+	fclose(f);
+	FzCampaign more = camp(6, 1, 0);   /* settings come from the directory */
+	run_camp(b, &more, true, &s2);
+	char *la = log_of(a), *lb = log_of(b);
+	ck_assert_str_eq(la, lb);
+	ck_assert_int_eq(s2.cases, 6);
+	ck_assert_int_eq(s2.distinct, s1.distinct);
+	ck_assert_int_gt(s1.distinct, 0);
+	free(la);
+	free(lb);
+	rm_rf(a);
+	rm_rf(b);
+	free(a);
+	free(b);
+}
+END_TEST
+
+/* The failure folders of dir: "NAME count\n" lines, in a fixed order. */
+static char *folders_of(const char *dir)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "cd '%s/failures' 2>/dev/null && for f in *; do [ -f \"$f/repro.tg\" ] "
+		 "&& echo \"$f $(head -1 \"$f/count\")\"; done | sort", dir);
+	FILE *p = popen(cmd, "r");
+	char *buf = calloc(1, 65536);
+	size_t n = fread(buf, 1, 65535, p);
+	buf[n] = 0;
+	pclose(p);
+	return buf;
+}
+
+/* SIGKILL a campaign at a random moment, then resume: nothing lost or duplicated. */
+START_TEST(killed_campaign_resumes)
+{
+	char *a = mkdir_tmp(), *b = mkdir_tmp();
+	FzCampaign c = camp(8, 2, KF_PAD_ZERO);
+	run_camp(a, &c, false, NULL);
+	char *want = log_of(a), *wantf = folders_of(a);
+	ck_assert_int_gt(strlen(wantf), 0);
+	srand((unsigned)time(NULL) ^ (unsigned)getpid());
+	for (int round = 0; round < 2; round++) {
+		char set[512];
+		snprintf(set, sizeof set, "%s/settings.json", b);
+		bool resume = access(set, F_OK) == 0;   /* else killed before it began */
+		pid_t pid = fork();
+		if (pid == 0) {
+			FzSummary s;
+			Diag d = {0};
+			_exit(fz_campaign_run(b, &c, resume, NULL, &s, &d) ? 1 : 0);
+		}
+		struct timespec ts = {0, (long)(200 + rand() % 1800) * 1000000L};
+		nanosleep(&ts, NULL);
+		kill(pid, SIGKILL);
+		int st;
+		waitpid(pid, &st, 0);
+		ts = (struct timespec){0, 200000000L};   /* its jobs die with it */
+		nanosleep(&ts, NULL);
+		snprintf(set, sizeof set, "%s/results.jsonl", b);
+		if (access(set, F_OK) == 0) {
+			char *got = log_of_torn(b, true);
+			ck_assert_msg(strncmp(want, got, strlen(got)) == 0,
+				      "after a kill the log is not a prefix of the uninterrupted one");
+			free(got);
+		}
+	}
+	run_camp(b, &c, true, NULL);
+	char *got = log_of(b), *gotf = folders_of(b);
+	ck_assert_str_eq(want, got);
+	ck_assert_str_eq(wantf, gotf);
+	free(want);
+	free(got);
+	free(wantf);
+	free(gotf);
+	rm_rf(a);
+	rm_rf(b);
+	free(a);
+	free(b);
+}
+END_TEST
+
+/* A kernel that crashes or hangs is a verdict: the campaign goes on. */
+START_TEST(crash_and_hang_are_verdicts)
+{
+	char *a = mkdir_tmp(), *b = mkdir_tmp();
+	FzCampaign c = camp(3, 2, 0);
+	c.hooks = VF_HOOK_CRASH;
+	FzSummary s;
+	run_camp(a, &c, false, &s);
+	ck_assert_int_eq(s.cases, 3);
+	ck_assert_int_eq(s.verdicts[V_CRASH], s.records);
+	ck_assert_int_ge(s.distinct, 1);
+	c.hooks = VF_HOOK_HANG;
+	c.timeout_s = 0.5;
+	c.cases = 2;
+	run_camp(b, &c, false, &s);
+	ck_assert_int_eq(s.cases, 2);
+	ck_assert_int_eq(s.verdicts[V_TIMEOUT], s.records);
+	rm_rf(a);
+	rm_rf(b);
+	free(a);
+	free(b);
+}
+END_TEST
+
+START_TEST(short_campaign_kills_a_fault)
+{
+	char *a = mkdir_tmp();
+	FzCampaign c = camp(40, 2, KF_VIEW_OFFSET);
+	c.until_failure = true;
+	c.reduce = true;
+	c.reduce_tests = 60;
+	FzSummary s;
+	run_camp(a, &c, false, &s);
+	ck_assert_int_ge(s.kills, 1);
+	ck_assert(s.first_kill_s >= 0);
+	ck_assert_int_lt(s.cases, 40);   /* it stopped at the kill */
+	ck_assert_int_ge(s.kill_defs, 1);
+	char *f = folders_of(a);
+	ck_assert_ptr_nonnull(strstr(f, "view_offset"));
+	free(f);
+	rm_rf(a);
+	free(a);
+}
+END_TEST
+
+/* ------------------------------------------------------------ the reducer */
+
+static const char chain_src[] =
+	"graph chain\n"
+	"size N = 13, M = 6\n"
+	"input x : f32[N, M]\n"
+	"input w : f32[M]\n"
+	"input b : f16[N]\n"
+	"a[i:N, j:M] = x[i, j] * w[j] + 1\n"
+	"c[i:N] = sum(j:M) a[i, j] * a[i, j]\n"
+	"e[i:N] = exp(-abs(c[i])) + b[i]\n"
+	"f[i:N, j:M] = e[i] * x[i, j] - a[N - 1 - i, j]\n"
+	"h[i:N] = max(j:M) f[i, j]\n"
+	"y[i:N] = h[i] / (1 + abs(e[i])) + c[i] * 0.5\n"
+	"output y : f32, e : f16\n"
+	"schedule\n"
+	"tile y : i=4\n"
+	"store e : f16\n"
+	"accum c : f64\n";
+
+START_TEST(reducer_shrinks_a_fault)
+{
+	Graph *g = parse(chain_src);
+	ck_assert_int_eq(g->ndefs, 6);
+	FzRun r = run_c(KF_DROP_TAIL, 3, DIST_NORMAL);
+	FzResult res = {0};
+	Diag d = {0};
+	ck_assert_int_eq(fz_check(g, &r, &res, &d), 0);
+	int k = fz_result_find(&res, "c", "y");
+	ck_assert_int_ge(k, 0);
+	FzSig *sigs = NULL;
+	ck_assert_int_eq(fz_classify(g, &r, &res, &sigs, &d), 0);
+	FzSig s = sigs[k];
+	ck_assert_uint_eq(s.faults, KF_DROP_TAIL);
+	ck_assert_uint_eq(s.dirs, 1u << SD_TILE);
+	FzReduceOpts o = {r, 150, 0, NULL};
+	char *out = NULL;
+	FzReduceStats st;
+	ck_assert_msg(fz_reduce(g, &s, &o, &out, &st, &d) == 0, "%s", d.msg ? d.msg : "");
+	ck_assert_int_le(st.defs_after, 4);
+	ck_assert_int_lt(st.defs_after, st.defs_before);
+	Graph *m = parse(out);
+	ck_assert_int_eq(m->ndefs, st.defs_after);
+	bool holds = false;
+	FzRun r2 = r;
+	r2.seed = st.seed;
+	r2.dist = st.dist;
+	r2.specials = st.specials;
+	ck_assert_int_eq(fz_holds(m, &r2, &s, &holds, &d), 0);
+	ck_assert_msg(holds, "the repro does not fail the same way:\n%s", out);
+	ck_assert_int_ge(ir_find_tensor(m, "y"), 0);
+	ck_assert_ptr_nonnull(strstr(out, "tile"));
+	/* the original signature does not hold for a graph without the fault's directive */
+	Graph *bare = fz_without_dirs(m, 1u << SD_TILE, &d);
+	ck_assert_ptr_nonnull(bare);
+	ck_assert_int_eq(fz_holds(bare, &r2, &s, &holds, &d), 0);
+	ck_assert(!holds);
+	ir_free(bare);
+	ir_free(m);
+	free(out);
+	free(sigs);
+	fz_result_free(&res);
+	ir_free(g);
+}
+END_TEST
+
+START_TEST(reducer_refuses_a_passing_graph)
+{
+	Graph *g = parse("input x : f32[4]\ny[i:4] = x[i] + 1\noutput y : f32\n");
+	FzSig s = {"c", V_OVER_BUDGET, DT_F32, "y", 0, 0};
+	FzReduceOpts o = {run_c(0, 1, DIST_NORMAL), 10, 0, NULL};
+	char *out = NULL;
+	FzReduceStats st;
+	Diag d = {0};
+	ck_assert_int_eq(fz_reduce(g, &s, &o, &out, &st, &d), -1);
+	ck_assert_ptr_nonnull(strstr(d.msg, "does not fail"));
+	diag_clear(&d);
+	ir_free(g);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("fuzz");
+	TCase *tc = tcase_create("faults");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, fault_is_visible, 0, (int)ARRAY_LEN(fault_cases));
+	tcase_add_test(tc, every_fault_has_a_case);
+	tcase_add_loop_test(tc, found_bugs_stay_fixed, 0, (int)ARRAY_LEN(found));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("signatures");
+	tcase_add_test(tc, sig_keys);
+	tcase_add_test(tc, json_members);
+	tcase_add_test(tc, repro_inputs_roundtrip);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("campaigns");
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, same_log_any_jobs);
+	tcase_add_test(tc, replay_is_the_case);
+	tcase_add_test(tc, resume_equals_uninterrupted);
+	tcase_add_test(tc, killed_campaign_resumes);
+	tcase_add_test(tc, crash_and_hang_are_verdicts);
+	tcase_add_test(tc, short_campaign_kills_a_fault);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("reducer");
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, reducer_shrinks_a_fault);
+	tcase_add_test(tc, reducer_refuses_a_passing_graph);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(suite());
+}

@@ -1,0 +1,668 @@
+/* tests/test_opencl.c: the opencl backend, run on the same kernels and inputs as the c
+ * backend and compared with it.
+ *
+ * Where a graph calls no library function (exp, log, rsqrt, ...) the two backends must
+ * agree bit for bit: both round every + - * / sqrt once (no contraction on either side; PoCL
+ * supports correctly rounded f32 divide and sqrt, which the backend then asks for) and the
+ * kernel IR fixes the order of every reduction, split and pairwise ones included, however
+ * the opencl backend spreads a split over a work-group. With library functions (OpenCL's
+ * bounds are a few ulps, glibc's about one) the outputs must be close (see near()).
+ * The examples run under the default schedule and two sampled ones; `assay check` judges
+ * them against the oracle proper.
+ *
+ * Without an OpenCL device (no ICD loader, no platform, no device) the tests that run
+ * kernels print "SKIP: ..." once and pass nothing of substance; the emission tests, which
+ * need no device, still run.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <unistd.h>
+#include "testutil.h"
+#include "../compiler/compiler.h"
+#include "../interp/interp.h"
+
+enum { CLOSE_ULPS = 64 };
+
+static const char *cache_dir(void)
+{
+	static char buf[512];
+	const char *t = getenv("TMPDIR");
+	snprintf(buf, sizeof buf, "%s/assay-test-opencl", t && *t ? t : "/tmp");
+	return buf;
+}
+
+static const Backend *ocl(void)
+{
+	const Backend *b = be_find("opencl");
+	ck_assert_msg(b != NULL, "no backend named opencl");
+	return b;
+}
+
+static Graph *parse(const char *src)
+{
+	Diag d = {0};
+	Graph *g = ir_parse(src, strlen(src), "test.tg", NULL, 0, &d);
+	ck_assert_msg(g != NULL, "parse: %s", d.msg ? d.msg : "?");
+	return g;
+}
+
+static uint64_t mixu(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static HostTensor *inputs(const Graph *g, uint64_t seed)
+{
+	Diag d = {0};
+	HostTensor *in = calloc((size_t)ir_ninputs(g) + 1, sizeof *in);
+	InputSpec spec = {DIST_NORMAL, seed, false};
+	ck_assert_msg(mp_make_inputs(g, &spec, NULL, in, &d) == 0, "inputs: %s", d.msg);
+	return in;
+}
+
+static void free_all(HostTensor *t, int n)
+{
+	for (int i = 0; i < n; i++)
+		ht_free(&t[i]);
+	free(t);
+}
+
+/* g's schedule from directive text ("" for the default). */
+static void sched_of(Graph *g, const char *text, Schedule *s)
+{
+	Diag d = {0};
+	ck_assert_msg(ir_parse_schedule(g, text, strlen(text), "test.sched", &d) == 0, "%s", d.msg);
+	ck_assert_msg(sched_build(g, s, &d) == 0, "%s", d.msg);
+}
+
+static int run_on(const Backend *b, const Graph *g, const Schedule *s, const HostTensor *in,
+		  HostTensor *out, Diag *d)
+{
+	Kernels *k = kir_lower(g, s, NULL, d);
+	if (!k)
+		return -1;
+	BeOpts o = {2, cache_dir()};
+	int rc = be_run(b, k, &o, in, out, NULL, d);
+	kir_free(k);
+	return rc;
+}
+
+static char *emit_of(const Backend *b, const Graph *g, const Schedule *s)
+{
+	Diag d = {0};
+	Kernels *k = kir_lower(g, s, NULL, &d);
+	ck_assert_msg(k != NULL, "lower: %s", d.msg);
+	char *src = b->emit(k, &d);
+	ck_assert_msg(src != NULL, "emit: %s", d.msg);
+	kir_free(k);
+	return src;
+}
+
+static bool same(double a, double b)
+{
+	return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
+}
+
+/* a (opencl) and c (the c backend) of format f agree within CLOSE_ULPS ulps of the larger,
+ * or, for results of cancellation near zero, within CLOSE_ULPS ulps of the tensor's largest
+ * magnitude `scale` scaled by 2^-10. The worst ulp distance goes to *worst. */
+static bool near(double a, double c, Dtype f, double scale, double *worst)
+{
+	if (same(a, c))
+		return true;
+	if (isnan(a) || isnan(c) || isinf(a) || isinf(c))
+		return false;
+	double eps = ldexp(1.0, 1 - dt_info(f)->prec), m = fmax(fabs(a), fabs(c));
+	double ulps = fabs(a - c) / (eps * fmax(m, ldexp(1.0, (int)dt_info(f)->emin)));
+	*worst = fmax(*worst, ulps);
+	return ulps <= CLOSE_ULPS || fabs(a - c) <= CLOSE_ULPS * eps * scale * 0x1p-10;
+}
+
+/* Runs g under s on opencl and on c and compares every output: bit for bit when exact. */
+static void diff_vs_c(const Graph *g, const Schedule *s, const HostTensor *in, bool exact,
+		      const char *what)
+{
+	Diag d = {0};
+	HostTensor *o1 = calloc((size_t)g->noutputs + 1, sizeof *o1);
+	HostTensor *o2 = calloc((size_t)g->noutputs + 1, sizeof *o2);
+	ck_assert_msg(run_on(ocl(), g, s, in, o1, &d) == 0, "%s: opencl: %s", what, d.msg);
+	ck_assert_msg(run_on(be_find("c"), g, s, in, o2, &d) == 0, "%s: c: %s", what, d.msg);
+	for (int k = 0; k < g->noutputs; k++) {
+		/* the coarser of the output's dtype and its store format */
+		const Tensor *T = &g->tensors[g->outputs[k].tensor];
+		Dtype f = o1[k].dtype, st = T->kind == TK_DEF ? s->defs[T->def].store : f;
+		if (f != DT_I32 && st != DT_I32 && dt_info(st)->prec < dt_info(f)->prec)
+			f = st;
+		double scale = 0, worst = 0;
+		for (int64_t i = 0; i < o2[k].n; i++)
+			if (isfinite(ht_get(&o2[k], i)))
+				scale = fmax(scale, fabs(ht_get(&o2[k], i)));
+		for (int64_t i = 0; i < o1[k].n; i++) {
+			double a = ht_get(&o1[k], i), c = ht_get(&o2[k], i);
+			bool ok = exact || f == DT_I32 ? same(a, c) : near(a, c, f, scale, &worst);
+			ck_assert_msg(ok, "%s: output %s [%lld]: opencl %a, c %a", what,
+				      g->tensors[g->outputs[k].tensor].name, (long long)i, a, c);
+		}
+		if (getenv("ASSAY_TEST_VERBOSE"))
+			printf("%-40s %-6s worst %.3g ulps\n", what, g->tensors[g->outputs[k].tensor].name,
+			       worst);
+		ht_free(&o1[k]);
+		ht_free(&o2[k]);
+	}
+	free(o1);
+	free(o2);
+}
+
+/* ------------------------------------------------------------ examples */
+
+/* The examples' paths, sorted; n gets their number. */
+static char **examples(int *n)
+{
+	DIR *dir = opendir("examples");
+	char **v = calloc(256, sizeof *v);
+	*n = 0;
+	for (struct dirent *e; dir && (e = readdir(dir)) && *n < 255;) {
+		size_t l = strlen(e->d_name);
+		if (l > 3 && strcmp(e->d_name + l - 3, ".tg") == 0) {
+			v[*n] = malloc(l + 10);
+			snprintf(v[(*n)++], l + 10, "examples/%s", e->d_name);
+		}
+	}
+	if (dir)
+		closedir(dir);
+	for (int i = 1; i < *n; i++)
+		for (int j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+			char *t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return v;
+}
+
+static void free_examples(char **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Example _i (of the sorted list): the default schedule and one sampled schedule (seeds
+ * 1, 2 and 3 in turn across the examples). */
+START_TEST(example)
+{
+	int n;
+	char **v = examples(&n);
+	ck_assert_int_lt(_i, n);
+	Diag d = {0};
+	Graph *g = ir_parse_file(v[_i], NULL, 0, &d);
+	ck_assert_msg(g != NULL, "%s: %s", v[_i], d.msg);
+	HostTensor *in = inputs(g, 7);
+	for (uint64_t seed = 0; seed <= 1 + (uint64_t)_i % 3; seed += 1 + (uint64_t)_i % 3) {
+		Schedule s;
+		if (seed)
+			sched_sample(g, seed, &s);
+		else
+			sched_default(g, &s);
+		char what[256];
+		snprintf(what, sizeof what, "%s %s%llu", v[_i], seed ? "s" : "default",
+			 (unsigned long long)seed);
+		diff_vs_c(g, &s, in, false, what);
+		sched_free(&s);
+	}
+	free_all(in, ir_ninputs(g));
+	ir_free(g);
+	free_examples(v, n);
+}
+END_TEST
+
+/* ------------------------------------------------------------ reductions */
+
+static const char red_src[] =
+	"size M = 5, N = 6, K = 37\n"
+	"input a : f32[M, K]\n"
+	"input b : f32[K, N]\n"
+	"y[m:M, n:N] = sum(k:K) a[m, k] * b[k, n]\n"
+	"z[m:M] = sum(k:K, n:N) a[m, k] * b[k, n]\n"
+	"p[m:M] = prod(k:K) (1 + a[m, k] / 8)\n"
+	"x[n:N] = max(k:K) b[k, n]\n"
+	"q[m:M] = sum(k: m..K) a[m, k] / (b[k, 0] + 5)\n"
+	"output y : f32, z : f32, p : f32, x : f32, q : f32\n";
+
+/* Splits, pairwise orders, tiles (reductions hoisted out of the point loops), triangular
+ * ranges, f16/bf16/f64 accumulation: bit for bit with the c backend. The split ones must
+ * have become parallel reductions (local memory and barriers). */
+START_TEST(reductions_exact)
+{
+	static const struct {
+		const char *sched;
+		bool parallel;   /* a split: the source must use __local memory and barriers */
+	} sch[] = {
+		{"split y : k=8\nsplit z : k=4\nsplit p : k=3\nsplit x : k=8\nsplit q : k=4", true},
+		{"split z : n=3\nsplit y : k=5\norder y : pairwise\norder p : pairwise\n"
+		 "tile x : n=5\ntile q : m=2", true},
+		{"split y : k=4\norder y : pairwise\naccum y : f16\nsplit z : k=2\norder z : pairwise\n"
+		 "accum z : bf16\ntile p : m=4\naccum p : bf16\norder q : pairwise", true},
+		{"tile y : m=2, n=4\ntile z : m=3\naccum z : f64\nstore z : f64\nsplit q : k=8\n"
+		 "order q : pairwise\naccum q : f64\nstore x : f16", true},
+		{"split y : k=3\ntile y : n=4\nstore y : f16\nstore z : bf16\naccum z : f16\n"
+		 "split z : k=8\nstore q : bf16\ntile p : m=5", true},
+	};
+	Graph *g = parse(red_src);
+	HostTensor *in = inputs(g, 3);
+	for (size_t i = 0; i < ARRAY_LEN(sch); i++) {
+		Schedule s;
+		sched_of(g, sch[i].sched, &s);
+		diff_vs_c(g, &s, in, true, sch[i].sched);
+		char *src = emit_of(ocl(), g, &s);
+		if (sch[i].parallel)
+			ck_assert_msg(strstr(src, "__local ") && strstr(src, "barrier("),
+				      "[%s]: no parallel reduction in the source", sch[i].sched);
+		free(src);
+		sched_free(&s);
+	}
+	free_all(in, 2);
+	ir_free(g);
+}
+END_TEST
+
+/* Pairwise partials too large for local memory live in the scratch buffer (shared by a
+ * work-group, or per work-item); logsumexp's split sum; topk's lists. */
+START_TEST(large_locals)
+{
+	static const char *sch[] = {
+		"split s : c=4\norder s : pairwise\nsplit l : c=3",
+		"order s : pairwise\ntile s : r=3\nsplit l : c=8\norder l : pairwise\ntile v : r=2",
+	};
+	Graph *g = parse("size R = 3, C = 5000, K = 5\ninput x : f32[R, C]\n"
+			 "s[r:R] = sum(c:C) x[r, c] * x[r, c]\n"
+			 "l[r:R] = logsumexp(c:C) x[r, c] / 4\n"
+			 "v[r:R, k:K], ix[r:R, k:K] = topk(c:C) x[r, c]\n"
+			 "output s : f32, l : f32, v : f32, ix : i32\n");
+	HostTensor *in = inputs(g, 5);
+	for (size_t i = 0; i < ARRAY_LEN(sch); i++) {
+		Schedule s;
+		sched_of(g, sch[i], &s);
+		diff_vs_c(g, &s, in, false, sch[i]);
+		char *src = emit_of(ocl(), g, &s);
+		if (i == 0)
+			ck_assert_msg(strstr(src, "(__global float *)(sg + "), "[%s]: pairwise partials "
+				      "not in shared scratch", sch[i]);
+		if (i == 1)
+			ck_assert_msg(strstr(src, "(__global float *)(sp + "), "[%s]: pairwise terms "
+				      "not in private scratch", sch[i]);
+		free(src);
+		sched_free(&s);
+	}
+	free_all(in, 1);
+	ir_free(g);
+}
+END_TEST
+
+/* ------------------------------------------------------------ formats and ops */
+
+static float bits_f(uint32_t b)
+{
+	float f;
+	memcpy(&f, &b, sizeof f);
+	return f;
+}
+
+static double bits_d(uint64_t b)
+{
+	double f;
+	memcpy(&f, &b, sizeof f);
+	return f;
+}
+
+/* f16 and bf16 storage from f32 and from f64 arithmetic, and f16/bf16 casts: bit-identical
+ * to tensor.c's round-to-nearest-even over random bit patterns and the classic edges. */
+START_TEST(half_storage)
+{
+	Graph *g = parse("size N = 4096\ninput x : f32[N]\ninput y : f64[N]\n"
+			 "a[i:N] = x[i]\nb[i:N] = x[i]\n"
+			 "c[i:N] = sum(j:1) y[i]\nd[i:N] = sum(j:1) y[i]\n"
+			 "e[i:N] = f16(x[i])\nf[i:N] = bf16(x[i])\n"
+			 "output a : f16, b : bf16, c : f16, d : bf16, e : f32, f : f32\n");
+	HostTensor *in = inputs(g, 14), out[6];
+	static const double edge[] = {65504, 65519, 65520, 0x1p-25, 0x1.8p-25, 1e-6, 0x1p-24,
+				      -0.0, INFINITY, -INFINITY, NAN, 0x1.ffep-15, 3.3895313892515355e38,
+				      0x1p-133, 0x1p-134, 0x1.8p-134, 1e-40, 0x1.fffp127, 0x1.002p0,
+				      0x1.006p0, 0x1.0101p0, 0x1.0103p0};
+	for (int64_t i = 0; i < 4096; i++) {
+		uint64_t h = mixu((uint64_t)i + 99);
+		double vx = bits_f((uint32_t)h), vy = bits_d(h);
+		if (i % 4 == 1)   /* keep exponents near the formats' ranges */
+			vy = ldexp((double)(h >> 11) * 0x1p-53, (int)(h % 300) - 150);
+		if (i % 4 == 2)
+			vx = ldexp((double)(uint32_t)h * 0x1p-32, (int)(h % 170) - 150);
+		if (i < (int64_t)ARRAY_LEN(edge))
+			vx = vy = edge[i];
+		ht_set(&in[0], i, vx);
+		ht_set(&in[1], i, vy);
+	}
+	Schedule s;
+	sched_of(g, "store a : f16\nstore b : bf16\nstore c : f16\naccum c : f64\n"
+		 "store d : bf16\naccum d : f64", &s);
+	Diag d = {0};
+	ck_assert_msg(run_on(ocl(), g, &s, in, out, &d) == 0, "%s", d.msg);
+	for (int64_t i = 0; i < 4096; i++) {
+		double x = ht_get(&in[0], i), y = ht_get(&in[1], i);
+		uint16_t want[4] = {fmt_double_to_f16(x), fmt_double_to_bf16(x), fmt_double_to_f16(y),
+				    fmt_double_to_bf16(y)};
+		for (int k = 0; k < 4; k++) {
+			uint16_t got = ((uint16_t *)out[k].data)[i];
+			bool nan = (want[k] & 0x7fff) > (k % 2 ? 0x7f80 : 0x7c00);
+			bool gnan = (got & 0x7fff) > (k % 2 ? 0x7f80 : 0x7c00);
+			ck_assert_msg(nan ? gnan : got == want[k], "out %d [%lld] of %a / %a: got 0x%04x, "
+				      "want 0x%04x", k, (long long)i, x, y, got, want[k]);
+		}
+		double we = fmt_f16_to_double(fmt_double_to_f16(x));
+		double wf = fmt_bf16_to_double(fmt_double_to_bf16(x));
+		ck_assert_msg(same(ht_get(&out[4], i), we), "f16(%a): got %a, want %a", x,
+			      ht_get(&out[4], i), we);
+		ck_assert_msg(same(ht_get(&out[5], i), wf), "bf16(%a): got %a, want %a", x,
+			      ht_get(&out[5], i), wf);
+	}
+	sched_free(&s);
+	free_all(in, 2);
+	for (int k = 0; k < 6; k++)
+		ht_free(&out[k]);
+	ir_free(g);
+}
+END_TEST
+
+/* IEEE maximum/minimum on NaN and signed zeros, casts, integer division and remainder of
+ * negative numbers, select, comparisons: bit for bit with the c backend. */
+START_TEST(scalar_ops)
+{
+	Graph *g = parse("size N = 40\ninput a : f32[N]\ninput b : f32[N]\n"
+			 "mx[i:N] = max(a[i], b[i])\nmn[i:N] = min(a[i], b[i])\n"
+			 "cs[i:N] = f16(a[i] * 3) + bf16(b[i] / 3) + f64(a[i]) / 7\n"
+			 "k[i:N] = (i * 7 - 50) % 5 - abs(i - 8) + max(i - 20, 3) * (i - 2) % 4 - min(i, 9)\n"
+			 "d[i:N] = (a[(i - 20) / 3] ?? -1) + b[(i * 3 - 7) % 11] * 2\n"
+			 "r[i:N] = i % 2 == 0 && a[i] > 0 ? sqrt(a[i]) : (-i) % 3\n"
+			 "f[i:N] = floor(a[i] * 2.5) + ceil(b[i] - 0.5) + abs(a[i] - b[i])\n"
+			 "output mx : f32, mn : f32, cs : f32, k : i32, r : f32, f : f32, d : f32\n");
+	HostTensor *in = inputs(g, 15);
+	static const double sa[] = {NAN, 1, -0.0, 0.0, INFINITY, -3, 2, -INFINITY, 0x1p-140};
+	static const double sb[] = {1, NAN, 0.0, -0.0, -INFINITY, -3, NAN, -INFINITY, -0x1p-149};
+	for (int i = 0; i < (int)ARRAY_LEN(sa); i++) {
+		ht_set(&in[0], i, sa[i]);
+		ht_set(&in[1], i, sb[i]);
+	}
+	static const char *sch[] = {"", "tile mx : i=5\ntile k : i=4\ntile r : i=3\nstore cs : f64\n"
+				    "store f : bf16\nstore mn : f16\ntile d : i=7"};
+	for (size_t i = 0; i < ARRAY_LEN(sch); i++) {
+		Schedule s;
+		sched_of(g, sch[i], &s);
+		diff_vs_c(g, &s, in, true, sch[i]);
+		sched_free(&s);
+	}
+	free_all(in, 2);
+	ir_free(g);
+}
+END_TEST
+
+/* Library functions: close to the c backend's (OpenCL allows a few ulps more than glibc). */
+START_TEST(functions_close)
+{
+	Graph *g = parse("size N = 512\ninput a : f32[N]\n"
+			 "y[i:N] = exp(a[i]) + log(abs(a[i]) + 1) * sin(a[i]) - cos(a[i]) * tanh(a[i])\n"
+			 "z[i:N] = sigmoid(a[i]) + erf(a[i]) + rsqrt(abs(a[i]) + 1) + pow(abs(a[i]), 1.5)\n"
+			 "w[i:N] = expm1(a[i] / 4) + log1p(abs(a[i])) + exp2(a[i]) + log2(abs(a[i]) + 2) + fma(a[i], a[i], 1)\n"
+			 "output y : f32, z : f32, w : f32\n");
+	HostTensor *in = inputs(g, 21);
+	static const char *sch[] = {"", "store y : f64\nstore z : bf16\nstore w : f16"};
+	for (size_t i = 0; i < ARRAY_LEN(sch); i++) {
+		Schedule s;
+		sched_of(g, sch[i], &s);
+		diff_vs_c(g, &s, in, false, sch[i]);
+		sched_free(&s);
+	}
+	free_all(in, 1);
+	ir_free(g);
+}
+END_TEST
+
+/* ------------------------------------------------------------ errors and guards */
+
+static const char gather_src[] =
+	"size T = 6, V = 10, D = 5\n"
+	"input tok : i32[T]\n"
+	"input w : f32[V, D]\n"
+	"p[t:T] = tok[t] + 1\n"
+	"h[t:T, d:D] = w[tok[t], d] * 2 + w[p[t], d] ?? -1\n"
+	"g[t:T] = tok[t] < V ? w[tok[t], 0] : 0\n"
+	"output h : f32, p : i32, g : f32\n";
+
+/* An indirect read out of range is the c backend's error, message and code; an index on
+ * the branch a ?: does not take is no error; within range, the results agree. */
+START_TEST(gather_errors)
+{
+	Graph *g = parse(gather_src);
+	HostTensor *in = inputs(g, 12), out[3];
+	static const int ok[6] = {3, 4, 0, 9, 5, 1}, bad[6] = {3, 4, 0, 12, 5, 1};
+	static const char *sch[] = {"", "tile h : t=4, d=2\nstore h : f16\ntile g : t=4"};
+	for (size_t i = 0; i < ARRAY_LEN(sch); i++) {
+		Schedule s;
+		sched_of(g, sch[i], &s);
+		memcpy(in[0].data, ok, sizeof ok);
+		diff_vs_c(g, &s, in, true, sch[i]);
+		memcpy(in[0].data, bad, sizeof bad);
+		Diag d1 = {0}, d2 = {0};
+		ck_assert_int_eq(run_on(ocl(), g, &s, in, out, &d1), -1);
+		ck_assert_int_eq(run_on(be_find("c"), g, &s, in, out, &d2), -1);
+		ck_assert_msg(d1.msg && strstr(d1.msg, "indirect read of 'w' out of range") &&
+			      strstr(d1.msg, "is 12"), "message: %s", d1.msg);
+		ck_assert_int_eq(d1.code, 2);
+		ck_assert_str_eq(d1.msg, d2.msg);
+		diag_clear(&d1);
+		diag_clear(&d2);
+		sched_free(&s);
+	}
+	free_all(in, 2);
+	ir_free(g);
+}
+END_TEST
+
+START_TEST(topk_short_range)
+{
+	Graph *g = parse("size R = 2, C = 9, K = 4\ninput x : f32[R, C]\n"
+			 "v[r:R, k:K], ix[r:R, k:K] = topk(c: 0..r+4) x[r, c]\n"
+			 "output v : f32, ix : i32\n");
+	g->defs[0].red[0].hi = ir_op(g, OP_ADD, TY_INT, ir_var(g, 0, TY_INT), ir_int(g, 3), 0);
+	HostTensor *in = inputs(g, 9), out[2];
+	Schedule s;
+	sched_default(g, &s);
+	Diag d = {0};
+	ck_assert_int_eq(run_on(ocl(), g, &s, in, out, &d), -1);
+	ck_assert_msg(d.msg && strstr(d.msg, "fewer than K = 4"), "message: %s", d.msg);
+	ck_assert_int_eq(d.code, 2);
+	diag_clear(&d);
+	sched_free(&s);
+	free_all(in, 1);
+	ir_free(g);
+}
+END_TEST
+
+/* A kernel writing one element before or past its buffer is caught by the guard check. */
+START_TEST(guard_regions)
+{
+	static const struct {
+		const char *store, *expect;
+	} bad[] = {
+		{"b1[-1L] = 1.0f;", "before it, 4 bytes"},
+		{"b1[100L] = 1.0f;", "past its end, 0 bytes"},
+	};
+	Graph *g = parse("size N = 100\ninput x : f32[N]\ny[i:N] = x[i] * 2\noutput y : f32\n");
+	HostTensor *in = inputs(g, 1);
+	Schedule s;
+	sched_default(g, &s);
+	Diag d = {0};
+	Kernels *k = kir_lower(g, &s, NULL, &d);
+	ck_assert_ptr_nonnull(k);
+	char *src = ocl()->emit(k, &d);
+	ck_assert_ptr_nonnull(src);
+	const char *at = strstr(src, "get_local_size(0);\n");
+	ck_assert_msg(at != NULL, "expected a kernel with lanes:\n%s", src);
+	at += strlen("get_local_size(0);\n");
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		size_t n = strlen(src) + 200;
+		char *p = malloc(n);
+		snprintf(p, n, "%.*s\tif (it == 0 && lid == 0)\n\t\t%s\n%s", (int)(at - src), src,
+			 bad[i].store, at);
+		BeModule *m = ocl()->compile(k, p, NULL, NULL, &d);
+		ck_assert_msg(m != NULL, "%s", d.msg);
+		ck_assert_int_eq(ocl()->alloc(m, &d), 0);
+		ck_assert_int_eq(ocl()->upload(m, ir_input_tensor(g, 0), &in[0], &d), 0);
+		ck_assert_int_eq(ocl()->launch(m, &d), 0);
+		ck_assert_int_eq(ocl()->guards(m, &d), -1);
+		ck_assert_msg(strstr(d.msg, "a write outside buffer y") && strstr(d.msg, bad[i].expect),
+			      "message: %s", d.msg);
+		ck_assert_int_eq(d.code, 1);
+		diag_clear(&d);
+		ocl()->free(m);
+		free(p);
+	}
+	/* and the unpatched program leaves its guards alone */
+	BeModule *m = ocl()->compile(k, src, NULL, NULL, &d);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(ocl()->alloc(m, &d), 0);
+	ck_assert_int_eq(ocl()->launch(m, &d), 0);
+	ck_assert_int_eq(ocl()->guards(m, &d), 0);
+	ocl()->free(m);
+	free(src);
+	kir_free(k);
+	sched_free(&s);
+	free_all(in, 1);
+	ir_free(g);
+}
+END_TEST
+
+/* A program that does not compile keeps the build log in its diagnostic. */
+START_TEST(build_log)
+{
+	Graph *g = parse("size N = 4\ninput x : f32[N]\ny[i:N] = x[i] * 2\noutput y : f32\n");
+	Schedule s;
+	sched_default(g, &s);
+	Diag d = {0};
+	Kernels *k = kir_lower(g, &s, NULL, &d);
+	BeModule *m = ocl()->compile(k, "__kernel void k0(__global float *b0) { undeclared_x = 1; }",
+				     NULL, NULL, &d);
+	ck_assert_ptr_null(m);
+	ck_assert_msg(d.msg && strstr(d.msg, "clBuildProgram failed") &&
+		      strstr(d.msg, "undeclared_x"), "message: %s", d.msg);
+	diag_clear(&d);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
+/* ASSAY_OPENCL_DEVICE picks a device by a part of its name, and a name matching none
+ * makes the backend unavailable, saying which devices there are. */
+START_TEST(device_choice)
+{
+	char why[1024] = "";
+	setenv("ASSAY_OPENCL_DEVICE", "no-such-device-anywhere", 1);
+	ck_assert_int_eq(ocl()->available(why, sizeof why), -1);
+	ck_assert_msg(strstr(why, "no OpenCL device matches ASSAY_OPENCL_DEVICE='no-such-device"),
+		      "why: %s", why);
+	unsetenv("ASSAY_OPENCL_DEVICE");
+	char *dev = ocl()->device();
+	char name[64];
+	snprintf(name, sizeof name, "%.6s", dev);   /* a part of the chosen device's name */
+	setenv("ASSAY_OPENCL_DEVICE", name, 1);
+	ck_assert_int_eq(ocl()->available(why, sizeof why), 0);
+	char *dev2 = ocl()->device();
+	ck_assert_str_eq(dev, dev2);
+	unsetenv("ASSAY_OPENCL_DEVICE");
+	free(dev);
+	free(dev2);
+}
+END_TEST
+
+/* ------------------------------------------------------------ emission (no device) */
+
+/* Deterministic text; no contraction; f64 support asked for only where f64 is used; an
+ * elementwise row spread over lanes, a plain reduction a work-item per element. */
+START_TEST(emit_shape)
+{
+	Graph *g = parse("size R = 4, C = 300\ninput x : f32[R, C]\n"
+			 "m[r:R] = max(c:C) x[r, c]\ny[r:R, c:C] = x[r, c] - m[r]\n"
+			 "output y : f32\n");
+	Schedule s;
+	sched_default(g, &s);
+	char *a = emit_of(ocl(), g, &s), *b = emit_of(ocl(), g, &s);
+	ck_assert_str_eq(a, b);
+	ck_assert_ptr_nonnull(strstr(a, "#pragma OPENCL FP_CONTRACT OFF"));
+	ck_assert_ptr_null(strstr(a, "double"));
+	ck_assert_ptr_null(strstr(a, "cl_khr_fp64"));
+	ck_assert_ptr_nonnull(strstr(a, "/* m: a work-item per item */"));
+	ck_assert_ptr_nonnull(strstr(a, "/* y: a work-group per item, up to 256 lanes */"));
+	ck_assert_ptr_null(strstr(a, "barrier("));   /* independent point loops: no barrier */
+	free(a);
+	free(b);
+	sched_free(&s);
+	sched_of(g, "store m : f64\naccum m : f64\nsplit m : c=8", &s);
+	a = emit_of(ocl(), g, &s);
+	ck_assert_ptr_nonnull(strstr(a, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"));
+	ck_assert_ptr_nonnull(strstr(a, "/* m: a work-group per item, up to 8 lanes */"));
+	ck_assert_ptr_nonnull(strstr(a, "__local double v"));
+	ck_assert_ptr_nonnull(strstr(a, "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"));
+	free(a);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
+/* Under LeakSanitizer (make san): the OpenCL implementation (PoCL, the LLVM inside it,
+ * NVIDIA's library) keeps allocations it never frees; only leaks allocated inside those
+ * libraries are suppressed, never the backend's or this file's. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libpocl\nleak:libLLVM\nleak:libclang\nleak:libOpenCL\nleak:libnvidia\n";
+}
+
+static Suite *suite(bool device)
+{
+	Suite *s = suite_create("opencl");
+	TCase *tc = tcase_create("opencl");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, emit_shape);
+	if (device) {
+		int n;
+		char **v = examples(&n);
+		free_examples(v, n);
+		tcase_add_test(tc, reductions_exact);
+		tcase_add_test(tc, large_locals);
+		tcase_add_test(tc, half_storage);
+		tcase_add_test(tc, scalar_ops);
+		tcase_add_test(tc, functions_close);
+		tcase_add_test(tc, gather_errors);
+		tcase_add_test(tc, topk_short_range);
+		tcase_add_test(tc, guard_regions);
+		tcase_add_test(tc, build_log);
+		tcase_add_test(tc, device_choice);
+		tcase_add_loop_test(tc, example, 0, n > 0 ? n : 1);
+	}
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	/* available() probes in a child process: this one never starts an OpenCL driver */
+	char why[1024] = "";
+	const Backend *b = be_find("opencl");
+	bool device = b && b->available(why, sizeof why) == 0;
+	if (!device)
+		printf("SKIP: the opencl backend is unavailable here (%s): only the emission tests "
+		       "run; no kernel is run or checked\n", b ? why : "not registered");
+	return tu_run(suite(device));
+}

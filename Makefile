@@ -65,6 +65,14 @@ san:
 	$(MAKE) B=build-san OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 		LDLIBS="-fsanitize=address,undefined $(LDLIBS)" build-san/assay check B=build-san ASSAY=build-san/assay
 
+# The parser's suite (its mutation test over the examples included) under the sanitizers:
+# the part of `make san` the test command runs every time.
+SANFLAGS := OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	LDLIBS="-fsanitize=address,undefined $(LDLIBS)"
+san-parser:
+	$(MAKE) B=build-san $(SANFLAGS) build-san/tests/test_compiler
+	@sh scripts/run-tests.sh build-san build-san/tests/test_compiler
+
 build-san/assay: build-san/libassay.a $(CLISRC:%.c=build-san/%.o)
 	$(CC) $(CFLAGS) -o $@ $(CLISRC:%.c=build-san/%.o) build-san/libassay.a $(LDLIBS)
 
@@ -82,4 +90,4 @@ gate: all
 clean:
 	rm -rf build build-san assay
 
-.PHONY: all check san bench gate clean layers faults
+.PHONY: all check san san-parser bench gate clean layers faults

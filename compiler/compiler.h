@@ -470,7 +470,9 @@ enum {
 	                              one more term (<= for <), clamped to its largest value */
 	KF_INLINE_PAD = 1 << 11,   /* inlining: a padded read of an inlined definition loses
 	                              its padding (the producer is computed at a clamped index) */
-	KF_ACCUM_IGNORED = 1 << 12, /* `accum s : f64` ignored: the accumulator rounds to f32 */
+	KF_ACCUM_IGNORED = 1 << 12, /* the accumulation format is ignored: a reduction
+	                              accumulates in its storage format when that is narrower
+	                              (`store s : f16` sums in f16) */
 	KF_STORE_TRUNC = 1 << 13,  /* f16/bf16 storage truncates toward zero instead of rounding
 	                              to nearest */
 	KF_MAX_NAN = 1 << 14,      /* real max and min (calls and monoids) are `a > b ? a : b`:
@@ -497,6 +499,11 @@ Kernels *kir_lower(const Graph *g, const Schedule *s, const LowerOpts *o, Diag *
 void kir_free(Kernels *k);
 /* A readable dump of the kernel IR (for tests and debugging). The caller frees. */
 char *kir_print(const Kernels *k);
+/* Checks that the program is well formed: every operand an expression names exists (an op
+ * has all the operands of its arity) and an op's operands have the types kir.h states
+ * (C would convert a mismatch silently; WGSL and GLSL reject it). 0, or -1 with d (code 3:
+ * a compiler bug). */
+int kir_validate(const Kernels *k, Diag *d);
 
 /* Backends (architecture.md "Backends"): one struct of function pointers each. A module is
  * one compiled program with its buffers; it borrows its Kernels (keep them alive). */

@@ -476,3 +476,43 @@ void kir_free(Kernels *k)
 	sched_free(&k->sched);
 	free(k);
 }
+
+/* The type operand i of op expression x must have (kir.h: KX_OP). */
+static KType operand_type(const Kernels *k, const KExpr *x, int i)
+{
+	const OpInfo *oi = op_info((Op)x->op);
+	if (x->op == OP_SELECT)
+		return i == 0 ? KT_BOOL : (KType)x->type;
+	if (oi->flags & OPF_BOOL_IN)
+		return KT_BOOL;
+	if (oi->flags & OPF_CMP)
+		return kx_type(k, x->a[0]);
+	return (KType)x->type;
+}
+
+int kir_validate(const Kernels *k, Diag *d)
+{
+	for (int32_t id = 1; id < k->nx; id++) {
+		const KExpr *x = &k->x[id];
+		int n = 1;   /* KX_ELEM, KX_LOAD, KX_CVT, KX_ROUND */
+		if (x->kind == KX_FCONST || x->kind == KX_ICONST || x->kind == KX_VAR)
+			n = 0;
+		else if (x->kind == KX_OP)
+			n = op_info((Op)x->op)->arity;
+		else if (x->kind == KX_CHECK)
+			n = 3;   /* a[3], the guard, may be -1 */
+		for (int i = 0; i < n; i++) {
+			if (x->a[i] <= 0 || x->a[i] >= id) {
+				diag_set(d, 3, "kernel IR: expression %d (kind %d) lacks operand %d",
+					 id, x->kind, i);
+				return -1;
+			}
+			if (x->kind == KX_OP && kx_type(k, x->a[i]) != operand_type(k, x, i)) {
+				diag_set(d, 3, "kernel IR: expression %d (%s) operand %d is %s", id,
+					 op_info((Op)x->op)->name, i, kt_name(kx_type(k, x->a[i])));
+				return -1;
+			}
+		}
+	}
+	return 0;
+}

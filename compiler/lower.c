@@ -123,6 +123,12 @@ static bool narrow(Dtype f)
 	return f == DT_F16 || f == DT_BF16;
 }
 
+/* The precision rank of a real format (f16 and bf16 alike), for KF_ACCUM_IGNORED. */
+static int width(Dtype f)
+{
+	return f == DT_F64 ? 3 : f == DT_F32 ? 2 : narrow(f) ? 1 : 4;
+}
+
 /* A real result of format f's arithmetic: rounded to f when f is narrower than its type. */
 static int32_t fit(L *l, Dtype f, int32_t x)
 {
@@ -723,9 +729,12 @@ static int acc_setup(L *l, const Def *D, Monoid mo, KType t, Acc *A, Red *R, boo
 			return -1;
 		}
 		A->cap = n > 0 ? n : 1;
-	} else if ((l->faults & KF_ACCUM_IGNORED) && A->f == DT_F64) {
-		A->f = DT_F32;   /* fault: the accum directive's f64 is not honoured */
 	}
+	/* fault: the accumulator is kept in the storage format (a pairwise tree of f64 terms
+	 * rounds in its own type only, as the backends' tree helpers are typed) */
+	if ((l->faults & KF_ACCUM_IGNORED) && t != KT_INT && width(ds->store) < width(A->f) &&
+	    (!A->pairwise || t == KT_F32))
+		A->f = ds->store;
 	if (mo == MO_SUM && t != KT_INT && (empty || (l->faults & KF_SKIP_LAST)))
 		A->any = var(l, KT_INT, 0, false);
 	return 0;

@@ -22,11 +22,13 @@
  * failures whose folder is incomplete. Which case first hits a key is decided by case
  * order, so folders are the same with any number of jobs.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <dirent.h>
 #include "fuzz.h"
 
 enum { T_CASE = 1, T_REDUCE, T_SAVE, ITEM_MAX = 600, MAXJOBS = 64 };
@@ -600,6 +601,11 @@ static int scan_log(Camp *C, Diag *d)
 			free(item);
 		} else {
 			e->state = E_DONE;
+			FILE *rf = fopen(repro, "r");   /* its definitions, from its first line */
+			if (!rf || fscanf(rf, "# assay: a minimal repro (%d", &e->defs) != 1)
+				e->defs = -1;
+			if (rf)
+				fclose(rf);
 		}
 		free(folder);
 		free(repro);

@@ -148,7 +148,7 @@ typedef struct {
 } FzVerdict;
 
 /* What fz_check gathers: every verdict, optionally every record as JSON, and the time
- * spent in each part (summed over records; the oracle once per check). */
+ * spent in each part (the oracle once per check, the rest once per worker run). */
 typedef struct {
 	FzVerdict *v;
 	int n, cap;

@@ -18,15 +18,24 @@
  *   sizes        shrink a size or a literal extent (to 1, 2, half, one less)
  *   expressions  replace a node (values, conditions, index expressions, paddings) by one
  *                of its operands or by 0 or 1, halve an integer literal, drop a padding
+ *   unused       drop an input no longer read (inputs stay declared until then, because
+ *                generated values depend on an input's number)
  *   inputs       an input's format to f32; the distribution to normal, without specials
  *                (the seed is kept)
  * Determinism: the order of candidates is a function of the text alone, and the budget is a
- * count of checks, so the result is too (unless max_seconds cuts it).
+ * count of checks, so the result is too (unless max_seconds cuts it). Each candidate is
+ * checked in a child process, so a toolkit that dies on a candidate only rejects it.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include "fuzz.h"
 
 enum { MAXROUNDS = 16 };
@@ -158,6 +167,9 @@ static void liveness(const Graph *g, const Mask *m, bool *live, bool *sizes)
 		if (T->result == 0 || !live[D->out[0]])
 			walk_def(g, T->def, note_use, &u);
 	}
+	/* inputs stay declared until a pass drops them: the values of input k depend on k */
+	for (int t = 0; t < g->ntensors; t++)
+		live[t] |= g->tensors[t].kind == TK_INPUT && !m->drop[t];
 	for (int t = 0; t < g->ntensors; t++)
 		for (int k = 0; live[t] && !m->drop[t] && k < g->tensors[t].rank; k++)
 			if (g->tensors[t].dims[k].size >= 0)
@@ -408,6 +420,36 @@ static int ndefs_of(const char *text)
 	return n;
 }
 
+/* fz_holds in a child process: a candidate on which the toolkit itself dies (an internal
+ * error of the oracle, the budgets or the compiler on a strange graph) is only a candidate
+ * that does not hold, never the reducer's death. */
+static bool holds_isolated(const Graph *g, const FzRun *run, const FzSig *s)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {   /* no process to spare: check here */
+		bool kept = false;
+		Diag d = {0};
+		fz_holds(g, run, s, &kept, &d);
+		diag_clear(&d);
+		return kept;
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int null = open("/dev/null", O_WRONLY);   /* its internal errors are not ours */
+		if (null >= 0)
+			dup2(null, 2);
+		bool kept = false;
+		Diag d = {0};
+		fz_holds(g, run, s, &kept, &d);
+		_exit(kept ? 0 : 1);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 /* Tries a candidate text (taken over; NULL: none) with inputs run. true when kept. */
 static bool try(Red *R, char *text, const FzRun *run, const char *what)
 {
@@ -423,9 +465,7 @@ static bool try(Red *R, char *text, const FzRun *run, const char *what)
 	bool kept = false;
 	if (!seen(R, h) && budget_left(R)) {
 		R->st->tests++;
-		Diag d = {0};
-		fz_holds(g, run, R->s, &kept, &d);
-		diag_clear(&d);
+		kept = holds_isolated(g, run, R->s);
 	}
 	ir_free(g);
 	if (!kept) {
@@ -683,10 +723,15 @@ static Ref replacement(Graph *g, Ref r, int rp)
 		return is_lit(g, r, "1") ? 0 : ir_num(g, "1", 1);
 	case RP_HALF:
 		return n->kind == NK_INT && n->u.ival > 2 ? ir_int(g, n->u.ival / 2) : 0;
-	case RP_NOPAD:
+	case RP_NOPAD: {
 		if (n->kind != NK_READ || !n->u.read.pad)
 			return 0;
-		return ir_read(g, n->u.read.tensor, ir_read_idx(g, n), n->u.read.n, 0, (Ty)n->ty);
+		/* copies first: a new node may move the graph's arrays under n */
+		Node c = *n;
+		Ref idx[IR_MAXRANK];
+		memcpy(idx, ir_read_idx(g, &c), c.u.read.n * sizeof *idx);
+		return ir_read(g, c.u.read.tensor, idx, c.u.read.n, 0, (Ty)c.ty);
+	}
 	}
 	return 0;
 }
@@ -721,6 +766,22 @@ static int pass_exprs(Red *R, Graph *g, int k, char **text, FzRun *run)
 	return 0;
 }
 
+/* Candidate k: input k left out (only an unread one makes a valid graph; the inputs after
+ * it then take other values). */
+static int pass_unused(Red *R, Graph *g, int k, char **text, FzRun *run)
+{
+	if (k >= g->ntensors)
+		return 0;
+	if (g->tensors[k].kind == TK_INPUT) {
+		Mask m;
+		mask_init(g, &m);
+		m.drop[k] = true;
+		*text = print_masked(g, &m);
+		mask_free(&m);
+	}
+	return 1;
+}
+
 /* Candidate k < ntensors: that input in f32; then normal inputs, then no specials. */
 static int pass_inputs(Red *R, Graph *g, int k, char **text, FzRun *run)
 {
@@ -750,7 +811,7 @@ static const struct {
 } passes[] = {
 	{pass_outputs, "outputs"}, {pass_defs, "definitions"}, {pass_dirs, "directives"},
 	{pass_reductions, "reductions"}, {pass_sizes, "sizes"}, {pass_exprs, "expressions"},
-	{pass_inputs, "inputs"},
+	{pass_unused, "unused inputs"}, {pass_inputs, "inputs"},
 };
 
 /* One pass to its fixpoint; true when it changed the graph. */
@@ -786,7 +847,7 @@ int fz_reduce(const Graph *g, const FzSig *s, const FzReduceOpts *o, char **out,
 	bool holds = false;
 	Graph *g0 = parse_text(R.cur);
 	if (g0)
-		fz_holds(g0, &R.run, s, &holds, d);
+		holds = holds_isolated(g0, &R.run, s);
 	ir_free(g0);
 	if (!holds) {
 		char key[512];

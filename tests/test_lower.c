@@ -1186,6 +1186,51 @@ START_TEST(rewrite_examples)
 }
 END_TEST
 
+/* Runs file under schedule text sched on the c backend and in the emulator, on normal inputs
+ * from seed: the outputs must agree bit for bit. */
+static void expect_emulator(const char *file, const char *sched, uint64_t seed)
+{
+	Diag d = {0};
+	Graph *g = ir_parse_file(file, NULL, 0, &d);
+	ck_assert_msg(g != NULL, "%s", d.msg);
+	HostTensor *in = calloc((size_t)ir_ninputs(g) + 1, sizeof *in);
+	InputSpec spec = {DIST_NORMAL, seed, false};
+	ck_assert_int_eq(mp_make_inputs(g, &spec, NULL, in, &d), 0);
+	HostTensor *o1 = calloc((size_t)g->noutputs, sizeof *o1);
+	HostTensor *o2 = calloc((size_t)g->noutputs, sizeof *o2);
+	run_ok(g, sched, in, o1);
+	Schedule s;
+	ck_assert_int_eq(sched_build(g, &s, &d), 0);
+	Dtype *f = calloc((size_t)g->ndefs * 3 + 1, sizeof *f);
+	Order *ord = calloc((size_t)g->ndefs + 1, sizeof *ord);
+	sched_formats(g, &s, f, f + g->ndefs, f + 2 * g->ndefs, ord);
+	int64_t *split = calloc((size_t)g->ndefs + 1, sizeof *split);
+	int *split_red = calloc((size_t)g->ndefs + 1, sizeof *split_red);
+	sched_splits(g, &s, split, split_red);
+	EmuConfig cfg = {DT_F32, f, f + g->ndefs, f + 2 * g->ndefs, ord, split, split_red};
+	MpOpts mo = {1, 0, 0};
+	int rc = mp_emulate(g, in, &cfg, &mo, o2, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	for (int k = 0; k < g->noutputs; k++) {
+		for (int64_t i = 0; i < o1[k].n; i++)
+			ck_assert_msg(same(ht_get(&o1[k], i), ht_get(&o2[k], i)),
+				      "%s [%s] seed %llu output %d [%lld]: c %.9g, emulator %.9g", file,
+				      sched, (unsigned long long)seed, k, (long long)i, ht_get(&o1[k], i),
+				      ht_get(&o2[k], i));
+		ht_free(&o1[k]);
+		ht_free(&o2[k]);
+	}
+	free(o1);
+	free(o2);
+	free(f);
+	free(ord);
+	free(split);
+	free(split_red);
+	sched_free(&s);
+	free_all(in, ir_ninputs(g));
+	ir_free(g);
+}
+
 /* Where the graph calls no library function, the c backend computes exactly what the
  * emulator emulates: same formats (f16/bf16 arithmetic included), same order (split and
  * pairwise included), bit for bit. */
@@ -1205,46 +1250,43 @@ START_TEST(agrees_with_emulator)
 		{"examples/batched_matmul.tg", "split c : k=5\naccum c : bf16\nstore c : f32"},
 		{"examples/batched_matmul.tg", "order c : pairwise\naccum c : bf16\ntile c : j=8"},
 	};
+	for (size_t c = 0; c < ARRAY_LEN(cases); c++)
+		expect_emulator(cases[c].file, cases[c].sched, 11);
+}
+END_TEST
+
+/* Graphs the fuzzer found failing (tests/regress/; each file's comment says how), under
+ * their own schedule and others: the kernel IR is well formed, the c backend compiles and
+ * runs it, and agrees with the emulator bit for bit. */
+START_TEST(regress_files)
+{
+	static const struct {
+		const char *file, *sched;
+	} cases[] = {
+		{"tests/regress/scalar_pad.tg", ""},
+		{"tests/regress/scalar_pad.tg", "inline d4\nstore d3 : f16\nstore d7 : bf16"},
+		{"tests/regress/scalar_pad.tg", "inline d3\ninline d4\ntile d7 : i=2\nstore d6 : f64"},
+		{"tests/regress/fz27_store_inline.tg", "store d0 : f16\ninline d2\nstore d4 : f16\n"
+						       "accum d4 : f64"},
+		{"tests/regress/fz27_store_inline.tg", "inline d2\nstore d1 : bf16\ntile d1 : i=2"},
+		{"tests/regress/fz27_store_inline.tg", ""},
+	};
 	for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
 		Diag d = {0};
 		Graph *g = ir_parse_file(cases[c].file, NULL, 0, &d);
 		ck_assert_msg(g != NULL, "%s", d.msg);
-		HostTensor *in = calloc((size_t)ir_ninputs(g) + 1, sizeof *in);
-		InputSpec spec = {DIST_NORMAL, 11, false};
-		ck_assert_int_eq(mp_make_inputs(g, &spec, NULL, in, &d), 0);
-		HostTensor *o1 = calloc((size_t)g->noutputs, sizeof *o1);
-		HostTensor *o2 = calloc((size_t)g->noutputs, sizeof *o2);
-		run_ok(g, cases[c].sched, in, o1);
+		ck_assert_msg(ir_parse_schedule(g, cases[c].sched, strlen(cases[c].sched), "t.sched",
+						&d) == 0, "%s", d.msg);
 		Schedule s;
 		ck_assert_int_eq(sched_build(g, &s, &d), 0);
-		Dtype *f = calloc((size_t)g->ndefs * 3 + 1, sizeof *f);
-		Order *ord = calloc((size_t)g->ndefs + 1, sizeof *ord);
-		sched_formats(g, &s, f, f + g->ndefs, f + 2 * g->ndefs, ord);
-		int64_t *split = calloc((size_t)g->ndefs + 1, sizeof *split);
-		int *split_red = calloc((size_t)g->ndefs + 1, sizeof *split_red);
-		sched_splits(g, &s, split, split_red);
-		EmuConfig cfg = {DT_F32, f, f + g->ndefs, f + 2 * g->ndefs, ord, split, split_red};
-		MpOpts mo = {1, 0, 0};
-		int rc = mp_emulate(g, in, &cfg, &mo, o2, NULL, &d);
-		ck_assert_msg(rc == 0, "%s", d.msg);
-		for (int k = 0; k < g->noutputs; k++) {
-			for (int64_t i = 0; i < o1[k].n; i++)
-				ck_assert_msg(same(ht_get(&o1[k], i), ht_get(&o2[k], i)),
-					      "%s [%s] output %d [%lld]: c %.9g, emulator %.9g", cases[c].file,
-					      cases[c].sched, k, (long long)i, ht_get(&o1[k], i),
-					      ht_get(&o2[k], i));
-			ht_free(&o1[k]);
-			ht_free(&o2[k]);
-		}
-		free(o1);
-		free(o2);
-		free(f);
-		free(ord);
-		free(split);
-		free(split_red);
+		Kernels *k = kir_lower(g, &s, NULL, &d);
+		ck_assert_msg(k != NULL, "%s", d.msg);
+		ck_assert_msg(kir_validate(k, &d) == 0, "%s: %s", cases[c].file, d.msg);
+		kir_free(k);
 		sched_free(&s);
-		free_all(in, ir_ninputs(g));
 		ir_free(g);
+		for (uint64_t seed = 1; seed <= 3; seed++)
+			expect_emulator(cases[c].file, cases[c].sched, seed);
 	}
 }
 END_TEST
@@ -1280,6 +1322,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, rewrite_metamorphic);
 	tcase_add_test(tc, rewrite_examples);
 	tcase_add_test(tc, agrees_with_emulator);
+	tcase_add_test(tc, regress_files);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -485,6 +485,29 @@ START_TEST(int_overflow)
 }
 END_TEST
 
+/* Integer definitions with real subexpressions compute them in f64 by default; the
+ * backend holds such values as i32 or f32 and compares across the two exactly. */
+START_TEST(int_real_compare)
+{
+	Graph *g = parse("size N = 12\ninput x : i32[N]\n"
+			 "y[i:N] = (x[i] < 2.5 ? 1 : 0) + (x[i] == 3.0 ? 10 : 0) + (1e10 > x[i] ? 100 : 0)"
+			 " + (0.5 != x[i] ? 1000 : 0) + (x[i] >= -16777216.0 ? 10000 : 0)\n"
+			 "output y : i32\n");
+	HostTensor *in = inputs(g, DIST_NORMAL, 1);
+	static const int32_t xs[] = {0, 2, 3, 4, -3, 16777216, -16777217, -16777218, INT32_MAX,
+				     INT32_MIN, 1, -1};
+	memcpy(in[0].data, xs, sizeof xs);
+	Schedule s;
+	sched_of(g, "", &s);
+	Kernels *k = lower(g, &s);
+	compare(g, k, in, "integer against real");
+	kir_free(k);
+	sched_free(&s);
+	free_all(in, 1);
+	ir_free(g);
+}
+END_TEST
+
 /* A write past a buffer's end lands in its guard region and is caught. */
 START_TEST(guards)
 {
@@ -659,6 +682,7 @@ int main(void)
 		tcase_add_test(r, conversions);
 		tcase_add_test(r, index_error);
 		tcase_add_test(r, int_overflow);
+		tcase_add_test(r, int_real_compare);
 		tcase_add_test(r, guards);
 		tcase_add_test(r, compile_error);
 		tcase_add_test(r, examples);

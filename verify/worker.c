@@ -149,8 +149,9 @@ static int prepare(const Backend *b, const Graph *g, const HostTensor *in, BeMod
 {
 	Diag d = {0};
 	h->stage = ST_ALLOC;
-	if (b->alloc(m, &d))
-		return finish(h, WK_CRASH, "the backend failed in alloc: %s", msg_of(&d)), -1;
+	if (b->alloc(m, &d))   /* code 2: a limit of the device the backend states */
+		return finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_CRASH,
+			      "the backend failed in alloc: %s", msg_of(&d)), -1;
 	h->stage = ST_UPLOAD;
 	for (int i = 0; i < ir_ninputs(g); i++)
 		if (b->upload(m, ir_input_tensor(g, i), &in[i], &d))

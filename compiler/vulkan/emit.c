@@ -34,7 +34,6 @@ typedef struct {
 	unsigned hf, hd, hi;     /* the helpers (VH_*) each needs */
 } Spell;
 
-#define NO64 NULL
 static const Spell spell[] = {
 	[OP_NEG] = {F_PREFIX, "-", "-", "-", 0, 0, 0},
 	[OP_NOT] = {F_PREFIX, "!", NULL, NULL, 0, 0, 0},
@@ -53,23 +52,23 @@ static const Spell spell[] = {
 	[OP_AND] = {F_INFIX, "&&", NULL, NULL, 0, 0, 0},
 	[OP_OR] = {F_INFIX, "||", NULL, NULL, 0, 0, 0},
 	[OP_SELECT] = {F_SELECT, "?:", "?:", "?:", 0, 0, 0},
-	[OP_EXP] = {F_CALL, "exp", NO64, NULL, 0, 0, 0},
-	[OP_EXP2] = {F_CALL, "exp2", NO64, NULL, 0, 0, 0},
-	[OP_EXPM1] = {F_CALL, "expm1_f", NO64, NULL, VH_EXPM1, 0, 0},
-	[OP_LOG] = {F_CALL, "log", NO64, NULL, 0, 0, 0},
-	[OP_LOG2] = {F_CALL, "log2", NO64, NULL, 0, 0, 0},
-	[OP_LOG1P] = {F_CALL, "log1p_f", NO64, NULL, VH_LOG1P, 0, 0},
+	[OP_EXP] = {F_CALL, "exp", "exp_d", NULL, 0, VH_EXP_D, 0},
+	[OP_EXP2] = {F_CALL, "exp2", "exp2_d", NULL, 0, VH_EXP2_D, 0},
+	[OP_EXPM1] = {F_CALL, "expm1_f", "expm1_d", NULL, VH_EXPM1, VH_EXPM1_D, 0},
+	[OP_LOG] = {F_CALL, "log", "log_d", NULL, 0, VH_LOG_D, 0},
+	[OP_LOG2] = {F_CALL, "log2", "log2_d", NULL, 0, VH_LOG2_D, 0},
+	[OP_LOG1P] = {F_CALL, "log1p_f", "log1p_d", NULL, VH_LOG1P, VH_LOG1P_D, 0},
 	[OP_SQRT] = {F_CALL, "sqrt", "sqrt", NULL, 0, 0, 0},
 	[OP_RSQRT] = {F_CALL, "inversesqrt", "inversesqrt", NULL, 0, 0, 0},
 	[OP_ABS] = {F_CALL, "abs", "abs", "abs_i", 0, 0, VH_IMINMAX},
-	[OP_SIN] = {F_CALL, "sin", NO64, NULL, 0, 0, 0},
-	[OP_COS] = {F_CALL, "cos", NO64, NULL, 0, 0, 0},
-	[OP_TANH] = {F_CALL, "tanh_f", NO64, NULL, VH_TANH, 0, 0},
-	[OP_SIGMOID] = {F_CALL, "sigmoid_f", NO64, NULL, VH_SIGMOID, 0, 0},
-	[OP_ERF] = {F_CALL, "erf_f", NO64, NULL, VH_ERF, 0, 0},
+	[OP_SIN] = {F_CALL, "sin", "sin_d", NULL, 0, VH_SINCOS_D, 0},
+	[OP_COS] = {F_CALL, "cos", "cos_d", NULL, 0, VH_SINCOS_D, 0},
+	[OP_TANH] = {F_CALL, "tanh_f", "tanh_d", NULL, VH_TANH, VH_TANH_D, 0},
+	[OP_SIGMOID] = {F_CALL, "sigmoid_f", "sigmoid_d", NULL, VH_SIGMOID, VH_SIGMOID_D, 0},
+	[OP_ERF] = {F_CALL, "erf_f", "erf_d", NULL, VH_ERF, VH_ERF_D, 0},
 	[OP_FLOOR] = {F_CALL, "floor", "floor", NULL, 0, 0, 0},
 	[OP_CEIL] = {F_CALL, "ceil", "ceil", NULL, 0, 0, 0},
-	[OP_POW] = {F_CALL, "pow_f", NO64, NULL, VH_POW, 0, 0},
+	[OP_POW] = {F_CALL, "pow_f", "pow_d", NULL, VH_POW, VH_POW_D, 0},
 	[OP_MAX] = {F_CALL, "max_f", "max_d", "max_i", VH_FMINMAX, VH_DMINMAX, VH_IMINMAX},
 	[OP_MIN] = {F_CALL, "min_f", "min_d", "min_i", VH_FMINMAX, VH_DMINMAX, VH_IMINMAX},
 	[OP_FMA] = {F_CALL, "fma", "fma", NULL, 0, 0, 0},
@@ -676,16 +675,19 @@ static void chain_stmt(E *e, int32_t s)
 	line(e, "int j%d = 0;", s);
 	line(e, "for (int64_t f%d = lid; f%d < tot%d; f%d += WG, j%d++) {", s, s, s, s, s);
 	e->ind++;
-	line(e, "int64_t q%d = f%d;", s, s);
+	/* 32-bit division where the nest's count fits (see kernel()) */
+	int64_t most = vk_chain_bound(k, e->pl, s);
+	bool narrow = most >= 0 && most <= UINT32_MAX;
+	line(e, narrow ? "uint q%d = uint(f%d);" : "int64_t q%d = f%d;", s, s);
 	for (int i = L - 1; i >= 0; i--) {
 		indent(e);
 		emit(e, "int64_t v%d = ", k->s[c[i]].v);
 		ref(e, roots[2 * i]);
 		if (i > 0) {
-			emit(e, " + q%d %% n%d_%d;\n", s, s, i);
-			line(e, "q%d /= n%d_%d;", s, s, i);
+			emit(e, narrow ? " + int64_t(q%d %% uint(n%d_%d));\n" : " + q%d %% n%d_%d;\n", s, s, i);
+			line(e, narrow ? "q%d /= uint(n%d_%d);" : "q%d /= n%d_%d;", s, s, i);
 		} else {
-			emit(e, " + q%d;\n", s);
+			emit(e, narrow ? " + int64_t(q%d);\n" : " + q%d;\n", s);
 		}
 	}
 	e->chain = s;
@@ -976,7 +978,10 @@ static void kernel(E *o, E *b, int i)
 				     (long long)(b->scratch / sz), (long long)(b->soff[v] / sz));
 			}
 	}
-	line(b, "int64_t q = it;");
+	/* 32-bit division where the item ids fit: NVIDIA's driver (580) was seen to compute 64-bit
+	 * division and remainder by constants wrongly */
+	bool narrow = kn->nitems <= UINT32_MAX;
+	line(b, narrow ? "uint q = uint(it);" : "int64_t q = it;");
 	for (int p = kn->npar - 1; p >= 0; p--) {
 		const KPar *P = &kn->par[p];
 		int64_t nt = (P->extent + P->tile - 1) / P->tile;
@@ -984,9 +989,9 @@ static void kernel(E *o, E *b, int i)
 			line(b, "const int64_t v%d = 0l;", P->origin);
 			continue;
 		}
-		line(b, "const int64_t v%d = (q %% %lldl) * %lldl;", P->origin, (long long)nt,
-		     (long long)P->tile);
-		line(b, "q /= %lldl;", (long long)nt);
+		line(b, "const int64_t v%d = int64_t(q %% %lld%s) * %lldl;", P->origin, (long long)nt,
+		     narrow ? "u" : "l", (long long)P->tile);
+		line(b, "q /= %lld%s;", (long long)nt, narrow ? "u" : "l");
 	}
 	stmts(b, kn->body, 0, pl->group);
 	uint8_t *use = calloc((size_t)k->nbufs + 1, 1);

@@ -350,6 +350,20 @@ static int64_t upper(const Kernels *k, int32_t e)
 	return -1;
 }
 
+/* An upper bound of the iterations of the nest rooted at s, or -1 where unknown. */
+int64_t vk_chain_bound(const Kernels *k, const VkPlan *pl, int32_t s)
+{
+	int64_t n = 1;
+	int32_t c = s;
+	for (int i = 0; i < pl->chainlen[s]; i++, c = k->s[c].body) {
+		int64_t hi = upper(k, k->s[c].b);
+		if (hi < 0 || !is_const(k, k->s[c].a, 0) || (hi > 0 && n > INT64_MAX / hi))
+			return -1;
+		n *= hi;
+	}
+	return n;
+}
+
 /* The largest iteration count of any distributed nest that is known here. */
 static int work_group(const P *p, const VkPlan *pl)
 {

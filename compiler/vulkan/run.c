@@ -4,8 +4,13 @@
  * one command buffer (a dispatch per kernel, a memory barrier between kernels, one fence).
  *
  * Shader symbols (vulkan.h): defined per device, as libshaderc macros, so one emitted text
- * serves every device; they are part of the SPIR-V cache key. ASSAY_VULKAN_PACKED16=1 makes
- * f16/bf16 buffers packed two per uint even where 16-bit storage exists (for tests). The SPIR-V target is Vulkan
+ * serves every device; they are part of the SPIR-V cache key.
+ *
+ * Environment: ASSAY_VULKAN_DEVICE (vkrt.h: the device whose name contains it),
+ * ASSAY_SHADERC (vkrt.c: the libshaderc to load), and, for tests and diagnosis,
+ * ASSAY_VULKAN_PACKED16=1 (f16/bf16 buffers packed two per uint even where 16-bit storage
+ * exists), ASSAY_VULKAN_NO_FC=1 (no float-controls execution modes), ASSAY_VULKAN_SYSMEM=1
+ * (host memory that is not device-local). The SPIR-V target is Vulkan
  * 1.2 (SPIR-V 1.5, float controls in core) on a 1.2 device, else Vulkan 1.0. Float-controls
  * modes are asked for when the device supports them for the widths the shader uses and the
  * device lets 32-bit controls be set alone (denormBehaviorIndependence or
@@ -33,6 +38,11 @@
 #include "vkrt.h"
 
 enum { GUARD = 256, GUARD_BYTE = 0xa5 };
+
+/* LeakSanitizer's switches, present only in sanitized builds: glslang (inside libshaderc)
+ * leaks a little on a shader it rejects, which is not ours to report. */
+void __lsan_disable(void) __attribute__((weak));
+void __lsan_enable(void) __attribute__((weak));
 
 struct BeModule {
 	const Kernels *k;
@@ -211,6 +221,8 @@ static uint32_t *spirv(BeModule *m, Shaderc *sc, const KSrc *ks, int i, const ch
 		diag_set(d, 3, "vulkan backend: %s", why);
 		return NULL;
 	}
+	if (__lsan_disable)
+		__lsan_disable();
 	void *cc = sc->compiler_initialize(), *opt = sc->options_initialize();
 	sc->set_target_env(opt, 0 /* shaderc_target_env_vulkan */, env);
 	for (char *p = syms, *e; *p; p = *e ? e + 1 : e) {
@@ -238,6 +250,8 @@ static uint32_t *spirv(BeModule *m, Shaderc *sc, const KSrc *ks, int i, const ch
 		sc->result_release(res);
 	sc->options_release(opt);
 	sc->compiler_release(cc);
+	if (__lsan_enable)
+		__lsan_enable();
 	return code;
 }
 

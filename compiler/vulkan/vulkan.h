@@ -73,6 +73,8 @@ typedef struct {
 
 int vk_plan(const Kernels *k, int kernel, VkPlan *p, Diag *d);
 void vk_plan_free(VkPlan *p);
+/* An upper bound of the iterations of the distributed nest rooted at s, or -1. */
+int64_t vk_chain_bound(const Kernels *k, const VkPlan *p, int32_t s);
 /* The number of private elements a VC_PART array keeps per invocation. */
 int64_t vk_part_len(const Kernels *k, const VkPlan *p, int32_t var);
 
@@ -98,6 +100,17 @@ enum {
 	VH_ERF = 1 << 17,
 	VH_POW = 1 << 18,
 	VH_SIGMOID = 1 << 19,
+	VH_EXP_D = 1 << 20,   /* exp_d and its scaling */
+	VH_EXP2_D = 1 << 21,
+	VH_EXPM1_D = 1 << 22,
+	VH_LOG_D = 1 << 23,   /* log_d and its core */
+	VH_LOG2_D = 1 << 24,
+	VH_LOG1P_D = 1 << 25,
+	VH_SINCOS_D = 1 << 26,
+	VH_TANH_D = 1 << 27,
+	VH_SIGMOID_D = 1 << 28,
+	VH_ERF_D = 1 << 29,
+	VH_POW_D = 1 << 30,
 };
 /* Passes the text of every helper in need (and their dependencies), in a fixed order. */
 void vk_lib(unsigned need, void (*put)(void *ctx, const char *text), void *ctx);

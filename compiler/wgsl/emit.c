@@ -12,10 +12,23 @@
  * disable; the driver's compiler is trusted not to fuse (measured on lavapipe: a*b+c is two
  * roundings). f16 and bf16 are 16-bit storage with integer conversions (lib.c); an f16 or
  * bf16 op format computes in f32 and rounds each result, as the kernel IR says. f64 is not
- * in WGSL: a program with f64 buffers, f64 locals or f64 arithmetic is `unsupported`, with
- * one exception the IR uses for integers entering a narrow format: f64(i) rounded to
- * f16/bf16/f32 and converted back to f32 (an integer is rounded once, exactly as in f64).
+ * in WGSL: a program with f64 buffers, f64 locals or f64 arithmetic is `unsupported`, but
+ * for the f64 values the IR makes without f64 arithmetic: an integer as f64 (held as i32),
+ * an f32-exact constant, its negation, and f64(i) rounded to f16/bf16/f32 (held as f32,
+ * rounded once from the integer, exactly as in f64); these are converted to f32 and
+ * compared (across the two holdings exactly: cmp_if), as integer definitions with real
+ * subexpressions and integers entering a narrow format need.
  * Integers are i32 (plan.c: operations that may leave i32 are emitted checked).
+ *
+ * Opaque constants. WGSL lets an implementation assume that no NaN or infinity occurs, and
+ * Dawn's SPIR-V does not declare SignedZeroInfNanPreserve, so a Vulkan driver may treat
+ * float ops as NotNaN/NotInf/NSZ: lavapipe folds 0.0 / x to 0 and fma(0, x, c) to c, wrong
+ * for x = 0, inf or NaN. Every float constant is therefore written as fbits(BITS ^ zu),
+ * zu = num_workgroups.z - 1 (always 0: launches are two-dimensional, but no compiler can
+ * know it), so is every integer converted to a float (integer constants fold too), and
+ * an op on one value twice (x - x, x / x, x == x) gets an opaque second operand. What is not a constant fold (a driver assuming no NaN in a comparison, say) stays
+ * the driver's: the special-value semantics of this backend are only as good as its
+ * driver's, as WGSL allows.
  *
  * Work-groups follow plan.c (WgslMode): the kernel prologue turns the work-group and
  * invocation ids into the item and its tile origins (last parallel dimension fastest, as
@@ -47,7 +60,7 @@ static const Spell spell[] = {
 	[OP_ADD] = {F_INFIX, "+", "+", "add_ck", NULL},
 	[OP_SUB] = {F_INFIX, "-", "-", "sub_ck", NULL},
 	[OP_MUL] = {F_INFIX, "*", "*", "mul_ck", NULL},
-	[OP_DIV] = {F_INFIX, "/", NULL, NULL, NULL},
+	[OP_DIV] = {F_CALL, "div_f", NULL, NULL, NULL},
 	[OP_IDIV] = {F_CALL, NULL, "fdiv_i", "fdiv_ck", NULL},
 	[OP_MOD] = {F_CALL, NULL, "fmod_i", "fmod_i", NULL},
 	[OP_EQ] = {F_INFIX, "==", "==", "==", NULL},
@@ -175,7 +188,8 @@ static void unsupported(E *e, const char *fmt, ...)
 /* ------------------------------------------------------------ types */
 
 /* f64 nodes the backend can hold (see the file comment): 1 an integer (held as i32),
- * 2 a value exact in f32 (held as f32); 0 none. */
+ * 2 a value exact in f32 (held as f32: an f32-exact constant, a rounding to f32, f16 or
+ * bf16, and the negation or absolute value of such); 0 none. */
 static int f64kind(const E *e, int32_t id)
 {
 	const KExpr *x = &e->k->x[id];
@@ -187,6 +201,8 @@ static int f64kind(const E *e, int32_t id)
 		return 1;
 	if (x->kind == KX_ROUND && (x->fmt == DT_F32 || x->fmt == DT_F16 || x->fmt == DT_BF16))
 		return f64kind(e, x->a[0]) ? 2 : 0;
+	if (x->kind == KX_OP && (x->op == OP_NEG || x->op == OP_ABS))   /* exact */
+		return f64kind(e, x->a[0]) == 2 ? 2 : 0;
 	return 0;
 }
 
@@ -220,19 +236,14 @@ static bool leaf(const KExpr *x)
 	return x->kind == KX_FCONST || x->kind == KX_ICONST || x->kind == KX_VAR;
 }
 
+/* A float constant, from its bits xor zu (0 at run time, unknown to the compiler): see
+ * the file comment ("opaque constants"). */
 static void fconst(E *e, double f)
 {
 	float v = (float)f;
 	uint32_t u;
 	memcpy(&u, &v, sizeof u);
-	if (isnan(v) || isinf(v) || (v != 0 && fabsf(v) < 0x1p-126f) || (v == 0 && signbit(v)))
-		emit(e, "fbits(0x%08xu)", u);
-	else if (v == 0)
-		emit(e, "0.0f");
-	else if (v < 0)
-		emit(e, "(%af)", (double)v);
-	else
-		emit(e, "%af", (double)v);
+	emit(e, "fbits(0x%08xu ^ zu)", u);
 }
 
 static void iconst(E *e, int64_t i)
@@ -264,13 +275,58 @@ static void ref(E *e, int32_t id)
 		emit(e, "t%d", id);
 }
 
+/* Operand i of x; the second operand of a float op on one value twice (x - x, x / x,
+ * x == x) is made opaque, so that the compiler cannot fold the op to a constant (wrong for
+ * inf and NaN: see the file comment). */
+static void arg(E *e, const KExpr *x, int i)
+{
+	bool twice = i == 1 && x->a[0] == x->a[1] && strcmp(wtype(e, x->a[0]), "f32") == 0;
+	if (twice)
+		emit(e, "opq(");
+	ref(e, x->a[i]);
+	if (twice)
+		emit(e, ", zu)");
+}
+
 static void args(E *e, const KExpr *x, int n)
 {
 	for (int i = 0; i < n; i++) {
 		if (i)
 			emit(e, ", ");
-		ref(e, x->a[i]);
+		arg(e, x, i);
 	}
+}
+
+/* A comparison of two f64 values the backend holds differently: an integer (i32) and an
+ * f32-exact value. cmp_if compares them exactly (lib.c). */
+static void cmp_mixed(E *e, const KExpr *x)
+{
+	static const struct { Op op, swapped; int code; } rel[] = {
+		{OP_LT, OP_GT, 0}, {OP_LE, OP_GE, 1}, {OP_GT, OP_LT, 2}, {OP_GE, OP_LE, 3},
+		{OP_EQ, OP_EQ, 4}, {OP_NE, OP_NE, 5},
+	};
+	int ka = f64kind(e, x->a[0]), kb = f64kind(e, x->a[1]);
+	if (!ka || !kb) {
+		unsupported(e, "a comparison of f64 values (WGSL has no f64)");
+		return;
+	}
+	bool swap = ka == 2;   /* the integer goes first */
+	Op op = (Op)x->op;
+	for (size_t i = 0; i < ARRAY_LEN(rel); i++) {
+		if (rel[i].op != op)
+			continue;
+		Op want = swap ? rel[i].swapped : op;
+		for (size_t j = 0; j < ARRAY_LEN(rel); j++)
+			if (rel[j].op == want) {
+				emit(e, "cmp_if(");
+				ref(e, x->a[swap ? 1 : 0]);
+				emit(e, ", ");
+				ref(e, x->a[swap ? 0 : 1]);
+				emit(e, ", %di)", rel[j].code);
+			}
+		return;
+	}
+	IR_ASSERT(!"cmp_mixed: not a comparison");
 }
 
 static void op_text(E *e, const KExpr *x)
@@ -293,12 +349,17 @@ static void op_text(E *e, const KExpr *x)
 		emit(e, ", %di)", e->k->nsites + e->ki);
 		return;
 	}
+	if ((op_info(op)->flags & OPF_CMP) && e->k->x[x->a[0]].type == KT_F64 &&
+	    f64kind(e, x->a[0]) != f64kind(e, x->a[1])) {
+		cmp_mixed(e, x);
+		return;
+	}
 	if (op == OP_NE && e->k->x[x->a[0]].type != KT_INT) {
 		/* unordered: true for a NaN (Dawn's != is ordered on lavapipe) */
 		emit(e, "(!(");
-		ref(e, x->a[0]);
+		arg(e, x, 0);
 		emit(e, " == ");
-		ref(e, x->a[1]);
+		arg(e, x, 1);
 		emit(e, "))");
 		return;
 	}
@@ -314,9 +375,9 @@ static void op_text(E *e, const KExpr *x)
 		return;
 	case F_INFIX:
 		emit(e, "(");
-		ref(e, x->a[0]);
+		arg(e, x, 0);
 		emit(e, " %s ", sp);
-		ref(e, x->a[1]);
+		arg(e, x, 1);
 		emit(e, ")");
 		return;
 	case F_PREFIX:
@@ -357,14 +418,11 @@ static void cvt_text(E *e, const KExpr *x)
 {
 	int32_t a = x->a[0];
 	KType from = (KType)e->k->x[a].type;
-	if (x->type == KT_F32 && from == KT_INT) {
-		emit(e, "i2f(");
+	if ((x->type == KT_F32 && from == KT_INT) ||
+	    (x->type == KT_F32 && from == KT_F64 && f64kind(e, a) == 1)) {
+		emit(e, "opq(i2f(");   /* opaque: an integer may be a folded constant */
 		ref(e, a);
-		emit(e, ")");
-	} else if (x->type == KT_F32 && from == KT_F64 && f64kind(e, a) == 1) {
-		emit(e, "i2f(");
-		ref(e, a);
-		emit(e, ")");
+		emit(e, "), zu)");
 	} else if ((x->type == KT_F32 && from == KT_F64 && f64kind(e, a) == 2) ||
 		   (x->type == KT_F64 && from == KT_INT)) {
 		ref(e, a);   /* an exact f32 value; an integer held as i32 */
@@ -389,9 +447,9 @@ static void round_text(E *e, const KExpr *x)
 			unsupported(e, "rounding to %s", dt_name(f));
 			return;
 		}
-		emit(e, "%s(", fn);
+		emit(e, "opq(%s(", fn);
 		ref(e, a);
-		emit(e, ")");
+		emit(e, "), zu)");
 		return;
 	}
 	if (f == DT_F32) {
@@ -837,6 +895,7 @@ static void kernel(E *e, int i, Buf *manifest)
 	line(e, "\t@builtin(local_invocation_index) lid: u32) {");
 	e->ind++;
 	line(e, "let grp: u32 = wid.x + wid.y * nwg.x;");
+	line(e, "let zu: u32 = nwg.z - 1u;");
 	if (kp->mode == WM_ITEM)
 		line(e, "let item: u32 = grp * %du + lid;", kp->wg);
 	else

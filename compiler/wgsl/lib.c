@@ -9,7 +9,9 @@
  * - Integers are i32 (WGSL has no i64): add_ck, sub_ck, mul_ck, neg_ck, abs_ck, fdiv_ck
  *   compute the exact result or report an overflow at the kernel's overflow site (plan.c
  *   decides which operations need them); i2f, i2h, i2b round an integer to nearest even
- *   into f32, f16 and bf16 (WGSL's f32(i32) may round either way).
+ *   into f32, f16 and bf16 (WGSL's f32(i32) may round either way); cmp_if compares an
+ *   integer with an f32 exactly (op 0..5: < <= > >= == !=), for the f64 comparisons the
+ *   kernel IR makes in integer definitions (emit.c holds such f64 values as i32 or f32).
  * - Reals: NaN is tested on the bits (isnan_f): Dawn on lavapipe evaluates x != x as
  *   false for a NaN x (an ordered not-equal), so emit.c writes a != b as !(a == b) and no
  *   helper relies on a NaN comparing unequal. max_f and min_f are IEEE 754-2019 maximum
@@ -33,13 +35,30 @@
  * - Errors: rep claims the error slot once (the first report wins, its value follows);
  *   chk passes an index inside [lo, hi] and otherwise reports (when g) and returns lo.
  * - fbits: a float from its bits at run time (WGSL rejects a constant expression that is
- *   infinite or NaN, and may flush a subnormal one).
+ *   infinite or NaN, and may flush a subnormal one); opq(x, z) is x with its bits xor z, z
+ *   being 0 at run time but unknown to the compiler (emit.c's opaque operands).
+ * - div_f: x / y, with a divisor below 2^-126 or above 2^126 scaled by 2^24 first (WGSL
+ *   bounds x / y only for |y| in [2^-126, 2^126]; lavapipe's x / 1e-39 overflowed to inf,
+ *   a reciprocal taken first).
  */
 #include "wgsl.h"
 
 const char *const wgsl_lib[] = {
 	"fn fbits(u: u32) -> f32 {\n"
 	"\treturn bitcast<f32>(u);\n"
+	"}\n",
+	"fn opq(x: f32, z: u32) -> f32 {\n"
+	"\treturn bitcast<f32>(bitcast<u32>(x) ^ z);\n"
+	"}\n",
+	"fn div_f(a: f32, b: f32) -> f32 {\n"
+	"\tlet ab = abs(b);\n"
+	"\tif (ab > 0.0f && ab < 0x1p-126f) {\n"
+	"\t\treturn (a / (b * 0x1p24f)) * 0x1p24f;\n"
+	"\t}\n"
+	"\tif (ab > 0x1p126f && ab <= 0x1.fffffep+127f) {\n"
+	"\t\treturn (a / (b * 0x1p-24f)) * 0x1p-24f;\n"
+	"\t}\n"
+	"\treturn a / b;\n"
 	"}\n",
 	"fn half16(w: u32, i: u32) -> u32 {\n"
 	"\treturn (w >> ((i & 1u) << 4u)) & 0xffffu;\n"
@@ -175,6 +194,29 @@ const char *const wgsl_lib[] = {
 	"\t\treturn r + abs(b);\n"
 	"\t}\n"
 	"\treturn r;\n"
+	"}\n",
+	"fn cmp_if(i: i32, c: f32, op: i32) -> bool {\n"
+	"\tif (isnan_f(c)) {\n"
+	"\t\treturn op == 5i;\n"
+	"\t}\n"
+	"\tvar r = 0i;\n"
+	"\tif (c >= 2147483648.0f) {\n"
+	"\t\tr = -1i;\n"
+	"\t} else if (c < -2147483648.0f) {\n"
+	"\t\tr = 1i;\n"
+	"\t} else {\n"
+	"\t\tlet fc = floor(c);\n"
+	"\t\tlet ic = i32(fc);\n"
+	"\t\tr = select(select(select(-1i, 0i, fc == c), 1i, i > ic), -1i, i < ic);\n"
+	"\t}\n"
+	"\tswitch (op) {\n"
+	"\t\tcase 0i: { return r < 0i; }\n"
+	"\t\tcase 1i: { return r <= 0i; }\n"
+	"\t\tcase 2i: { return r > 0i; }\n"
+	"\t\tcase 3i: { return r >= 0i; }\n"
+	"\t\tcase 4i: { return r == 0i; }\n"
+	"\t\tdefault: { return r != 0i; }\n"
+	"\t}\n"
 	"}\n",
 	"fn i2f(i: i32) -> f32 {\n"
 	"\treturn f32(i & ~0xffi) + f32(i & 0xffi);\n"

@@ -23,6 +23,13 @@
 //   read    {id, buf}             -> the whole buffer, guards included, as the payload
 //   free    {id}
 // The process ends at end of input (its parent is gone or done).
+//
+// The adapter: Dawn's default (Vulkan on Linux: a GPU driver, or Mesa >= 24 lavapipe), else
+// OpenGL ES through EGL in WebGPU's compatibility mode (an NVIDIA container with EGL but no
+// working Vulkan ICD); ASSAY_WGSL_BACKEND=vulkan|opengles|... picks one Dawn backend.
+// The device asks for the adapter's limits (storage buffers per stage, binding size,
+// invocations per work-group) and shader-f16 where offered (the kernels do not use it:
+// 16-bit data is packed u32 with integer conversions, see compiler/wgsl/lib.c).
 import { readFileSync, readSync, writeSync } from 'node:fs';
 import { create, globals } from 'webgpu';
 
@@ -101,10 +108,22 @@ async function device() {
 	if (gpu.why)
 		throw new Failure('error', gpu.why);
 	try {
-		gpu.nav = create([]);
-		const adapter = await gpu.nav.requestAdapter({ powerPreference: 'high-performance' });
+		// Dawn's default (Vulkan on Linux); then OpenGL ES through EGL, in WebGPU's
+		// compatibility mode, for machines whose GPU driver has EGL but no working Vulkan
+		// (a container given NVIDIA's compute and EGL libraries, say).
+		// ASSAY_WGSL_BACKEND names one Dawn backend (vulkan, opengles, ...) to use alone.
+		const only = process.env.ASSAY_WGSL_BACKEND;
+		const tries = only ? [[only, only.startsWith('opengl') ? 'compatibility' : 'core']] :
+			[[null, 'core'], ['opengles', 'compatibility']];
+		let adapter = null;
+		for (const [be, level] of tries) {
+			gpu.nav = create(be ? [`backend=${be}`] : []);
+			adapter = await gpu.nav.requestAdapter({ powerPreference: 'high-performance', featureLevel: level });
+			if (adapter)
+				break;
+		}
 		if (!adapter)
-			throw new Error('Dawn found no WebGPU adapter (no Vulkan driver it accepts: Mesa >= 24 lavapipe, or a GPU driver)');
+			throw new Error('Dawn found no WebGPU adapter (neither a Vulkan driver it accepts, such as Mesa >= 24 lavapipe or a GPU driver, nor OpenGL ES through EGL)');
 		const L = adapter.limits, want = {};
 		for (const k of ['maxStorageBuffersPerShaderStage', 'maxStorageBufferBindingSize', 'maxBufferSize',
 			'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX', 'maxComputeWorkgroupStorageSize',

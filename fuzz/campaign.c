@@ -928,8 +928,14 @@ static int resume_settings(Camp *C, const FzCampaign *c, Diag *d)
 
 static void camp_free(Camp *C)
 {
-	for (int k = 0; k < C->njobs; k++)
+	for (int k = 0; k < C->njobs; k++) {
 		job_stop(&C->jobs[k]);
+		empty_dir(C->jobs[k].cache);   /* the jobs' compiler caches go with them */
+		rmdir(C->jobs[k].cache);
+	}
+	char *tmp = fmt("%s/tmp", C->dir);
+	rmdir(tmp);
+	free(tmp);
 	for (int i = 0; i < C->npend; i++)
 		free(C->pend[i].blob);
 	free(C->pend);

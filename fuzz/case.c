@@ -335,7 +335,7 @@ int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, ch
 		t0 = now();
 		bool any = false;
 		for (int k = 0; !msg && k < res.n; k++)
-			any |= vf_verdict_fails(res.v[k].verdict);
+			any |= res.v[k].suspect;
 		if (any && fz_classify(g, &r, &res, &sigs, &gd))
 			IR_ASSERT(asprintf(&msg, "classification failed: %s", gd.msg ? gd.msg : "") >= 0);
 		ci.classify_s = now() - t0;

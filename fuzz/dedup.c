@@ -139,7 +139,7 @@ static void restrict_to(FzRun *out, const FzRun *r, const FzResult *res, const c
 	for (int i = 0; i < r->nbackends; i++) {
 		bool want = only && strcmp(r->backends[i]->name, only) == 0;
 		for (int k = 0; !only && k < res->n; k++)
-			want |= vf_verdict_fails(res->v[k].verdict) &&
+			want |= res->v[k].suspect &&
 				strcmp(res->v[k].backend, r->backends[i]->name) == 0;
 		if (want)
 			out->backends[out->nbackends++] = r->backends[i];
@@ -173,7 +173,7 @@ static void ablate(const Graph *v, const FzRun *vr, const FzResult *res, FzSig *
 	FzResult a;
 	bool ok = v && check_quiet(v, vr, &a);
 	for (int k = 0; ok && k < res->n; k++) {
-		if (!vf_verdict_fails(res->v[k].verdict) ||
+		if (!res->v[k].suspect ||
 		    !gone(&a, res->v[k].backend, res->v[k].output, res->v[k].verdict))
 			continue;
 		if (faults)
@@ -226,7 +226,7 @@ int fz_classify(const Graph *g, const FzRun *r, const FzResult *res, FzSig **out
 		snprintf(sigs[k].backend, sizeof sigs[k].backend, "%s", v->backend);
 		snprintf(sigs[k].output, sizeof sigs[k].output, "%s", v->output);
 		sigs[k].dtype = v->dtype;
-		sigs[k].verdict = vf_verdict_fails(v->verdict) ? v->verdict : V_PASS;
+		sigs[k].verdict = v->suspect ? v->verdict : V_PASS;
 	}
 	FzRun rb;
 	restrict_to(&rb, r, res, NULL);

@@ -145,6 +145,7 @@ typedef struct {
 	char output[64];
 	Dtype dtype;
 	Verdict verdict;
+	bool suspect;            /* vf_compiler_suspect: a failure the fuzzer chases */
 } FzVerdict;
 
 /* What fz_check gathers: every verdict, optionally every record as JSON, and the time

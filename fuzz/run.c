@@ -57,6 +57,9 @@ static void sink(void *ctx, const VfRecord *r)
 	snprintf(v->output, sizeof v->output, "%s", r->output);
 	v->dtype = r->dtype;
 	v->verdict = r->verdict;
+	v->suspect = vf_compiler_suspect(r->verdict, &r->m);
+	if (r->sampled && v->suspect && r->m.n_special == 0 && r->m.n_over == 0)
+		v->suspect = vf_compiler_suspect(r->verdict, &r->m64);  /* the f64 pass failed it */
 	if (!s->oracle_seen)
 		res->oracle_s += r->oracle_s;
 	s->oracle_seen = true;
@@ -112,7 +115,7 @@ int fz_result_find(const FzResult *res, const char *backend, const char *output)
 {
 	for (int k = 0; k < res->n; k++)
 		if (strcmp(res->v[k].backend, backend) == 0 && strcmp(res->v[k].output, output) == 0 &&
-		    vf_verdict_fails(res->v[k].verdict))
+		    res->v[k].suspect)
 			return k;
 	return -1;
 }

@@ -50,6 +50,8 @@ static int64_t distinct(char **s, int64_t n)
 	return k;
 }
 
+static bool distinct_failure(const RpRecord *r);
+
 static void add(RpFig *f, const RpRecord *r)
 {
 	f->results++;
@@ -85,7 +87,7 @@ void rp_figures(const RpRun *run, RpKeep *keep, void *ctx, RpFig *f)
 		if (keep && !keep(ctx, r))
 			continue;
 		add(f, r);
-		if (vf_verdict_fails(r->verdict)) {
+		if (distinct_failure(r)) {
 			char buf[1024];
 			sigs[nsig] = strdup(rp_signature(r, buf, sizeof buf));
 			IR_ASSERT(sigs[nsig]);
@@ -176,11 +178,22 @@ static int by_count(const void *a, const void *b)
 	return x->hits != y->hits ? (x->hits < y->hits ? 1 : -1) : x->first - y->first;
 }
 
+/* A failing record that counts as a distinct failure: as verify's vf_compiler_suspect, a
+ * special-value mismatch found only where the budget is +inf (the schedule's own formats
+ * overflowed) is a failing result but not a distinct failure of the compiler. */
+static bool distinct_failure(const RpRecord *r)
+{
+	if (!vf_verdict_fails(r->verdict))
+		return false;
+	return !(r->verdict == V_SPECIAL_MISMATCH && r->n_special > 0 &&
+		 r->n_special == r->n_special_unbounded);
+}
+
 static void distincts(const RpRun *run, RpSummary *s)
 {
 	for (int i = 0; i < run->nrecs; i++) {
 		const RpRecord *r = &run->recs[i];
-		if (!vf_verdict_fails(r->verdict))
+		if (!distinct_failure(r))
 			continue;
 		char buf[1024];
 		rp_signature(r, buf, sizeof buf);

@@ -149,6 +149,7 @@ static const char *record_of(const JsVal *o, RpRecord *r)
 	r->argmax_agree = num_of(o, "argmax_agree", NAN);
 	r->topk_agree = num_of(o, "topk_agree", NAN);
 	r->n_checked = int_of(o, "n_checked", 0), r->n_special = int_of(o, "n_special", 0);
+	r->n_special_unbounded = int_of(o, "n_special_unbounded", 0);
 	r->n_unsamplable = int_of(o, "n_unsamplable", 0);
 	r->n_unbounded = int_of(o, "n_unbounded", 0), r->n_ties = int_of(o, "n_ties", 0);
 	r->n_tie_disagree = int_of(o, "n_tie_disagree", 0);

@@ -71,6 +71,8 @@ typedef struct {
 	double f64_max_ratio;            /* sampled outputs: all elements vs f64; else 0 */
 	double argmax_agree, topk_agree; /* NAN when the record has none */
 	int64_t n_checked, n_special, n_unsamplable, n_unbounded, n_ties, n_tie_disagree;
+	int64_t n_special_unbounded;  /* of n_special, where the budget is +inf */
+	int64_t n_over;               /* elements over budget (0 when the record lacks it) */
 	int64_t n_elements, red_len, agree_rows, case_no;  /* case_no -1 when absent */
 	int agree_axis, agree_k;
 	uint64_t seed, sched_seed;

@@ -126,6 +126,30 @@ START_TEST(near_ties)
 }
 END_TEST
 
+/* A special value where the budget is +inf (the schedule's formats overflowed) is still a
+ * special-mismatch verdict, but not a compiler suspect for the fuzzer; anywhere else it is. */
+START_TEST(unbounded_specials)
+{
+	VfMetrics m;
+	vf_metrics_init(&m);
+	vf_metrics_add(&m, DT_F32, 0, INFINITY, 70000.0, INFINITY, false);
+	vf_metrics_add(&m, DT_F32, 1, 1.0, 1.0, 1e-7, false);
+	vf_metrics_done(&m);
+	ck_assert_int_eq(vf_metrics_verdict(&m), V_SPECIAL_MISMATCH);
+	ck_assert_int_eq(m.n_special_unbounded, 1);
+	ck_assert(!vf_compiler_suspect(vf_metrics_verdict(&m), &m));
+	vf_metrics_add(&m, DT_F32, 2, NAN, 1.0, 1e-7, false);   /* a bounded element: suspect */
+	vf_metrics_done(&m);
+	ck_assert_int_eq(m.n_special, 2);
+	ck_assert(vf_compiler_suspect(vf_metrics_verdict(&m), &m));
+	VfMetrics o;
+	vf_metrics_init(&o);
+	vf_metrics_add(&o, DT_F32, 0, 1.0, 2.0, 0.5, false);     /* over budget: suspect */
+	vf_metrics_done(&o);
+	ck_assert(vf_compiler_suspect(vf_metrics_verdict(&o), &o));
+}
+END_TEST
+
 static HostTensor vec(Dtype f, const double *v, int64_t n)
 {
 	HostTensor t;
@@ -566,6 +590,7 @@ static Suite *suite(void)
 	tcase_add_test(m, special_values);
 	tcase_add_test(m, array_metrics);
 	tcase_add_test(m, near_ties);
+	tcase_add_test(m, unbounded_specials);
 	tcase_add_test(m, fault_names);
 	suite_add_tcase(s, m);
 	TCase *w = tcase_create("pipeline");

@@ -146,6 +146,7 @@ void vf_metrics_add(VfMetrics *m, Dtype f, int64_t k, double got, double want, d
 		/* the first special mismatch is the worst element, whatever came before */
 		if (m->n_special++ == 0)
 			set_worst(m, k, got, want, budget);
+		m->n_special_unbounded += isinf(budget) && budget > 0;
 		m->n_zero_sign += sp == 2;
 		return;
 	}
@@ -206,4 +207,12 @@ Verdict vf_metrics_verdict(const VfMetrics *m)
 	if (m->n_over)
 		return V_OVER_BUDGET;
 	return V_PASS;
+}
+
+bool vf_compiler_suspect(Verdict v, const VfMetrics *m)
+{
+	if (!vf_verdict_fails(v))
+		return false;
+	return !(v == V_SPECIAL_MISMATCH && m->n_special > 0 &&
+		 m->n_special == m->n_special_unbounded && m->n_over == 0);
 }

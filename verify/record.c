@@ -140,6 +140,7 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	key(f, "frac_within"), json_num(f, m->frac_within);
 	key(f, "n_checked"), fprintf(f, "%lld", (long long)m->n_checked);
 	key(f, "n_special"), fprintf(f, "%lld", (long long)m->n_special);
+	key(f, "n_special_unbounded"), fprintf(f, "%lld", (long long)m->n_special_unbounded);
 	key(f, "n_unsamplable"), fprintf(f, "%lld", (long long)m->n_unsamplable);
 	key(f, "n_unbounded"), fprintf(f, "%lld", (long long)m->n_unbounded);
 	key(f, "n_ties"), fprintf(f, "%lld", (long long)m->n_ties);

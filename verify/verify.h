@@ -57,6 +57,12 @@ bool vf_verdict_fails(Verdict v);
 typedef struct {
 	int64_t n_checked;      /* elements compared (unsamplable ones excluded) */
 	int64_t n_special;      /* special-value mismatches */
+	int64_t n_special_unbounded; /* of them, at elements whose budget is +inf: the budget
+	                           makes no claim there (the schedule's formats may overflow or
+	                           a branch may flip), so the kernel may be right and the schedule
+	                           numerically wrong; still a special-mismatch verdict, but the
+	                           fuzzer does not count it as a compiler failure
+	                           (vf_compiler_suspect) */
 	int64_t n_zero_sign;    /* of them, a zero of the wrong sign */
 	int64_t n_unsamplable;  /* oracle elements skipped */
 	int64_t n_over;         /* elements with ratio > 1 (special mismatches excluded) */
@@ -77,6 +83,13 @@ typedef struct {
 	/* internal sums for nmse */
 	double sum_d2, sum_w2;
 } VfMetrics;
+
+/* Whether a verdict with these metrics points at the compiler (or the toolkit): a failing
+ * verdict, unless it is a special-value mismatch found only at elements whose budget is
+ * +inf, where a correct kernel may produce the special value (the schedule's own rounding
+ * overflowed: a numerical fault of the schedule, reported by `assay check`, not a
+ * miscompilation for the fuzzer to chase). */
+bool vf_compiler_suspect(Verdict v, const VfMetrics *m);
 
 /* The ordinal of x in format f (f64 f32 f16 bf16; i32: the integer itself):
  * ord(x) = x < 0 ? -bits(-x) : bits(x), so +-0 -> 0. x must be a value of f, not NaN. */

@@ -165,6 +165,16 @@ static bool ix_div(Gen *G, int64_t e, const char *et, Ix *x)
 	int64_t c = 2 + rng_below(&G->r, 3);
 	if (v->hi / c > e - 1)
 		return false;
+	if (rng_chance(&G->r, 0.3)) {
+		/* a shifted numerator that goes negative: floor division, not truncation, of
+		 * negative indices matters here (the read is padded where it falls below 0) */
+		int64_t sh = 1 + rng_below(&G->r, (uint64_t)c + 1);
+		int64_t lo = v->lo - sh, hi = v->hi - sh;
+		int64_t flo = lo >= 0 ? lo / c : -((-lo + c - 1) / c);
+		int64_t fhi = hi >= 0 ? hi / c : -((-hi + c - 1) / c);
+		*x = (Ix){gs(G, "(%s - %lld) / %lld", v->name, (long long)sh, (long long)c), flo, fhi};
+		return true;
+	}
 	*x = (Ix){gs(G, "%s / %lld", v->name, (long long)c), v->lo / c, v->hi / c};
 	return true;
 }

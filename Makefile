@@ -46,7 +46,7 @@ $(B)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(B)/tests/%: tests/%.c tests/testutil.h $(B)/libassay.a
+$(B)/tests/%: tests/%.c $(wildcard tests/*.h) $(B)/libassay.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wno-pedantic -o $@ $< $(B)/libassay.a $(CHECK_LIBS) $(LDLIBS)
 

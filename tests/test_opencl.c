@@ -19,33 +19,9 @@
 #include <stdint.h>
 #include <unistd.h>
 #include "testutil.h"
+#include "backendutil.h"
 #include "../compiler/compiler.h"
 #include "../interp/interp.h"
-
-enum { CLOSE_ULPS = 64 };
-
-static const char *cache_dir(void)
-{
-	static char buf[512];
-	const char *t = getenv("TMPDIR");
-	snprintf(buf, sizeof buf, "%s/assay-test-opencl", t && *t ? t : "/tmp");
-	return buf;
-}
-
-static const Backend *ocl(void)
-{
-	const Backend *b = be_find("opencl");
-	ck_assert_msg(b != NULL, "no backend named opencl");
-	return b;
-}
-
-static Graph *parse(const char *src)
-{
-	Diag d = {0};
-	Graph *g = ir_parse(src, strlen(src), "test.tg", NULL, 0, &d);
-	ck_assert_msg(g != NULL, "parse: %s", d.msg ? d.msg : "?");
-	return g;
-}
 
 static uint64_t mixu(uint64_t z)
 {
@@ -55,139 +31,36 @@ static uint64_t mixu(uint64_t z)
 	return z ^ (z >> 31);
 }
 
-static HostTensor *inputs(const Graph *g, uint64_t seed)
-{
-	Diag d = {0};
-	HostTensor *in = calloc((size_t)ir_ninputs(g) + 1, sizeof *in);
-	InputSpec spec = {DIST_NORMAL, seed, false};
-	ck_assert_msg(mp_make_inputs(g, &spec, NULL, in, &d) == 0, "inputs: %s", d.msg);
-	return in;
-}
+enum { CLOSE_ULPS = BT_CLOSE_ULPS };
 
-static void free_all(HostTensor *t, int n)
-{
-	for (int i = 0; i < n; i++)
-		ht_free(&t[i]);
-	free(t);
-}
-
-/* g's schedule from directive text ("" for the default). */
-static void sched_of(Graph *g, const char *text, Schedule *s)
-{
-	Diag d = {0};
-	ck_assert_msg(ir_parse_schedule(g, text, strlen(text), "test.sched", &d) == 0, "%s", d.msg);
-	ck_assert_msg(sched_build(g, s, &d) == 0, "%s", d.msg);
-}
+/* The shared helpers (backendutil.h), bound to this suite's backend. */
+static inline const char *cache_dir(void) { return bt_cache_dir("opencl"); }
+static inline const Backend *ocl(void) { return bt_backend("opencl"); }
+static inline Graph *parse(const char *src) { return bt_parse(src); }
+static inline HostTensor *inputs(const Graph *g, uint64_t seed) { return bt_inputs(g, seed); }
+static inline void free_all(HostTensor *t, int n) { bt_free_all(t, n); }
+static inline void sched_of(Graph *g, const char *text, Schedule *s) { bt_sched_of(g, text, s); }
+static inline bool same(double a, double b) { return bt_same(a, b); }
+static inline char **examples(int *n) { return bt_examples(n); }
+static inline void free_examples(char **v, int n) { bt_free_examples(v, n); }
 
 static int run_on(const Backend *b, const Graph *g, const Schedule *s, const HostTensor *in,
 		  HostTensor *out, Diag *d)
 {
-	Kernels *k = kir_lower(g, s, NULL, d);
-	if (!k)
-		return -1;
-	BeOpts o = {2, cache_dir()};
-	int rc = be_run(b, k, &o, in, out, NULL, d);
-	kir_free(k);
-	return rc;
+	return bt_run_on("opencl", b, g, s, in, out, d);
 }
 
 static char *emit_of(const Backend *b, const Graph *g, const Schedule *s)
 {
-	Diag d = {0};
-	Kernels *k = kir_lower(g, s, NULL, &d);
-	ck_assert_msg(k != NULL, "lower: %s", d.msg);
-	char *src = b->emit(k, &d);
-	ck_assert_msg(src != NULL, "emit: %s", d.msg);
-	kir_free(k);
-	return src;
+	return bt_emit_of(b, g, s);
 }
 
-static bool same(double a, double b)
-{
-	return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
-}
-
-/* a (opencl) and c (the c backend) of format f agree within CLOSE_ULPS ulps of the larger,
- * or, for results of cancellation near zero, within CLOSE_ULPS ulps of the tensor's largest
- * magnitude `scale` scaled by 2^-10. The worst ulp distance goes to *worst. */
-static bool near(double a, double c, Dtype f, double scale, double *worst)
-{
-	if (same(a, c))
-		return true;
-	if (isnan(a) || isnan(c) || isinf(a) || isinf(c))
-		return false;
-	double eps = ldexp(1.0, 1 - dt_info(f)->prec), m = fmax(fabs(a), fabs(c));
-	double ulps = fabs(a - c) / (eps * fmax(m, ldexp(1.0, (int)dt_info(f)->emin)));
-	*worst = fmax(*worst, ulps);
-	return ulps <= CLOSE_ULPS || fabs(a - c) <= CLOSE_ULPS * eps * scale * 0x1p-10;
-}
-
-/* Runs g under s on opencl and on c and compares every output: bit for bit when exact. */
+/* Runs g under s on opencl and on c and compares every output: bit for bit when exact;
+ * after cancellation near zero within BT_CLOSE_ULPS * 0x1p-10 ulps of the tensor's largest magnitude. */
 static void diff_vs_c(const Graph *g, const Schedule *s, const HostTensor *in, bool exact,
 		      const char *what)
 {
-	Diag d = {0};
-	HostTensor *o1 = calloc((size_t)g->noutputs + 1, sizeof *o1);
-	HostTensor *o2 = calloc((size_t)g->noutputs + 1, sizeof *o2);
-	ck_assert_msg(run_on(ocl(), g, s, in, o1, &d) == 0, "%s: opencl: %s", what, d.msg);
-	ck_assert_msg(run_on(be_find("c"), g, s, in, o2, &d) == 0, "%s: c: %s", what, d.msg);
-	for (int k = 0; k < g->noutputs; k++) {
-		/* the coarser of the output's dtype and its store format */
-		const Tensor *T = &g->tensors[g->outputs[k].tensor];
-		Dtype f = o1[k].dtype, st = T->kind == TK_DEF ? s->defs[T->def].store : f;
-		if (f != DT_I32 && st != DT_I32 && dt_info(st)->prec < dt_info(f)->prec)
-			f = st;
-		double scale = 0, worst = 0;
-		for (int64_t i = 0; i < o2[k].n; i++)
-			if (isfinite(ht_get(&o2[k], i)))
-				scale = fmax(scale, fabs(ht_get(&o2[k], i)));
-		for (int64_t i = 0; i < o1[k].n; i++) {
-			double a = ht_get(&o1[k], i), c = ht_get(&o2[k], i);
-			bool ok = exact || f == DT_I32 ? same(a, c) : near(a, c, f, scale, &worst);
-			ck_assert_msg(ok, "%s: output %s [%lld]: opencl %a, c %a", what,
-				      g->tensors[g->outputs[k].tensor].name, (long long)i, a, c);
-		}
-		if (getenv("ASSAY_TEST_VERBOSE"))
-			printf("%-40s %-6s worst %.3g ulps\n", what, g->tensors[g->outputs[k].tensor].name,
-			       worst);
-		ht_free(&o1[k]);
-		ht_free(&o2[k]);
-	}
-	free(o1);
-	free(o2);
-}
-
-/* ------------------------------------------------------------ examples */
-
-/* The examples' paths, sorted; n gets their number. */
-static char **examples(int *n)
-{
-	DIR *dir = opendir("examples");
-	char **v = calloc(256, sizeof *v);
-	*n = 0;
-	for (struct dirent *e; dir && (e = readdir(dir)) && *n < 255;) {
-		size_t l = strlen(e->d_name);
-		if (l > 3 && strcmp(e->d_name + l - 3, ".tg") == 0) {
-			v[*n] = malloc(l + 10);
-			snprintf(v[(*n)++], l + 10, "examples/%s", e->d_name);
-		}
-	}
-	if (dir)
-		closedir(dir);
-	for (int i = 1; i < *n; i++)
-		for (int j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
-			char *t = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	return v;
-}
-
-static void free_examples(char **v, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
+	bt_diff_vs_c("opencl", BT_CLOSE_ULPS * 0x1p-10, g, s, in, exact, what);
 }
 
 /* Example _i (of the sorted list): the default schedule and one sampled schedule (seeds

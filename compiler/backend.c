@@ -3,8 +3,8 @@
  * backend adds one row to the table below. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "compiler.h"
+#include "berun.h"
 #include "c/c.h"
 #include "opencl/opencl.h"
 #include "cuda/cuda.h"
@@ -32,13 +32,6 @@ const Backend *be_find(const char *name)
 	return NULL;
 }
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 int be_run(const Backend *b, const Kernels *k, const BeOpts *o, const HostTensor *inputs,
 	   HostTensor *outs, BeStats *st, Diag *d)
 {
@@ -56,11 +49,11 @@ int be_run(const Backend *b, const Kernels *k, const BeOpts *o, const HostTensor
 	for (int i = 0; i < ir_ninputs(g); i++)
 		if (b->upload(m, ir_input_tensor(g, i), &inputs[i], d))
 			goto out;
-	double t0 = now();
+	double t0 = be_now();
 	if (b->launch(m, d))
 		goto out;
 	if (st)
-		st->launch_s = now() - t0;
+		st->launch_s = be_now() - t0;
 	if (b->guards(m, d))
 		goto out;
 	for (; got < g->noutputs; got++)

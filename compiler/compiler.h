@@ -444,12 +444,24 @@ typedef struct {
 	uint64_t fired[RW_MAXRULES];    /* rewrites it made */
 } RwStats;
 /* A copy of g (directives included) whose bodies are simplified by the rules of the given
- * domains (a mask of RW_*). st (may be NULL) accumulates counters. The caller frees. */
+ * domains (a mask of RW_*). st (may be NULL) accumulates counters. The copy keeps every
+ * size, tensor, definition (its index, names, indices, monoid and type), output and
+ * directive of g; only expressions (bodies, range bounds) change, so a Schedule built for g
+ * applies to the copy as it is, and a directive names the same definition in both. The
+ * caller frees. */
 Graph *rw_simplify(const Graph *g, unsigned domains, RwStats *st);
+/* The rewrite the compiler applies before lowering (verify/'s workers, for every backend
+ * run): the exact and integer rules only, which keep the exact value of every output bit
+ * for bit; never the real ones. faults: KF_* (KF_RW_DIV_POW2 acts here, the others in
+ * kir_lower). st as for rw_simplify. The caller frees. */
+Graph *rw_compile(const Graph *g, unsigned faults, RwStats *st);
+/* The names and domains of every rule, counters zero (for readers of recorded firings). */
+void rw_rules(RwStats *st);
 
 /* Seeded faults (fuzz/ measures the fuzzer with them): each makes lowering wrong on
  * purpose in one way, the way a real compiler bug would. Never set outside that use. Off
- * by default; each is a test at lowering time only (no cost in kernels when off). Their
+ * by default; each is a test at lowering time only (rw_compile, kir_lower: no cost in
+ * kernels when off). Their
  * names (ASSAY_FAULT=name) are verify/check.c's table; `make faults` measures each. */
 enum {
 	KF_DROP_TAIL = 1 << 0,     /* tile tails: partial tiles are not computed */
@@ -483,7 +495,9 @@ enum {
 	KF_TOPK_ORDER = 1 << 17,   /* topk delivers its K results in ascending order */
 	KF_GATHER_BOUNDS = 1 << 18, /* index tables: the bounds check of an indirect index is
 	                              off by one (the last valid index is an error) */
-	KF__COUNT = 19,
+	KF_RW_DIV_POW2 = 1 << 19,  /* rewrite: x / 2^k becomes x * 2^-(k+1) (frexp's exponent
+	                              taken for k): the quotient is halved */
+	KF__COUNT = 20,
 };
 
 typedef struct {

@@ -11,14 +11,20 @@
  * replacement until none fires. Every rule counts the nodes it was tried on and its
  * firings, so a report can list the rules a fuzz campaign never fired.
  *
- * Invariant: rw_simplify never modifies its input; the copy owns everything it points to.
+ * Invariants: rw_simplify never modifies its input; the copy owns everything it points to;
+ * it has the sizes, tensors, definitions, outputs and directives of its input in the same
+ * order (only expressions are rewritten), so a schedule of the input is one of the copy.
+ * rw_compile is the compiler's own use: exact and integer rules, before lowering.
  */
+#include <math.h>
 #include <mpfr.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "compiler.h"
 
-typedef Ref (*Match)(Graph *g, const Node *n);
+/* faults: KF_* (a matcher with a seeded fault tests it, marked "fault:") */
+typedef Ref (*Match)(Graph *g, const Node *n, unsigned faults);
 
 /* ------------------------------------------------------------ matchers */
 
@@ -27,24 +33,28 @@ static const Node *arg(const Graph *g, const Node *n, int i)
 	return ir_node(g, n->a[i]);
 }
 
+/* Does real literal n denote exactly v (not -0 for v = 0)? */
+static bool lit_is(const Graph *g, const Node *n, double v)
+{
+	const char *text = g->lits[n->u.lit].text;
+	if (g->lits[n->u.lit].approx != v)
+		return false;
+	mpfr_t x;
+	mpfr_init2(x, 1024);
+	char *end;
+	int t = mpfr_strtofr(x, text, &end, 0, MPFR_RNDN);
+	bool ok = t == 0 && *end == 0 && mpfr_cmp_d(x, v) == 0 && !mpfr_signbit(x);
+	mpfr_clear(x);
+	return ok;
+}
+
 /* Is node r exactly the number v (an integer literal, or a real literal denoting v)? */
 static bool is_num(const Graph *g, Ref r, long v)
 {
 	const Node *n = ir_node(g, r);
 	if (n->kind == NK_INT)
 		return n->u.ival == v;
-	if (n->kind != NK_NUM)
-		return false;
-	const char *text = g->lits[n->u.lit].text;
-	if (g->lits[n->u.lit].approx != (double)v)
-		return false;
-	mpfr_t x;
-	mpfr_init2(x, 1024);
-	char *end;
-	int t = mpfr_strtofr(x, text, &end, 0, MPFR_RNDN);
-	bool ok = t == 0 && *end == 0 && mpfr_cmp_si(x, v) == 0 && !mpfr_signbit(x);
-	mpfr_clear(x);
-	return ok;
+	return n->kind == NK_NUM && lit_is(g, n, (double)v);
 }
 
 static bool is_op(const Node *n, Op op)
@@ -53,7 +63,7 @@ static bool is_op(const Node *n, Op op)
 }
 
 /* exact: x * 1 -> x, 1 * x -> x (real x) */
-static Ref mul_one(Graph *g, const Node *n)
+static Ref mul_one(Graph *g, const Node *n, unsigned faults)
 {
 	if (!is_op(n, OP_MUL) || n->ty != TY_REAL)
 		return REF_NONE;
@@ -65,21 +75,58 @@ static Ref mul_one(Graph *g, const Node *n)
 }
 
 /* exact: x / 1 -> x */
-static Ref div_one(Graph *g, const Node *n)
+static Ref div_one(Graph *g, const Node *n, unsigned faults)
 {
 	return is_op(n, OP_DIV) && is_num(g, n->a[1], 1) && arg(g, n, 0)->ty == TY_REAL
 		? n->a[0] : REF_NONE;
 }
 
+/* Is node r the constant 2^k, |k| <= 14 (an integer literal, a size or a real literal)?
+ * Both 2^k and 2^-k are then normal numbers of every format, f16 included. */
+static bool is_pow2(const Graph *g, Ref r, int *k)
+{
+	const Node *n = ir_node(g, r);
+	double v;
+	if (n->kind == NK_INT)
+		v = (double)n->u.ival;
+	else if (n->kind == NK_SIZE)
+		v = (double)g->sizes[n->u.size].value;
+	else if (n->kind == NK_NUM)
+		v = g->lits[n->u.lit].approx;
+	else
+		return false;
+	int e;
+	if (!(v > 0) || frexp(v, &e) != 0.5 || e - 1 < -14 || e - 1 > 14)
+		return false;
+	*k = e - 1;
+	return n->kind != NK_NUM || lit_is(g, n, v);
+}
+
+/* exact: x / 2^k -> x * 2^-k (|k| <= 14: both sides round the same real once, in every
+ * format; inf, NaN and +-0 alike). fault: KF_RW_DIV_POW2 takes frexp's exponent (k + 1)
+ * for k, so the quotient comes out halved. */
+static Ref div_pow2(Graph *g, const Node *n, unsigned faults)
+{
+	int k;
+	if (!is_op(n, OP_DIV) || n->ty != TY_REAL || arg(g, n, 0)->ty != TY_REAL ||
+	    !is_pow2(g, n->a[1], &k) || k == 0)
+		return REF_NONE;
+	if (faults & KF_RW_DIV_POW2)
+		k++;
+	char text[16];
+	int len = snprintf(text, sizeof text, "0x1p%d", -k);
+	return ir_op(g, OP_MUL, TY_REAL, n->a[0], ir_num(g, text, (size_t)len), REF_NONE);
+}
+
 /* exact: x - 0 -> x (x - (+0) is x for every x, -0 included) */
-static Ref sub_zero(Graph *g, const Node *n)
+static Ref sub_zero(Graph *g, const Node *n, unsigned faults)
 {
 	return is_op(n, OP_SUB) && n->ty == TY_REAL && is_num(g, n->a[1], 0) &&
 		arg(g, n, 0)->ty == TY_REAL ? n->a[0] : REF_NONE;
 }
 
 /* exact: -(-x) -> x, !!c -> c */
-static Ref double_neg(Graph *g, const Node *n)
+static Ref double_neg(Graph *g, const Node *n, unsigned faults)
 {
 	if ((is_op(n, OP_NEG) || is_op(n, OP_NOT)) && is_op(arg(g, n, 0), (Op)n->op))
 		return arg(g, n, 0)->a[0];
@@ -95,7 +142,7 @@ static bool holds(Dtype a, Dtype b)
 }
 
 /* exact: A(B(x)) -> B(x) when A holds every value of B */
-static Ref cast_cast(Graph *g, const Node *n)
+static Ref cast_cast(Graph *g, const Node *n, unsigned faults)
 {
 	Dtype a = n->kind == NK_OP ? op_cast_dtype((Op)n->op) : DT_NONE;
 	if (a == DT_NONE)
@@ -106,14 +153,14 @@ static Ref cast_cast(Graph *g, const Node *n)
 }
 
 /* exact: c ? x : x -> x */
-static Ref same_arms(Graph *g, const Node *n)
+static Ref same_arms(Graph *g, const Node *n, unsigned faults)
 {
 	(void)g;
 	return is_op(n, OP_SELECT) && n->a[1] == n->a[2] ? n->a[1] : REF_NONE;
 }
 
 /* real: x * 0 -> 0, 0 * x -> 0 */
-static Ref mul_zero(Graph *g, const Node *n)
+static Ref mul_zero(Graph *g, const Node *n, unsigned faults)
 {
 	if (!is_op(n, OP_MUL) || n->ty != TY_REAL)
 		return REF_NONE;
@@ -121,7 +168,7 @@ static Ref mul_zero(Graph *g, const Node *n)
 }
 
 /* real: x + 0 -> x, 0 + x -> x (wrong for x = -0) */
-static Ref add_zero(Graph *g, const Node *n)
+static Ref add_zero(Graph *g, const Node *n, unsigned faults)
 {
 	if (!is_op(n, OP_ADD) || n->ty != TY_REAL)
 		return REF_NONE;
@@ -133,7 +180,7 @@ static Ref add_zero(Graph *g, const Node *n)
 }
 
 /* real: x - x -> 0, x / x -> 1 */
-static Ref self_cancel(Graph *g, const Node *n)
+static Ref self_cancel(Graph *g, const Node *n, unsigned faults)
 {
 	if (n->ty != TY_REAL || n->kind != NK_OP || n->a[0] != n->a[1])
 		return REF_NONE;
@@ -145,7 +192,7 @@ static Ref self_cancel(Graph *g, const Node *n)
 }
 
 /* integer: constant folding of + - * neg abs max min, and / % by a positive constant */
-static Ref int_fold(Graph *g, const Node *n)
+static Ref int_fold(Graph *g, const Node *n, unsigned faults)
 {
 	if (n->kind != NK_OP || n->ty != TY_INT || n->op == OP_SELECT)
 		return REF_NONE;
@@ -180,7 +227,7 @@ static Ref int_fold(Graph *g, const Node *n)
 }
 
 /* integer: i + 0 -> i, i - 0 -> i, i * 1 -> i, i * 0 -> 0, i - i -> 0 */
-static Ref int_ident(Graph *g, const Node *n)
+static Ref int_ident(Graph *g, const Node *n, unsigned faults)
 {
 	if (n->kind != NK_OP || n->ty != TY_INT)
 		return REF_NONE;
@@ -205,6 +252,7 @@ static const struct {
 } rules[] = {
 	{"x*1 -> x", RW_EXACT, mul_one},
 	{"x/1 -> x", RW_EXACT, div_one},
+	{"x/2^k -> x*2^-k", RW_EXACT, div_pow2},
 	{"x-0 -> x", RW_EXACT, sub_zero},
 	{"--x -> x, !!c -> c", RW_EXACT, double_neg},
 	{"A(B(x)) -> B(x) when A holds B", RW_EXACT, cast_cast},
@@ -224,6 +272,7 @@ typedef struct {
 	Graph *h;
 	Ref *memo;
 	unsigned domains;
+	unsigned faults;   /* KF_* */
 	RwStats *st;
 } Cp;
 
@@ -244,7 +293,7 @@ static Ref simplify(Cp *c, Ref r)
 			if (!(rules[i].domain & c->domains))
 				continue;
 			c->st->tried[i]++;
-			to = rules[i].match(c->h, ir_node(c->h, r));
+			to = rules[i].match(c->h, ir_node(c->h, r), c->faults);
 			if (to)
 				c->st->fired[i]++;
 		}
@@ -345,18 +394,29 @@ static void copy_lists(Cp *c)
 	}
 }
 
-Graph *rw_simplify(const Graph *g, unsigned domains, RwStats *st)
+static void names(RwStats *st)
+{
+	st->nrules = (int)ARRAY_LEN(rules);
+	for (size_t i = 0; i < ARRAY_LEN(rules); i++) {
+		st->name[i] = rules[i].name;
+		st->domain[i] = rules[i].domain;
+	}
+}
+
+void rw_rules(RwStats *st)
+{
+	memset(st, 0, sizeof *st);
+	names(st);
+}
+
+static Graph *simplify_graph(const Graph *g, unsigned domains, unsigned faults, RwStats *st)
 {
 	RwStats local;
 	if (!st) {
 		memset(&local, 0, sizeof local);
 		st = &local;
 	}
-	st->nrules = (int)ARRAY_LEN(rules);
-	for (size_t i = 0; i < ARRAY_LEN(rules); i++) {
-		st->name[i] = rules[i].name;
-		st->domain[i] = rules[i].domain;
-	}
+	names(st);
 	Graph *h = ir_new(g->file);
 	if (g->name)
 		h->name = ir_strdup(h, g->name, strlen(g->name));
@@ -367,9 +427,19 @@ Graph *rw_simplify(const Graph *g, unsigned domains, RwStats *st)
 		h->src[g->srclen] = 0;
 		h->srclen = g->srclen;
 	}
-	Cp c = {g, h, calloc(g->nnodes + 1, sizeof(Ref)), domains, st};
+	Cp c = {g, h, calloc(g->nnodes + 1, sizeof(Ref)), domains, faults, st};
 	IR_ASSERT(c.memo);
 	copy_lists(&c);
 	free(c.memo);
 	return h;
+}
+
+Graph *rw_simplify(const Graph *g, unsigned domains, RwStats *st)
+{
+	return simplify_graph(g, domains, 0, st);
+}
+
+Graph *rw_compile(const Graph *g, unsigned faults, RwStats *st)
+{
+	return simplify_graph(g, RW_EXACT | RW_INT, faults, st);
 }

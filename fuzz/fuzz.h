@@ -82,6 +82,8 @@ typedef struct {
 	double p_pad;        /* an in-bounds read gets `??` anyway (0.03) */
 	double p_extra_output; /* a used definition is an output too (0.3) */
 	double p_schedule;   /* a schedule block from sched_sample (default 0.5) */
+	double p_ident;      /* an expression is put in a pattern of the rewrite rules (x * 1.0,
+	                        x / 4.0, c ? x : x, casts of casts, i + 0, x * 0.0...) (0.02) */
 	bool risky_ties;     /* allow computed values in decisions: may make the exact oracle
 	                        report unsamplable elements (default false) */
 } GenOpts;

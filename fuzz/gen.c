@@ -573,6 +573,7 @@ void fz_gen_defaults(GenOpts *o)
 	o->p_pad = 0.03;
 	o->p_extra_output = 0.3;
 	o->p_schedule = 0.5;
+	o->p_ident = 0.05;
 }
 
 /* The options as the generator uses them: clamped, and index kinds that need `/` or `%`

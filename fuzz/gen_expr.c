@@ -584,17 +584,82 @@ static Ex int_op(Gen *G, Op op, int depth)
 		       true);
 }
 
+/* ------------------------------------------------------------ rule patterns */
+
+/* Patterns the compiler's rewrite rules match (compiler/rewrite.c), so that campaigns
+ * exercise them: value-preserving ones (x * 1.0, x / 4.0, c ? x : x, f64(f32(x)), i + 0,
+ * ...) that the exact and integer rules must simplify without changing a bit, and near
+ * misses (x * 0.0, x + 0.0: real-only rules; f16(f32(x)): a narrowing cast) that they must
+ * leave alone. The operand goes between pre and post
+ * (parenthesised when not an atom); c ? x : x (pre NULL) takes a fresh condition. A
+ * pattern needs the weights of its ops (op2: OP__COUNT when none). */
+typedef struct {
+	const char *pre, *post;
+	Op op, op2;
+	bool same;        /* the value is the operand's */
+} Pat;
+
+static const Pat real_pats[] = {
+	{"", " * 1.0", OP_MUL, OP__COUNT, true}, {"1 * ", "", OP_MUL, OP__COUNT, true},
+	{"", " / 1.0", OP_DIV, OP__COUNT, true}, {"", " - 0.0", OP_SUB, OP__COUNT, true},
+	{"-(-", ")", OP_NEG, OP__COUNT, true}, {NULL, NULL, OP_SELECT, OP__COUNT, true},
+	{"", " / 4.0", OP_DIV, OP__COUNT, false}, {"", " / 0.5", OP_DIV, OP__COUNT, false},
+	{"", " * 0.0", OP_MUL, OP__COUNT, false}, {"", " + 0.0", OP_ADD, OP__COUNT, false},
+	{"f64(f32(", "))", OP_CAST_F64, OP_CAST_F32, false},
+	{"f32(bf16(", "))", OP_CAST_F32, OP_CAST_BF16, false},
+	{"f16(f32(", "))", OP_CAST_F16, OP_CAST_F32, false},
+	{"bf16(f64(", "))", OP_CAST_BF16, OP_CAST_F64, false},
+};
+static const Pat int_pats[] = {
+	{"", " + 0", OP_ADD, OP__COUNT, true}, {"0 + ", "", OP_ADD, OP__COUNT, true},
+	{"", " - 0", OP_SUB, OP__COUNT, true}, {"", " * 1", OP_MUL, OP__COUNT, true},
+	{"-(-", ")", OP_NEG, OP__COUNT, true}, {NULL, NULL, OP_SELECT, OP__COUNT, true},
+	{"", " + (3 - 3)", OP_ADD, OP_SUB, true}, {"", " * (5 - 4)", OP_MUL, OP_SUB, true},
+	{"", " * 0", OP_MUL, OP__COUNT, false},
+};
+
+static Ex pattern(Gen *G, Ex e)
+{
+	bool isint = e.ty == TY_INT;
+	const Pat *t = isint ? int_pats : real_pats;
+	int n = isint ? (int)ARRAY_LEN(int_pats) : (int)ARRAY_LEN(real_pats);
+	unsigned w[ARRAY_LEN(real_pats)];
+	for (int k = 0; k < n; k++)
+		w[k] = G->o->op_w[t[k].op] && (t[k].op2 == OP__COUNT || G->o->op_w[t[k].op2]);
+	int k = rng_pick(&G->r, w, n);
+	if (k < 0)
+		return e;
+	const Pat *p = &t[k];
+	const char *x = par(G, e);
+	Ex r = e;
+	r.s = p->pre ? gs(G, "%s%s%s", p->pre, x, p->post) : gs(G, "%s ? %s : %s", gx_bool(G, 1), x, x);
+	r.atom = false;
+	r.nodes = e.nodes + 1;
+	if (!p->same) {
+		r.sig = e.sig ? e.sig * 31u + 101u + (uint32_t)k : 0;
+		if (isint)   /* i * 0 */
+			r.lo = r.hi = 0;
+	}
+	return r;
+}
+
+/* e, or now and then e in a rule pattern (GenOpts.p_ident). */
+static Ex maybe_pattern(Gen *G, Ex e)
+{
+	return e.s && rng_chance(&G->r, G->o->p_ident) ? pattern(G, e) : e;
+}
+
 Ex gx_int(Gen *G, int depth)
 {
 	static const Op ops[] = {OP_NEG, OP_ADD, OP_SUB, OP_MUL, OP_MOD, OP_ABS, OP_MAX, OP_MIN,
 				 OP_SELECT};
 	if (depth <= 0 || rng_chance(&G->r, 0.3))
-		return int_leaf(G);
+		return maybe_pattern(G, int_leaf(G));
 	unsigned w[ARRAY_LEN(ops)];
 	for (size_t k = 0; k < ARRAY_LEN(ops); k++)
 		w[k] = G->o->op_w[ops[k]];
 	int k = rng_pick(&G->r, w, ARRAY_LEN(ops));
-	return k < 0 ? int_leaf(G) : int_op(G, ops[k], depth);
+	return maybe_pattern(G, k < 0 ? int_leaf(G) : int_op(G, ops[k], depth));
 }
 
 static Ex real_leaf(Gen *G)
@@ -763,12 +828,12 @@ static bool real_op_ok(Gen *G, Op op)
 Ex gx_real(Gen *G, int depth)
 {
 	if (depth <= 0 || rng_chance(&G->r, 0.2))
-		return real_leaf(G);
+		return maybe_pattern(G, real_leaf(G));
 	unsigned w[OP__COUNT];
 	for (int op = 0; op < OP__COUNT; op++)
 		w[op] = real_op_ok(G, (Op)op) ? G->o->op_w[op] : 0;
 	int op = rng_pick(&G->r, w, OP__COUNT);
-	return op < 0 ? real_leaf(G) : real_op(G, (Op)op, depth);
+	return maybe_pattern(G, op < 0 ? real_leaf(G) : real_op(G, (Op)op, depth));
 }
 
 /* A comparison of numbers the oracle can decide (gx_decision against an exact value). */

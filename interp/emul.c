@@ -450,44 +450,81 @@ static double eval_real(Worker *w, Ref r)
 	}
 }
 
+int mp_int_op(Op op, int64_t a, int64_t b, int64_t *v, char *why, size_t n)
+{
+	bool ovf = false;
+	*v = 0;
+	switch (op) {
+	case OP_NEG: ovf = __builtin_sub_overflow((int64_t)0, a, v); break;
+	case OP_ADD: ovf = __builtin_add_overflow(a, b, v); break;
+	case OP_SUB: ovf = __builtin_sub_overflow(a, b, v); break;
+	case OP_MUL: ovf = __builtin_mul_overflow(a, b, v); break;
+	case OP_ABS: ovf = a == INT64_MIN; *v = a < 0 ? -a : a; break;
+	case OP_MAX: *v = a > b ? a : b; break;
+	case OP_MIN: *v = a < b ? a : b; break;
+	case OP_IDIV: case OP_MOD:
+		if (b == 0) {
+			snprintf(why, n, "integer %s by zero", op == OP_MOD ? "%" : "division");
+			return 2;
+		}
+		if (b == -1) {   /* avoids INT64_MIN / -1 */
+			*v = op == OP_MOD ? 0 : -a;
+			return 0;
+		}
+		*v = op == OP_MOD ? a % b : a / b;
+		if (op == OP_MOD && *v < 0)
+			*v += b < 0 ? -b : b;
+		else if (op == OP_IDIV && a % b != 0 && ((a < 0) != (b < 0)))
+			(*v)--;
+		break;
+	default:
+		snprintf(why, n, "internal: %s is not an integer operation", op_info(op)->name);
+		return 3;
+	}
+	if (ovf) {
+		snprintf(why, n, "integer overflow in '%s'", op_info(op)->spelling);
+		return 2;
+	}
+	return 0;
+}
+
+bool mp_int_compare(Op op, int64_t a, int64_t b)
+{
+	switch (op) {
+	case OP_EQ: return a == b;
+	case OP_NE: return a != b;
+	case OP_LT: return a < b;
+	case OP_LE: return a <= b;
+	case OP_GT: return a > b;
+	default: return a >= b;
+	}
+}
+
+bool mp_int_reduce(Monoid m, int64_t *acc, int64_t x)
+{
+	switch (m) {
+	case MO_SUM: return __builtin_add_overflow(*acc, x, acc);
+	case MO_PROD: return __builtin_mul_overflow(*acc, x, acc);
+	case MO_MAX: *acc = x > *acc ? x : *acc; return false;
+	case MO_MIN: *acc = x < *acc ? x : *acc; return false;
+	default: IR_ASSERT(!"mp_int_reduce: not an integer monoid");
+	}
+}
+
 static int64_t op_int(Worker *w, const Node *n)
 {
 	Op op = (Op)n->op;
 	if (op == OP_SELECT)
 		return eval_bool(w, n->a[0]) ? eval_int(w, n->a[1]) : eval_int(w, n->a[2]);
-	int64_t a = eval_int(w, n->a[0]), b = 0, v = 0;
+	int64_t a = eval_int(w, n->a[0]), b = 0, v;
 	if (op_info(op)->arity > 1)
 		b = eval_int(w, n->a[1]);
 	if (w->failed)
 		return 0;
-	bool ovf = false;
-	switch (op) {
-	case OP_NEG: ovf = __builtin_sub_overflow((int64_t)0, a, &v); break;
-	case OP_ADD: ovf = __builtin_add_overflow(a, b, &v); break;
-	case OP_SUB: ovf = __builtin_sub_overflow(a, b, &v); break;
-	case OP_MUL: ovf = __builtin_mul_overflow(a, b, &v); break;
-	case OP_ABS: ovf = a == INT64_MIN; v = a < 0 ? -a : a; break;
-	case OP_MAX: v = a > b ? a : b; break;
-	case OP_MIN: v = a < b ? a : b; break;
-	case OP_IDIV: case OP_MOD:
-		if (b == 0) {
-			fail(w, n->pos, 2, "integer %s by zero", op == OP_MOD ? "%" : "division");
-			return 0;
-		}
-		if (b == -1)   /* avoids INT64_MIN / -1 */
-			return op == OP_MOD ? 0 : -a;
-		v = op == OP_MOD ? a % b : a / b;
-		if (op == OP_MOD && v < 0)
-			v += b < 0 ? -b : b;
-		else if (op == OP_IDIV && a % b != 0 && ((a < 0) != (b < 0)))
-			v--;
-		break;
-	default:
-		fail(w, n->pos, 3, "internal: %s is not an integer operation", op_info(op)->name);
-		return 0;
-	}
-	if (ovf)
-		fail(w, n->pos, 2, "integer overflow in '%s'", op_info(op)->spelling);
+	char why[128];
+	int code = mp_int_op(op, a, b, &v, why, sizeof why);
+	if (code)
+		fail(w, n->pos, code, "%s", why);
 	return v;
 }
 
@@ -530,18 +567,6 @@ static bool compare(Op op, double a, double b)
 	}
 }
 
-static bool compare_int(Op op, int64_t a, int64_t b)
-{
-	switch (op) {
-	case OP_EQ: return a == b;
-	case OP_NE: return a != b;
-	case OP_LT: return a < b;
-	case OP_LE: return a <= b;
-	case OP_GT: return a > b;
-	default: return a >= b;
-	}
-}
-
 static bool eval_bool(Worker *w, Ref r)
 {
 	const Graph *g = w->E->g;
@@ -565,7 +590,7 @@ static bool eval_bool(Worker *w, Ref r)
 	}
 	if (ir_node(g, n->a[0])->ty == TY_INT && ir_node(g, n->a[1])->ty == TY_INT) {
 		int64_t a = eval_int(w, n->a[0]), b = eval_int(w, n->a[1]);
-		return compare_int(op, a, b);
+		return mp_int_compare(op, a, b);
 	}
 	double a = eval_real(w, n->a[0]), b = eval_real(w, n->a[1]);
 	return compare(op, a, b);
@@ -707,16 +732,7 @@ static int64_t reduce_int(Worker *w)
 		return 0;
 	}
 	for (size_t i = 0; i < w->n; i++) {
-		int64_t x = w->ti[i];
-		bool ovf = false;
-		switch (m) {
-		case MO_SUM: ovf = __builtin_add_overflow(acc, x, &acc); break;
-		case MO_PROD: ovf = __builtin_mul_overflow(acc, x, &acc); break;
-		case MO_MAX: acc = x > acc ? x : acc; break;
-		case MO_MIN: acc = x < acc ? x : acc; break;
-		default: IR_ASSERT(!"reduce_int: not an integer monoid");
-		}
-		if (ovf) {
+		if (mp_int_reduce(m, &acc, w->ti[i])) {
 			fail(w, w->def->pos, 2, "integer overflow in %s", monoid_name(m));
 			return 0;
 		}

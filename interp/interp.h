@@ -99,6 +99,18 @@ double mp_emul_op(Op op, Dtype f, double a, double b, double c);
 /* Rounds x (exact double) into format f with round-to-nearest-even, subnormals, overflow. */
 double mp_round_to(Dtype f, double x);
 
+/* The graph's integer arithmetic as the emulator evaluates it (and the budgets with it):
+ * op (OP_NEG, OP_ABS, OP_ADD, OP_SUB, OP_MUL, OP_MAX, OP_MIN, OP_IDIV: floor division,
+ * OP_MOD: a remainder in [0, |b|)) of a and b (b unused by a unary op) in int64. Returns 0
+ * with *v; else the error's diagnostic code (2: an overflow, *v the wrapped result, or a
+ * division by zero; 3: op is not an integer operation) with its message in why. */
+int mp_int_op(Op op, int64_t a, int64_t b, int64_t *v, char *why, size_t n);
+/* The comparison op (OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE) of two integers. */
+bool mp_int_compare(Op op, int64_t a, int64_t b);
+/* One term x into the accumulator of an integer reduction under m (MO_SUM, MO_PROD,
+ * MO_MAX, MO_MIN); true when the sum or product overflows int64. */
+bool mp_int_reduce(Monoid m, int64_t *acc, int64_t x);
+
 /* ------------------------------------------------------------------- inputs */
 
 typedef enum { DIST_NONE = -1, DIST_NORMAL, DIST_UNIFORM, DIST_ADVERSARIAL, DIST__COUNT } Dist;

@@ -6,6 +6,8 @@
  * every row has no bound: INFINITY), and returns the largest of their bounds.
  */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include "bval.h"
 
@@ -85,7 +87,28 @@ static double row_bound(const OrcAllowance *r, Dtype f, double xlo, double xhi, 
 		double m = ymax * (1 + ldexp(1.0, 1 - dt_info(f)->prec));
 		b += ulps * 2 * bv_half_ulp(f, m);
 	}
+	/* a result that may err past the largest finite value may be infinite: no bound
+	 * (Vulkan's exp(88.7228) is 61 ulp below FLT_MAX, within its 3 + 2|x| = 180 ulp) */
+	if (isinf(bv_half_ulp(f, ymax + b)))
+		return INFINITY;
 	return b * INFL;
+}
+
+Dtype al_via(int be, Dtype f)
+{
+	for (size_t i = 0; i < ARRAY_LEN(vias); i++)
+		if (be > 0 && vias[i].fmt == f && strcmp(vias[i].backend, backends[be]) == 0)
+			return vias[i].via;
+	return f;
+}
+
+bool al_inherited(int be, Op op, Dtype f)
+{
+	for (size_t i = 0; be > 0 && i < ARRAY_LEN(table); i++)
+		if (table[i].op == op && table[i].fmt == f && table[i].vs == AL_INHERITED &&
+		    strcmp(table[i].backend, backends[be]) == 0)
+			return true;
+	return false;
 }
 
 bool al_is_cr(int be, Op op, Dtype f)
@@ -138,6 +161,8 @@ double al_local(int be, Op op, Dtype f, double xlo, double xhi, double ymax, boo
 		if (r->op != op || r->fmt != f || strcmp(r->backend, name) != 0)
 			continue;
 		*found = true;
+		if (r->vs == AL_INHERITED)
+			return INFINITY;   /* the caller composes the formula (al_inherited) */
 		double a, b;
 		arg_range(r, xlo, xhi, &a, &b);
 		if (b >= r->dlo && a <= r->dhi && nhit < (int)ARRAY_LEN(hit))
@@ -164,4 +189,107 @@ double al_local(int be, Op op, Dtype f, double xlo, double xhi, double ymax, boo
 	for (int i = 0; i < nhit; i++)
 		bound = fmax(bound, row_bound(hit[i], f, xlo, xhi, ymax));
 	return bound;
+}
+
+/* ------------------------------------------------------------ the rows in words */
+
+static void put(char *buf, size_t n, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t n, size_t *len, const char *fmt, ...)
+{
+	if (*len >= n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + *len, n - *len, fmt, ap);
+	va_end(ap);
+	*len = k < 0 ? n : *len + (size_t)k;
+}
+
+/* A bound's number: 2^k when it is a power of two, else %g. */
+static void put_num(char *buf, size_t n, size_t *len, double v)
+{
+	int e;
+	if (isfinite(v) && v != 0 && fabs(frexp(v, &e)) == 0.5 && (e - 1 < -3 || e - 1 > 10))
+		put(buf, n, len, "%s2^%d", v < 0 ? "-" : "", e - 1);
+	else
+		put(buf, n, len, "%g", v);
+}
+
+static void row_text(const OrcAllowance *r, char *buf, size_t n, size_t *len)
+{
+	if (r->vs == AL_INHERITED) {
+		put(buf, n, len, "%s", r->op == OP_POW ? "exp2(y*log2(x)) under their rows" :
+		    "inherited from a formula");
+		return;
+	}
+	bool ulp = r->ulps > 0 || r->per_absx > 0 || r->vs == AL_CR;
+	if (r->ulps == 0 && r->per_absx == 0 && r->vs == AL_CR && r->abs == 0)
+		put(buf, n, len, "cr");
+	else if (ulp) {
+		put(buf, n, len, "%g", r->ulps);
+		if (r->per_absx > 0)
+			put(buf, n, len, "+%g|x|", r->per_absx);
+		put(buf, n, len, " ulp%s", r->vs == AL_CR ? " of cr" : "");
+	}
+	if (r->abs > 0) {
+		put(buf, n, len, "%sabs ", ulp ? " + " : "");
+		put_num(buf, n, len, r->abs);
+	}
+	if (r->dlo > -INFINITY || r->dhi < INFINITY) {
+		put(buf, n, len, " on %s[", r->dabs ? "|x| in " : "");
+		put_num(buf, n, len, r->dlo);
+		put(buf, n, len, ",");
+		put_num(buf, n, len, r->dhi);
+		put(buf, n, len, "]");
+	}
+}
+
+static void key_text(int be, Op op, Dtype f, char *buf, size_t n, size_t *len)
+{
+	const char *name = backends[be];
+	if (be == 0) {
+		put(buf, n, len, "cr");
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_LEN(vias); i++)
+		if (vias[i].fmt == f && strcmp(vias[i].backend, name) == 0) {
+			if (al_is_cr(be, op, f)) {
+				put(buf, n, len, "cr (%s operation)", dt_name(vias[i].via));
+				return;
+			}
+			char wide[200] = "";
+			size_t wl = 0;
+			key_text(be, op, vias[i].via, wide, sizeof wide, &wl);
+			if (strcmp(wide, "none") == 0)
+				put(buf, n, len, "none");
+			else
+				put(buf, n, len, "via %s: %s + rounding", dt_name(vias[i].via), wide);
+			return;
+		}
+	int rows = 0;
+	for (size_t i = 0; i < ARRAY_LEN(table); i++) {
+		const OrcAllowance *r = &table[i];
+		if (r->op != op || r->fmt != f || strcmp(r->backend, name) != 0)
+			continue;
+		if (rows++)
+			put(buf, n, len, "; ");
+		row_text(r, buf, n, len);
+	}
+	if (rows == 0)
+		put(buf, n, len, "%s", op == OP_ADD || op == OP_SUB || op == OP_MUL ? "cr" : "none");
+}
+
+const char *orc_allowance_text(const char *backend, Op op, Dtype f, char *buf, size_t n)
+{
+	size_t len = 0;
+	int be = al_backend(backend);
+	if (n == 0)
+		return buf;
+	buf[0] = 0;
+	if (be < 0)
+		put(buf, n, &len, "unknown backend");
+	else
+		key_text(be, op, f, buf, n, &len);
+	return buf;
 }

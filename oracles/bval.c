@@ -17,6 +17,14 @@
  *   a correctly rounded operation's error is computed exactly instead. A backend's
  *   allowance (allowances.def) replaces the half ulp for functions it does not round
  *   correctly.
+ * - flushed subnormals, on a backend that may flush the format's subnormals to zero
+ *   (BvCtx.ftz, budget.c's table): every operand of an operation first (bv_flush), so the
+ *   propagation carries a flushed operand (a subnormal times a large value), then the
+ *   result: where the computed value may be a nonzero magnitude below the smallest normal
+ *   t, a zero may stand in its place, which errs by |exact| itself; the bound becomes
+ *   max(e, the largest |exact| within t + e of zero) (ftz_reach), nothing where the
+ *   computed range stays clear of (-t, t). A divisor or a log argument that may be
+ *   flushed then holds 0 in its computed range: no bound, as for any such range.
  * Enclosures of exact values use directed rounding: TwoSum and fma residuals for + - * /,
  * MPFR at 53 bits with RNDD/RNDU for the other functions (the caller sets MPFR's widest
  * exponent range).
@@ -29,6 +37,7 @@
 void bv_init(BvCtx *c, int be)
 {
 	c->be = be;
+	bv_set_ftz(c, 0);
 	mpfr_inits2(53, c->x, c->y, c->z, (mpfr_ptr)0);
 }
 
@@ -64,7 +73,9 @@ double bv_half_ulp(Dtype f, double m)
 		double h = min_sub(fi) / 2;
 		return h > 0 ? h : min_sub(fi);   /* f64: 2^-1075 is not a double */
 	}
-	return ldexp(1.0, ilogb(m) - fi->prec);
+	/* f64's lowest normal binade: 2^-1075 is not a double either (ldexp gives 0) */
+	double h = ldexp(1.0, ilogb(m) - fi->prec);
+	return h > 0 ? h : min_sub(fi);
 }
 
 double bv_fmt_round(Dtype f, double x)
@@ -238,6 +249,62 @@ static Bv fin(Bv r, double e)
 	return bv_bounded(&r) ? r : bv_unbounded(r.tie);
 }
 
+/* ------------------------------------------------------------ flushed subnormals */
+
+void bv_set_ftz(BvCtx *c, uint32_t formats)
+{
+	for (int f = 0; f < DT__COUNT; f++) {
+		Dtype w = f == DT_I32 ? DT_I32 : al_via(c->be, (Dtype)f);
+		c->ftz[f] = w != DT_I32 && (formats >> w & 1) ? min_norm(dt_info(w)) : 0;
+	}
+}
+
+/* The smallest normal magnitude of the format f is computed in (al_via: f32 for f16 and
+ * bf16) when the backend may flush that format's subnormals, else 0. */
+static double ftz_min(const BvCtx *c, Dtype f)
+{
+	return f >= 0 && f < DT__COUNT ? c->ftz[f] : 0;
+}
+
+/* The largest |x| over exact values x in [lo, hi] whose computed value (within e of x) may
+ * be a nonzero magnitude below t, or 0 where none can: a zero in place of such a computed
+ * value errs by |x|. */
+static double ftz_reach(double lo, double hi, double e, double t)
+{
+	double r = bv_add_up(t, e);
+	if (lo >= r || hi <= -r)
+		return 0;
+	return fmax(fabs(fmax(lo, -r)), fabs(fmin(hi, r)));
+}
+
+Bv bv_flush(const BvCtx *c, Bv a, Dtype f)
+{
+	double t = ftz_min(c, f);
+	if (t > 0 && bv_bounded(&a))
+		a.e = fmax(a.e, ftz_reach(a.lo, a.hi, a.e, t));
+	return a;
+}
+
+double bv_ftz_slack(const BvCtx *c, const Bv *a, Dtype f)
+{
+	double t = ftz_min(c, f);
+	if (t == 0 || !bv_bounded(a))
+		return 0;
+	double cl = bv_add_dn(a->lo, -a->e), ch = bv_add_up(a->hi, a->e);
+	if (cl >= t || ch <= -t || (cl == 0 && ch == 0))
+		return 0;
+	return fmin(t, fmax(fabs(cl), fabs(ch)));
+}
+
+/* fin for a result computed in format f, which the backend may flush. */
+static Bv fin_f(const BvCtx *c, Bv r, double e, Dtype f)
+{
+	double t = ftz_min(c, f);
+	if (t > 0 && e <= 1.7976931348623157e308)
+		e = fmax(e, ftz_reach(r.lo, r.hi, e, t));
+	return fin(r, e);
+}
+
 /* The local error of op in format f for arguments in [xlo, xhi] (DIV: the divisor's) and
  * a result of magnitude <= ymax, before the result is rounded: the backend's allowance, or
  * half an ulp where the operation rounds correctly. */
@@ -274,11 +341,13 @@ Bv bv_round(BvCtx *c, Bv a, Dtype f)
 	return fin(a, e + loc);
 }
 
-Bv bv_add(BvCtx *c, const Bv *a, const Bv *b, Dtype f, bool sub)
+Bv bv_add(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f, bool sub)
 {
-	bool tie = a->tie || b->tie;
-	if (!bv_bounded(a) || !bv_bounded(b))
+	bool tie = a0->tie || b0->tie;
+	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
+	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
+	const Bv *a = &fa, *b = &fb;
 	double bl = sub ? -b->hi : b->lo, bh = sub ? -b->lo : b->hi;
 	Bv r = {bv_add_dn(a->lo, bl), bv_add_up(a->hi, bh), 0, (int8_t)f, tie};
 	double prop = a->e + b->e, loc;
@@ -286,14 +355,16 @@ Bv bv_add(BvCtx *c, const Bv *a, const Bv *b, Dtype f, bool sub)
 		loc = exact_local(f, r.lo);
 	else
 		loc = local(c, sub ? OP_SUB : OP_ADD, f, 0, 0, mag(&r) + prop);
-	return fin(r, prop + loc);
+	return fin_f(c, r, prop + loc, f);
 }
 
-Bv bv_mul(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
+Bv bv_mul(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 {
-	bool tie = a->tie || b->tie;
-	if (!bv_bounded(a) || !bv_bounded(b))
+	bool tie = a0->tie || b0->tie;
+	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
+	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
+	const Bv *a = &fa, *b = &fb;
 	Bv r = {0, 0, 0, (int8_t)f, tie};
 	corners(false, a->lo, a->hi, b->lo, b->hi, &r.lo, &r.hi);
 	double prop = mag(a) * b->e + mag(b) * a->e + a->e * b->e, loc;
@@ -301,14 +372,16 @@ Bv bv_mul(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
 		loc = exact_local(f, r.lo);
 	else
 		loc = local(c, OP_MUL, f, 0, 0, mag(&r) + prop);
-	return fin(r, prop + loc);
+	return fin_f(c, r, prop + loc, f);
 }
 
-Bv bv_div(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
+Bv bv_div(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 {
-	bool tie = a->tie || b->tie;
-	if (!bv_bounded(a) || !bv_bounded(b))
+	bool tie = a0->tie || b0->tie;
+	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
+	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
+	const Bv *a = &fa, *b = &fb;
 	double bl = bv_add_dn(b->lo, -b->e), bh = bv_add_up(b->hi, b->e);
 	if (bl <= 0 && bh >= 0)
 		return bv_unbounded(tie);
@@ -320,14 +393,16 @@ Bv bv_div(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
 		loc = exact_local(f, r.lo);
 	else
 		loc = local(c, OP_DIV, f, bl, bh, mag(&r) + prop);
-	return fin(r, prop + loc);
+	return fin_f(c, r, prop + loc, f);
 }
 
-Bv bv_fma(BvCtx *c, const Bv *a, const Bv *b, const Bv *d, Dtype f)
+Bv bv_fma(BvCtx *c, const Bv *a0, const Bv *b0, const Bv *d0, Dtype f)
 {
-	bool tie = a->tie || b->tie || d->tie;
-	if (!bv_bounded(a) || !bv_bounded(b) || !bv_bounded(d))
+	bool tie = a0->tie || b0->tie || d0->tie;
+	if (!bv_bounded(a0) || !bv_bounded(b0) || !bv_bounded(d0))
 		return bv_unbounded(tie);
+	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f), fd = bv_flush(c, *d0, f);
+	const Bv *a = &fa, *b = &fb, *d = &fd;
 	double pl, ph;
 	corners(false, a->lo, a->hi, b->lo, b->hi, &pl, &ph);
 	Bv r = {bv_add_dn(pl, d->lo), bv_add_up(ph, d->hi), 0, (int8_t)f, tie};
@@ -337,16 +412,33 @@ Bv bv_fma(BvCtx *c, const Bv *a, const Bv *b, const Bv *d, Dtype f)
 		loc = exact_local(f, r.lo);
 	else
 		loc = local(c, OP_FMA, f, 0, 0, mag(&r) + prop);
-	return fin(r, prop + loc);
+	return fin_f(c, r, prop + loc, f);
 }
 
-Bv bv_pow(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
+Bv bv_pow(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 {
-	bool tie = a->tie || b->tie;
-	if (!bv_bounded(a) || !bv_bounded(b))
+	bool tie = a0->tie || b0->tie;
+	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
+	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
+	const Bv *a = &fa, *b = &fb;
 	double al = bv_add_dn(a->lo, -a->e), ah = bv_add_up(a->hi, a->e);
 	double bl = bv_add_dn(b->lo, -b->e), bh = bv_add_up(b->hi, b->e);
+	Dtype w = al_via(c->be, f);
+	if (al_inherited(c->be, OP_POW, w)) {
+		/* pow inherited from exp2(y * log2(x)) (Vulkan, WGSL): the formula's bound under
+		 * the rows of log2, * and exp2, computed in w and rounded into f; the backend
+		 * takes |x|, so a base that may be negative has no bound */
+		if (!(al > 0))
+			return bv_unbounded(tie);
+		Bv l = bv_unary(c, OP_LOG2, a, w);
+		Bv t = bv_mul(c, b, &l, w);
+		Bv e = bv_unary(c, OP_EXP2, &t, w);
+		if (w != f)
+			e = bv_round(c, e, f);
+		e.tie = e.tie || tie;
+		return e;
+	}
 	Bv r = {INFINITY, -INFINITY, 0, (int8_t)f, tie};
 	double cl = INFINITY, ch = -INFINITY, prop = 0;
 	if (point(a) && point(b)) {
@@ -370,10 +462,10 @@ Bv bv_pow(BvCtx *c, const Bv *a, const Bv *b, Dtype f)
 	if (!isfinite(cl) || !isfinite(ch))
 		return bv_unbounded(tie);
 	double loc = local(c, OP_POW, f, al, ah, fmax(fabs(cl), fabs(ch)));
-	return fin(r, prop + loc);
+	return fin_f(c, r, prop + loc, f);
 }
 
-/* sin and cos: 1-Lipschitz, |f| <= 1. */
+/* sin and cos: 1-Lipschitz, |f| <= 1. a is flushed already. */
 static Bv trig(BvCtx *c, Op op, const Bv *a, Dtype f)
 {
 	double m = a->lo == a->hi ? a->lo : a->lo / 2 + a->hi / 2;
@@ -383,7 +475,7 @@ static Bv trig(BvCtx *c, Op op, const Bv *a, Dtype f)
 	double prop = point(a) ? 0 : fmin(a->e, 2);
 	double ymax = fmin(1, mag(&r) + prop);
 	double loc = local(c, op, f, bv_add_dn(a->lo, -a->e), bv_add_up(a->hi, a->e), ymax);
-	return fin(r, prop + loc);
+	return fin_f(c, r, prop + loc, f);
 }
 
 /* f over the exact and the computed ranges of a, f monotone (increasing when inc);
@@ -418,10 +510,15 @@ static bool in_domain(Op op, double xl, double xh)
 	}
 }
 
-Bv bv_unary(BvCtx *c, Op op, const Bv *a, Dtype f)
+Bv bv_unary(BvCtx *c, Op op, const Bv *a0, Dtype f)
 {
-	if (!bv_bounded(a))
-		return bv_unbounded(a->tie);
+	if (!bv_bounded(a0))
+		return bv_unbounded(a0->tie);
+	/* every one of these may flush its operand (negation and abs too: SPIR-V's OpFNegate
+	 * and FAbs are arithmetic); a cast's result is exact, computed by the emitters with
+	 * integer operations on the bits (vulkan/lib.c, wgsl/lib.c), so only its operand is */
+	Bv fa = bv_flush(c, *a0, f);
+	const Bv *a = &fa;
 	Bv r = *a;
 	switch (op) {
 	case OP_NEG:
@@ -451,20 +548,28 @@ Bv bv_unary(BvCtx *c, Op op, const Bv *a, Dtype f)
 		return fin(r, r.e);
 	}
 	r.fmt = (int8_t)f;
-	return fin(r, r.e + local(c, op, f, xl, xh, fmax(fabs(yl), fabs(yh))));
+	return fin_f(c, r, r.e + local(c, op, f, xl, xh, fmax(fabs(yl), fabs(yh))), f);
 }
 
-Bv bv_maxmin(const Bv *a, const Bv *b, bool max)
+Bv bv_maxmin(BvCtx *c, const Bv *a0, const Bv *b0, bool max, Dtype f)
 {
-	bool tie = a->tie || b->tie;
-	if (!bv_bounded(a) || !bv_bounded(b))
+	bool tie = a0->tie || b0->tie;
+	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
+	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
+	const Bv *a = &fa, *b = &fb;
 	Bv r = {max ? fmax(a->lo, b->lo) : fmin(a->lo, b->lo),
 		max ? fmax(a->hi, b->hi) : fmin(a->hi, b->hi), fmax(a->e, b->e), DT_NONE, tie};
 	if (a->fmt != DT_NONE && b->fmt != DT_NONE)
 		r.fmt = bv_within((Dtype)a->fmt, (Dtype)b->fmt) ? b->fmt :
 			bv_within((Dtype)b->fmt, (Dtype)a->fmt) ? a->fmt : DT_NONE;
-	return r;
+	/* max of the flushed operands is 1-Lipschitz; a kernel that compares flushed values
+	 * but delivers the unflushed one (x > y ? x : y), or flushes the result, moves it by
+	 * at most its own subnormal magnitude */
+	double s = bv_ftz_slack(c, &r, f);
+	if (s > 0)
+		r.e = (r.e + s) * INFL;
+	return bv_bounded(&r) ? r : bv_unbounded(tie);
 }
 
 /* The relation op between intervals [al, ah] and [bl, bh]: 0, 1, or 2 when it depends. */

@@ -41,13 +41,19 @@ typedef struct {
 } B3;
 
 /* Per-analysis state: the backend (an index of al_backends; 0 is "emul", every operation
- * correctly rounded) and MPFR scratch at 53 bits. */
+ * correctly rounded), per format the magnitude below which it may flush a value to zero (0:
+ * never; bv_set_ftz) and MPFR scratch at 53 bits. */
 typedef struct {
 	int be;
+	double ftz[DT__COUNT];
 	mpfr_t x, y, z;
 } BvCtx;
 
+/* No format flushed until bv_set_ftz. */
 void bv_init(BvCtx *c, int be);
+/* The backend may flush the subnormals of the formats in `formats` (bit f for Dtype f;
+ * budget.c's table) and so of every format computed through one of them (al_via). */
+void bv_set_ftz(BvCtx *c, uint32_t formats);
 void bv_free(BvCtx *c);
 
 /* ------------------------------------------------------------ formats */
@@ -81,9 +87,22 @@ Bv bv_fma(BvCtx *c, const Bv *a, const Bv *b, const Bv *d, Dtype f);
 Bv bv_pow(BvCtx *c, const Bv *a, const Bv *b, Dtype f);
 /* NEG ABS FLOOR CEIL, the functions of one argument, and the casts (f unused for casts). */
 Bv bv_unary(BvCtx *c, Op op, const Bv *a, Dtype f);
-Bv bv_maxmin(const Bv *a, const Bv *b, bool max);
-/* A comparison op (OP_LT...) of two computed values. */
+/* max/min of two values computed in format f. */
+Bv bv_maxmin(BvCtx *c, const Bv *a, const Bv *b, bool max, Dtype f);
+/* A comparison op (OP_LT...) of two computed values (flushed first: bv_flush). */
 B3 bv_cmp(Op op, const Bv *a, const Bv *b);
+
+/* Flushed subnormals (FTZ, bval.c): on a backend that may flush the subnormals of the
+ * format f is computed in (BvCtx.ftz, through al_via), every operation's operands and
+ * result may be replaced by a zero when they are subnormal. The rules above allow for it;
+ * these are for the callers' own uses of computed values.
+ * bv_flush: a as the operand of an operation in f that may flush it (its bound raised to
+ * cover a zero in place of a subnormal computed value; unchanged where none can be).
+ * bv_ftz_slack: the largest magnitude below f's smallest normal that a's computed value
+ * may have (0 if none, or if nothing is flushed): what a choice made on flushed keys (a
+ * comparison, a max) but delivering the unflushed value may add. */
+Bv bv_flush(const BvCtx *c, Bv a, Dtype f);
+double bv_ftz_slack(const BvCtx *c, const Bv *a, Dtype f);
 /* c ? a : b for real values (a flip becomes part of the error). */
 Bv bv_select(const B3 *c, const Bv *a, const Bv *b);
 
@@ -109,5 +128,11 @@ int al_backend(const char *name);
 double al_local(int be, Op op, Dtype f, double xlo, double xhi, double ymax, bool *found);
 /* Whether op rounds correctly on backend be in format f, everywhere. */
 bool al_is_cr(int be, Op op, Dtype f);
+/* The format backend be computes format f through (allowances.c's vias), or f itself. */
+Dtype al_via(int be, Dtype f);
+/* Whether backend be defines op in format f by a formula of other functions (a row with
+ * AL_INHERITED: pow as exp2(y * log2(x))); al_local has no bound for it (INFINITY): the
+ * caller composes the formula (bv_pow). */
+bool al_inherited(int be, Op op, Dtype f);
 
 #endif

@@ -41,6 +41,13 @@
 int orc_budget(const Graph *g, const Schedule *s, const char *backend,
 	       const HostTensor *inputs, HostTensor *budgets, Diag *d);
 
+/* Whether backend may flush subnormal values of format f to zero (operands and results of
+ * its arithmetic, comparisons and functions; f16 and bf16 as the f32 they are computed in),
+ * as its specification permits: the budgets allow for it (oracles/budget.c's table: vulkan
+ * f32 and f64, wgsl f32). *source, when source is not NULL and the answer is true, gets
+ * the citation. */
+bool orc_may_flush(const char *backend, Dtype f, const char **source);
+
 /* The same, and near ties (numerics.md section 4a). ties (may be NULL) gets, per output,
  * a malloc'ed array of one byte per element (free with free()):
  *   0: every discrete choice the element depends on (an argmax/argmin/topk index, the
@@ -71,7 +78,9 @@ void orc_emu_free(OrcEmu *e);
 
 /* ------------------------------------------------------------ the allowance table */
 
-typedef enum { AL_EXACT, AL_CR } AlRef;
+/* AL_INHERITED: the backend defines the function by a formula of others (Vulkan's and
+ * WGSL's pow: exp2(y * log2(x))); its bound is the formula's under their rows. */
+typedef enum { AL_EXACT, AL_CR, AL_INHERITED } AlRef;
 
 /* One row of oracles/allowances.def (its header explains the fields). */
 typedef struct {
@@ -79,7 +88,8 @@ typedef struct {
 	const char *backend;
 	Dtype fmt;
 	double ulps;       /* ulps of the result in fmt */
-	AlRef vs;          /* measured against the exact or the correctly rounded result */
+	AlRef vs;          /* measured against the exact or the correctly rounded result,
+	                      or inherited from a formula (the bound fields unused) */
 	double per_absx;   /* + per_absx * |x| ulps */
 	double abs;        /* + an absolute bound */
 	double dlo, dhi;   /* the argument domain (|x| when dabs) */
@@ -92,5 +102,11 @@ int orc_nallowances(void);
 const OrcAllowance *orc_allowance(int i);   /* NULL past the end */
 /* Whether orc_budget knows this backend name (NULL and "emul" included). */
 bool orc_backend_known(const char *backend);
+/* The allowance of op on backend in format f as the table states it, in words, for
+ * reports: "cr" (correctly rounded), "3+2|x| ulp", "1 ulp of cr", "abs 2^-11 on
+ * [-3.14159,3.14159]", rows of one key joined by "; ", "via f32: ... + rounding" for a
+ * format computed through a wider one, "none" where the table has no row (no bound).
+ * Written into buf (n bytes, truncated); returns buf. */
+const char *orc_allowance_text(const char *backend, Op op, Dtype f, char *buf, size_t n);
 
 #endif

@@ -306,27 +306,45 @@ static void directives(const RpRun *run, RpSummary *s)
 			s->dirs_never[s->ndirs_never++] = s->dirs[i].name;
 }
 
-/* Every rule the compiler knows (rw_simplify fills the names), with recorded firings. */
+const char *rp_rule_domain(unsigned domain)
+{
+	return domain == RW_EXACT ? "exact" : domain == RW_REAL ? "real" :
+	       domain == RW_INT ? "integer" : "?";
+}
+
+static RpRule *rule_of(RpSummary *s, const char *name)
+{
+	for (int i = 0; i < s->nrules; i++)
+		if (strcmp(s->rules[i].name, name) == 0)
+			return &s->rules[i];
+	s->rules = realloc(s->rules, (size_t)(s->nrules + 1) * sizeof *s->rules);
+	IR_ASSERT(s->rules);
+	RpRule *r = &s->rules[s->nrules++];
+	memset(r, 0, sizeof *r);
+	r->name = strdup(name);
+	IR_ASSERT(r->name);
+	return r;
+}
+
+/* Every rule the compiler knows (rw_rules), with the firings the records carry, counted
+ * once per case (every output of a case carries the same counters). */
 static void rules(const RpRun *run, RpSummary *s)
 {
-	static const char tiny[] = "input x : f32[2]\ny[i:2] = x[i]\noutput y : f32\n";
-	Diag d = {0};
-	Graph *g = ir_parse(tiny, sizeof tiny - 1, "rules", NULL, 0, &d);
-	diag_clear(&d);
-	if (g) {
-		RwStats st;
-		memset(&st, 0, sizeof st);
-		Graph *h = rw_simplify(g, RW_EXACT | RW_REAL | RW_INT, &st);
-		for (int i = 0; i < st.nrules; i++)
-			count(&s->rules, &s->nrules, st.name[i], 0);
-		ir_free(h);
-		ir_free(g);
-	}
+	RwStats st;
+	rw_rules(&st);
+	for (int i = 0; i < st.nrules; i++)
+		rule_of(s, st.name[i])->domain = st.domain[i];
 	for (int i = 0; i < run->nrecs; i++) {
 		const RpRecord *r = &run->recs[i];
-		s->rules_recorded |= r->nrules > 0;
-		for (int k = 0; k < r->nrules; k++)
-			count(&s->rules, &s->nrules, r->rule_names[k], r->rule_counts[k]);
+		if (!r->has_rules || !first_of_case(run, i))
+			continue;
+		s->rules_recorded = true;
+		s->rule_cases++;
+		for (int k = 0; k < r->nrules; k++) {
+			RpRule *u = rule_of(s, r->rule_names[k]);
+			u->count += r->rule_counts[k];
+			u->cases += r->rule_counts[k] > 0;
+		}
 	}
 }
 

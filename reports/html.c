@@ -322,6 +322,50 @@ static void failures(FILE *f, const RpRun *run, const RpSummary *s, const char *
 	fprintf(f, "</section>\n");
 }
 
+/* The rules fired (firings, cases) and those never fired, by domain. */
+static void rules(FILE *f, const RpSummary *s)
+{
+	if (!s->rules_recorded)
+		fprintf(f, "<p class=\"note\">No record carries rule counts: the run was made with "
+			   "ASSAY_NO_REWRITE=1 (or by an assay that did not rewrite before lowering), "
+			   "so every rule is listed as never exercised.</p>\n");
+	else
+		fprintf(f, "<p>Before lowering, the compiler rewrites each graph by its exact and "
+			   "integer rules (compiler/rewrite.c); the oracle evaluates the graph as "
+			   "written. Firings are summed over the %lld cases that recorded them.</p>\n",
+			(long long)s->rule_cases);
+	int fired = 0;
+	for (int i = 0; i < s->nrules; i++)
+		fired += s->rules[i].count > 0;
+	if (fired) {
+		fprintf(f, "<table><tr><th>rule exercised</th><th>domain</th><th>firings</th>"
+			   "<th>cases</th></tr>\n");
+		for (int i = 0; i < s->nrules; i++) {
+			const RpRule *r = &s->rules[i];
+			if (!r->count)
+				continue;
+			fputs("<tr><td><code>", f);
+			esc(f, r->name);
+			fprintf(f, "</code></td><td>%s</td><td class=\"n\">%lld</td><td class=\"n\">"
+				"%lld</td></tr>\n", rp_rule_domain(r->domain), (long long)r->count,
+				(long long)r->cases);
+		}
+		fputs("</table>\n", f);
+	}
+	fprintf(f, "<p>Never exercised (%d of %d rules): ", s->nrules - fired, s->nrules);
+	for (int i = 0, k = 0; i < s->nrules; i++) {
+		const RpRule *r = &s->rules[i];
+		if (r->count)
+			continue;
+		fputs(k++ ? ", <code>" : "<code>", f);
+		esc(f, r->name);
+		fprintf(f, "</code> (%s)", rp_rule_domain(r->domain));
+	}
+	fprintf(f, "%s</p>\n", fired == s->nrules ? "none." : ".");
+	fprintf(f, "<p class=\"note\">Real rules are identities over the reals only (wrong for "
+		   "inf, NaN or -0): check and fuzz never apply them.</p>\n");
+}
+
 static void coverage(FILE *f, const RpSummary *s)
 {
 	fprintf(f, "<section id=\"coverage\"><h2>Schedule directives and rewrite rules</h2>\n"
@@ -341,17 +385,8 @@ static void coverage(FILE *f, const RpSummary *s)
 		fputs("</code>", f);
 	}
 	fprintf(f, "%s</p>\n<h3>Rewrite rules</h3>\n", s->ndirs_never ? "." : "none.");
-	if (!s->rules_recorded)
-		fprintf(f, "<p class=\"note\">The records carry no rule counts: rules are not "
-			   "recorded yet (the lowering pipeline does not apply compiler/rewrite.c's "
-			   "rules). Every known rule is therefore listed as never exercised.</p>\n");
-	fprintf(f, "<table><tr><th>rule</th><th>firings</th></tr>\n");
-	for (int i = 0; i < s->nrules; i++) {
-		fputs("<tr><td><code>", f);
-		esc(f, s->rules[i].name);
-		fprintf(f, "</code></td><td class=\"n\">%lld</td></tr>\n", (long long)s->rules[i].count);
-	}
-	fprintf(f, "</table></section>\n");
+	rules(f, s);
+	fprintf(f, "</section>\n");
 }
 
 static void result_row(FILE *f, const RpRun *run, const RpRecord *r, const char *out)

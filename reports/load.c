@@ -13,7 +13,7 @@
  *   become the signatures of the case's failing records (the key with the record's
  *   backend, verdict and format, for its output if listed), and name their failure
  *   folders (failures/KEY with '/' as '.'). Records may also carry "rules" ({rule name:
- *   firings}), counted by the report when present.
+ *   firings} of the case's rewrite; absent when no rewrite ran), counted by the report.
  * - The settings of a campaign: DIR/settings.json (its presence makes the run a
  *   campaign; shown as it is).
  * - The distinct failures of a campaign: each folder under DIR/failures/ that holds a .tg
@@ -109,7 +109,10 @@ static int64_t int_of(const JsVal *o, const char *key, int64_t dflt)
 static void rules_of(const JsVal *o, RpRecord *r)
 {
 	const JsVal *ru = rp_json_get(o, "rules");
-	if (!ru || ru->kind != JS_OBJ || ru->n == 0)
+	if (!ru || ru->kind != JS_OBJ)
+		return;
+	r->has_rules = true;
+	if (ru->n == 0)
 		return;
 	r->rule_names = calloc((size_t)ru->n, sizeof *r->rule_names);
 	r->rule_counts = calloc((size_t)ru->n, sizeof *r->rule_counts);

@@ -100,18 +100,23 @@ static void coverage(FILE *f, const RpSummary *s)
 		fprintf(f, "%s `%s`", i ? "," : "", s->dirs_never[i]);
 	fprintf(f, "%s.\n", s->ndirs_never ? "" : " none");
 	if (!s->rules_recorded) {
-		fprintf(f, "**Rewrite rules**: not recorded yet (%d known rules, none counted).\n",
-			s->nrules);
+		fprintf(f, "**Rewrite rules**: no record carries rule counts (ASSAY_NO_REWRITE=1?); "
+			"%d known rules.\n", s->nrules);
 		return;
 	}
 	int fired = 0;
+	fprintf(f, "**Rewrite rules** exercised:");
 	for (int i = 0; i < s->nrules; i++)
-		fired += s->rules[i].count > 0;
-	fprintf(f, "**Rewrite rules**: %d of %d fired; never:", fired, s->nrules);
+		if (s->rules[i].count)
+			fprintf(f, "%s `%s` ×%lld", fired++ ? "," : "", s->rules[i].name,
+				(long long)s->rules[i].count);
+	fprintf(f, "%s (%d of %d rules, over %lld cases); never:", fired ? "" : " none", fired,
+		s->nrules, (long long)s->rule_cases);
 	for (int i = 0, k = 0; i < s->nrules; i++)
 		if (!s->rules[i].count)
-			fprintf(f, "%s `%s`", k++ ? "," : "", s->rules[i].name);
-	fputs(".\n", f);
+			fprintf(f, "%s `%s` (%s)", k++ ? "," : "", s->rules[i].name,
+				rp_rule_domain(s->rules[i].domain));
+	fprintf(f, "%s.\n", fired == s->nrules ? " none" : "");
 }
 
 void rp_markdown(FILE *f, const RpRun *run, const RpSummary *s, const char *out_dir)

@@ -8,7 +8,9 @@
  *                           "schedule", "output", "reason", "folder", "repro"}],
  *    "failure_folders": [{"name", "repro", "count", "signature"}],
  *    "directives": {"exercised": {KIND: cases}, "never": [KIND]},
- *    "rules": {"recorded": bool, "firings": {NAME: n}},
+ *    "rules": {"recorded": bool, "cases" (that recorded rules), "firings": {NAME: n} (every
+ *              known rule, 0 when never fired), "exercised": {NAME: {"firings", "cases"}},
+ *              "never": [NAME], "domains": {NAME: "exact" | "real" | "integer"}},
  *    "results": [{"graph", "backend", "schedule", "output", "dtype", "verdict", "max_ulp",
  *                 "max_ratio", "frac_within", "argmax_agree", "topk_agree", "red_len",
  *                 "case_dir", "line"}]}
@@ -109,11 +111,33 @@ static void coverage(FILE *f, const RpSummary *s)
 		fputs(i ? "," : "", f);
 		rp_json_str(f, s->dirs_never[i]);
 	}
-	fprintf(f, "]},\"rules\":{\"recorded\":%s,\"firings\":{", s->rules_recorded ? "true" : "false");
+	fprintf(f, "]},\"rules\":{\"recorded\":%s,\"cases\":%lld,\"firings\":{",
+		s->rules_recorded ? "true" : "false", (long long)s->rule_cases);
 	for (int i = 0; i < s->nrules; i++) {
 		fputs(i ? "," : "", f);
 		rp_json_str(f, s->rules[i].name);
 		fprintf(f, ":%lld", (long long)s->rules[i].count);
+	}
+	fputs("},\"exercised\":{", f);
+	for (int i = 0, k = 0; i < s->nrules; i++)
+		if (s->rules[i].count) {
+			fputs(k++ ? "," : "", f);
+			rp_json_str(f, s->rules[i].name);
+			fprintf(f, ":{\"firings\":%lld,\"cases\":%lld}", (long long)s->rules[i].count,
+				(long long)s->rules[i].cases);
+		}
+	fputs("},\"never\":[", f);
+	for (int i = 0, k = 0; i < s->nrules; i++)
+		if (!s->rules[i].count) {
+			fputs(k++ ? "," : "", f);
+			rp_json_str(f, s->rules[i].name);
+		}
+	fputs("],\"domains\":{", f);
+	for (int i = 0; i < s->nrules; i++) {
+		fputs(i ? "," : "", f);
+		rp_json_str(f, s->rules[i].name);
+		fputc(':', f);
+		rp_json_str(f, rp_rule_domain(s->rules[i].domain));
 	}
 	fputs("}}", f);
 }

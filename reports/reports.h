@@ -79,6 +79,7 @@ typedef struct {
 	bool sampled;
 	double worker_s, compile_s;
 	int line;             /* in results.jsonl */
+	bool has_rules;       /* the record carries "rules" (the case ran the rewrite) */
 	char **rule_names;    /* rules fired in this case ("rules": {name: count}), if any */
 	int64_t *rule_counts;
 	int nrules;
@@ -152,6 +153,16 @@ typedef struct {
 	int64_t count;
 } RpCount;
 
+/* A rewrite rule: its firings summed over cases (each compilation of a graph for one
+ * backend and schedule is a case), the cases in which it fired, and its domain (RW_* of
+ * compiler.h; 0 for a name the records carry that this compiler does not know). */
+typedef struct {
+	char *name;
+	int64_t count;
+	int64_t cases;
+	unsigned domain;
+} RpRule;
+
 /* One group of the report: a backend and an output format. */
 typedef struct {
 	char *backend, *dtype;
@@ -178,12 +189,16 @@ typedef struct {
 	const char **dirs_never;   /* known directives no case exercised */
 	int ndirs_never;
 	bool rules_recorded; /* records carry rule counts */
-	RpCount *rules;      /* every known rule with its firings (0: never) */
+	int64_t rule_cases;  /* cases whose records carry them */
+	RpRule *rules;       /* every known rule (then unknown recorded ones) with its firings
+	                        (0: never) */
 	int nrules;
 	int ngraphs, ncases; /* distinct graphs, distinct (graph, backend, schedule) cases */
 } RpSummary;
 
 void rp_summarise(const RpRun *run, RpSummary *s);
+/* The name of a rule's domain: "exact", "real", "integer" ("?" for 0). */
+const char *rp_rule_domain(unsigned domain);
 void rp_summary_free(RpSummary *s);
 
 /* ---------------------------------------------------------------- outputs */

@@ -1,9 +1,10 @@
-/* tests/backendutil.h: what the GPU-language backends' suites share: running a graph on a
- * backend and on the c backend with the same kernels and inputs, and comparing the outputs
- * (bit for bit where the language fixes every rounding, else within a few ulps), and the
- * sorted list of the examples. Include after testutil.h. Each suite names its backend and
- * its tolerance for results of cancellation near zero (a fraction of the tensor's largest
- * magnitude, in ulps of the output format). */
+/* tests/backendutil.h: what the backends' suites share: running a graph on a backend and
+ * on the c backend with the same kernels and inputs, and comparing the outputs (bit for
+ * bit where the language fixes every rounding, else within a few ulps), the sorted list of
+ * the examples, and the graphs and checks of the tests every backend passes (indirect
+ * reads, a short topk range, f16/bf16 storage). Include after testutil.h. Each suite names
+ * its backend and its tolerance for results of cancellation near zero (a fraction of the
+ * tensor's largest magnitude, in ulps of the output format). */
 #ifndef ASSAY_BACKENDUTIL_H
 #define ASSAY_BACKENDUTIL_H
 
@@ -11,31 +12,15 @@
 #include <math.h>
 #include "../compiler/compiler.h"
 #include "../interp/interp.h"
+#include "../oracles/oracles.h"
 
 enum { BT_CLOSE_ULPS = 64 };
-
-/* The compiled-program cache of the suite of backend `name`: $TMPDIR/assay-test-NAME. */
-static inline const char *bt_cache_dir(const char *name)
-{
-	static char buf[512];
-	const char *t = getenv("TMPDIR");
-	snprintf(buf, sizeof buf, "%s/assay-test-%s", t && *t ? t : "/tmp", name);
-	return buf;
-}
 
 static inline const Backend *bt_backend(const char *name)
 {
 	const Backend *b = be_find(name);
 	ck_assert_msg(b != NULL, "no backend named %s", name);
 	return b;
-}
-
-static inline Graph *bt_parse(const char *src)
-{
-	Diag d = {0};
-	Graph *g = ir_parse(src, strlen(src), "test.tg", NULL, 0, &d);
-	ck_assert_msg(g != NULL, "parse: %s", d.msg ? d.msg : "?");
-	return g;
 }
 
 static inline HostTensor *bt_inputs(const Graph *g, uint64_t seed)
@@ -45,13 +30,6 @@ static inline HostTensor *bt_inputs(const Graph *g, uint64_t seed)
 	InputSpec spec = {DIST_NORMAL, seed, false};
 	ck_assert_msg(mp_make_inputs(g, &spec, NULL, in, &d) == 0, "inputs: %s", d.msg);
 	return in;
-}
-
-static inline void bt_free_all(HostTensor *t, int n)
-{
-	for (int i = 0; i < n; i++)
-		ht_free(&t[i]);
-	free(t);
 }
 
 /* g's schedule from directive text ("" for the default). */
@@ -69,7 +47,7 @@ static inline int bt_run_on(const char *name, const Backend *b, const Graph *g,
 	Kernels *k = kir_lower(g, s, NULL, d);
 	if (!k)
 		return -1;
-	BeOpts o = {2, bt_cache_dir(name)};
+	BeOpts o = {2, tu_cache_dir(name)};
 	int rc = be_run(b, k, &o, in, out, NULL, d);
 	kir_free(k);
 	return rc;
@@ -86,18 +64,13 @@ static inline char *bt_emit_of(const Backend *b, const Graph *g, const Schedule 
 	return src;
 }
 
-static inline bool bt_same(double a, double b)
-{
-	return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
-}
-
 /* a (the backend) and c (the c backend) in format f agree within BT_CLOSE_ULPS ulps of the
  * larger, or, after cancellation near zero, within `cancel` ulps of the tensor's largest
  * magnitude `scale`. The worst distance in ulps goes to *worst. */
 static inline bool bt_near(double a, double c, Dtype f, double scale, double cancel,
 			   double *worst)
 {
-	if (bt_same(a, c))
+	if (tu_same(a, c))
 		return true;
 	if (isnan(a) || isnan(c) || isinf(a) || isinf(c))
 		return false;
@@ -107,8 +80,19 @@ static inline bool bt_near(double a, double c, Dtype f, double scale, double can
 	return ulps <= BT_CLOSE_ULPS || fabs(a - c) <= cancel * eps * scale;
 }
 
+/* On a backend that may flush f32 subnormals to zero (orc_may_flush: vulkan, wgsl; f16 and
+ * bf16 are computed in f32), a zero of either sign where the c backend has a nonzero value
+ * below `reach` in magnitude is a flush, not a difference: reach is 2^-126 (the smallest
+ * f32 normal) for a flushed result; a suite passes more only where its graph scales a
+ * flushed operand (x * 2 of a subnormal x). */
+static inline bool bt_flushed(const char *name, double a, double c, double reach)
+{
+	return a == 0 && c != 0 && fabs(c) < reach && orc_may_flush(name, DT_F32, NULL);
+}
+
 /* Runs g under s on backend `name` and on c and compares every output: bit for bit when
- * exact, else bt_near in the coarser of the output's dtype and its store format. */
+ * exact, else bt_near in the coarser of the output's dtype and its store format; a flushed
+ * subnormal (bt_flushed) passes either way. */
 static inline void bt_diff_vs_c(const char *name, double cancel, const Graph *g,
 				const Schedule *s, const HostTensor *in, bool exact, const char *what)
 {
@@ -130,8 +114,9 @@ static inline void bt_diff_vs_c(const char *name, double cancel, const Graph *g,
 				scale = fmax(scale, fabs(ht_get(&o2[k], i)));
 		for (int64_t i = 0; i < o1[k].n; i++) {
 			double a = ht_get(&o1[k], i), c = ht_get(&o2[k], i);
-			bool ok = exact || f == DT_I32 ? bt_same(a, c)
+			bool ok = exact || f == DT_I32 ? tu_same(a, c)
 						       : bt_near(a, c, f, scale, cancel, &worst);
+			ok = ok || (f != DT_I32 && bt_flushed(name, a, c, 0x1p-126));
 			ck_assert_msg(ok, "%s: output %s [%lld]: %s %a, c %a", what, T->name,
 				      (long long)i, name, a, c);
 		}
@@ -173,6 +158,98 @@ static inline void bt_free_examples(char **v, int n)
 	for (int i = 0; i < n; i++)
 		free(v[i]);
 	free(v);
+}
+
+/* ------------------------------------------------------------ tests every backend passes */
+
+/* Indirect reads: tok indexes w's rows in h and g; p = tok + 1 does in h, guarded by ??
+ * (out of range: -1), and g's read by a ?: whose untaken branch is never evaluated. */
+static const char bt_gather_src[] =
+	"size T = 6, V = 10, D = 5\n"
+	"input tok : i32[T]\n"
+	"input w : f32[V, D]\n"
+	"p[t:T] = tok[t] + 1\n"
+	"h[t:T, d:D] = w[tok[t], d] * 2 + w[p[t], d] ?? -1\n"
+	"g[t:T] = tok[t] < V ? w[tok[t], 0] : 0\n"
+	"output h : f32, p : i32, g : f32\n";
+
+/* A topk whose range (c in [0, r + 3)) is shorter than K = 4 in row 0: the checker rejects
+ * a range it can see is short, so the range is shortened after parsing, as a graph built
+ * in memory (or a range the checker cannot bound) would be; the kernel must report it. */
+static inline Graph *bt_topk_short_graph(void)
+{
+	Graph *g = tu_parse("size R = 2, C = 9, K = 4\ninput x : f32[R, C]\n"
+			    "v[r:R, k:K], ix[r:R, k:K] = topk(c: 0..r+4) x[r, c]\n"
+			    "output v : f32, ix : i32\n");
+	g->defs[0].red[0].hi = ir_op(g, OP_ADD, TY_INT, ir_var(g, 0, TY_INT), ir_int(g, 3), 0);
+	return g;
+}
+
+/* bt_topk_short_graph on backend `name` under the default schedule: the graph's error
+ * (code 2), as the c backend reports it. */
+static inline void bt_expect_topk_short(const char *name)
+{
+	Graph *g = bt_topk_short_graph();
+	HostTensor *in = bt_inputs(g, 9), out[2];
+	Schedule s;
+	sched_default(g, &s);
+	Diag d = {0};
+	ck_assert_int_eq(bt_run_on(name, bt_backend(name), g, &s, in, out, &d), -1);
+	ck_assert_msg(d.msg && strstr(d.msg, "fewer than K = 4"), "message: %s", d.msg);
+	ck_assert_int_eq(d.code, 2);
+	diag_clear(&d);
+	sched_free(&s);
+	tu_free_tensors(in, 1);
+	ir_free(g);
+}
+
+/* The f16/bf16 storage tests: x : f32[N] stored as f16 (a) and bf16 (b), and y : f64[N]
+ * computed in f64 and stored as f16 (c) and bf16 (d); a suite adds its own definitions and
+ * the output line. */
+#define BT_HALF_SRC \
+	"size N = 4096\ninput x : f32[N]\ninput y : f64[N]\n" \
+	"a[i:N] = x[i]\nb[i:N] = x[i]\n" \
+	"c[i:N] = sum(j:1) y[i]\nd[i:N] = sum(j:1) y[i]\n"
+#define BT_HALF_SCHED \
+	"store a : f16\nstore b : bf16\nstore c : f16\naccum c : f64\nstore d : bf16\naccum d : f64"
+
+/* BT_HALF_SRC's inputs x (in[0]) and y (in[1]): the classic edges first (ties, overflow,
+ * subnormals, infinities, NaN, -0), then random bit patterns, a quarter of them with
+ * exponents near the 16-bit formats' ranges. */
+static inline void bt_half_inputs(HostTensor *in)
+{
+	static const double edge[] = {65504, 65519, 65520, 0x1p-25, 0x1.8p-25, 1e-6, 0x1p-24,
+				      -0.0, INFINITY, -INFINITY, NAN, 0x1.ffep-15, 3.3895313892515355e38,
+				      0x1p-133, 0x1p-134, 0x1.8p-134, 1e-40, 0x1.fffp127, 0x1.002p0,
+				      0x1.006p0, 0x1.0101p0, 0x1.0103p0};
+	for (int64_t i = 0; i < in[0].n; i++) {
+		uint64_t h = tu_mix((uint64_t)i + 99);
+		double vx = tu_bits_f((uint32_t)h), vy = tu_bits_d(h);
+		if (i % 4 == 1)
+			vy = ldexp((double)(h >> 11) * 0x1p-53, (int)(h % 300) - 150);
+		if (i % 4 == 2)
+			vx = ldexp((double)(uint32_t)h * 0x1p-32, (int)(h % 170) - 150);
+		if (i < (int64_t)ARRAY_LEN(edge))
+			vx = vy = edge[i];
+		ht_set(&in[0], i, vx);
+		ht_set(&in[1], i, vy);
+	}
+}
+
+/* Outputs 0 to 3 of the f16/bf16 storage tests at element i: x stored as f16 and as bf16,
+ * then y stored as f16 and as bf16, bit for bit with tensor.c's rounding (a NaN for a NaN,
+ * whatever its payload). */
+static inline void bt_expect_halves(const HostTensor *out, int64_t i, double x, double y)
+{
+	uint16_t want[4] = {fmt_double_to_f16(x), fmt_double_to_bf16(x), fmt_double_to_f16(y),
+			    fmt_double_to_bf16(y)};
+	for (int k = 0; k < 4; k++) {
+		uint16_t got = ((const uint16_t *)out[k].data)[i];
+		bool nan = (want[k] & 0x7fff) > (k % 2 ? 0x7f80 : 0x7c00);
+		bool gnan = (got & 0x7fff) > (k % 2 ? 0x7f80 : 0x7c00);
+		ck_assert_msg(nan ? gnan : got == want[k], "out %d [%lld] of %a / %a: got 0x%04x, "
+			      "want 0x%04x", k, (long long)i, x, y, got, want[k]);
+	}
 }
 
 #endif

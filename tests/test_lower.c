@@ -12,68 +12,37 @@
 #include <stdint.h>
 #include <unistd.h>
 #include "testutil.h"
+#include "backendutil.h"
 #include "../compiler/compiler.h"
 #include "../interp/interp.h"
 
 /* ------------------------------------------------------------ harness */
 
-static const char *cache_dir(void)
-{
-	static char buf[512];
-	const char *t = getenv("TMPDIR");
-	snprintf(buf, sizeof buf, "%s/assay-test-lower", t && *t ? t : "/tmp");
-	return buf;
-}
-
-static Graph *parse(const char *src)
-{
-	Diag d = {0};
-	Graph *g = ir_parse(src, strlen(src), "test.tg", NULL, 0, &d);
-	ck_assert_msg(g != NULL, "parse: %s", d.msg ? d.msg : "?");
-	return g;
-}
-
-static uint64_t mixu(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
+/* The shared helpers (testutil.h, backendutil.h), bound to this suite. */
+static inline const char *cache_dir(void) { return tu_cache_dir("lower"); }
+static inline Graph *parse(const char *src) { return tu_parse(src); }
+static inline void free_all(HostTensor *t, int n) { tu_free_tensors(t, n); }
+static inline bool same(double a, double b) { return tu_same(a, b); }
 
 /* exact: k/32, |k| <= 128; rough: uniform in (-2, 2) */
 static double exact_val(uint64_t i, uint64_t seed)
 {
-	return (double)((int)(mixu(i * 131 + seed) % 257) - 128) / 32.0;
+	return (double)((int)(tu_mix(i * 131 + seed) % 257) - 128) / 32.0;
 }
 
 static double rough_val(uint64_t i, uint64_t seed)
 {
-	return ((double)(mixu(i * 131 + seed) >> 11) * 0x1p-53 - 0.5) * 4.0;
+	return ((double)(tu_mix(i * 131 + seed) >> 11) * 0x1p-53 - 0.5) * 4.0;
 }
 
 /* Allocates the inputs of g (in input order) filled by f; i32 inputs get 0. */
 static HostTensor *inputs(const Graph *g, double (*f)(uint64_t, uint64_t), uint64_t seed)
 {
-	int n = ir_ninputs(g);
-	HostTensor *in = calloc((size_t)n + 1, sizeof *in);
-	for (int k = 0; k < n; k++) {
-		const Tensor *T = &g->tensors[ir_input_tensor(g, k)];
-		int64_t dims[IR_MAXRANK];
-		for (int i = 0; i < T->rank; i++)
-			dims[i] = T->dims[i].value;
-		ck_assert_int_eq(ht_alloc(&in[k], (Dtype)T->dtype, T->rank, dims), 0);
-		for (int64_t i = 0; T->dtype != DT_I32 && i < in[k].n; i++)
+	HostTensor *in = tu_new_inputs(g);
+	for (int k = 0; k < ir_ninputs(g); k++)
+		for (int64_t i = 0; in[k].dtype != DT_I32 && i < in[k].n; i++)
 			ht_set(&in[k], i, f((uint64_t)i, seed + (uint64_t)k * 7919));
-	}
 	return in;
-}
-
-static void free_all(HostTensor *t, int n)
-{
-	for (int i = 0; i < n; i++)
-		ht_free(&t[i]);
-	free(t);
 }
 
 /* Replaces g's schedule with the directives in text, lowers and runs on the c backend. */
@@ -111,11 +80,6 @@ static double round_store(double x, Dtype f)
 	case DT_BF16: return fmt_bf16_to_double(fmt_double_to_bf16(x));
 	default: return x;
 	}
-}
-
-static bool same(double a, double b)
-{
-	return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
 }
 
 /* Every element of t equals ref[i] rounded into f, sign of zero included. */
@@ -463,7 +427,7 @@ START_TEST(argmax_topk)
 	Graph *g = parse(arg_src);
 	HostTensor *in = inputs(g, exact_val, 8), out[4];
 	for (int64_t i = 0; i < in[0].n; i++)   /* few distinct values: many ties */
-		ht_set(&in[0], i, (double)((int)(mixu((uint64_t)i) % 7) - 3));
+		ht_set(&in[0], i, (double)((int)(tu_mix((uint64_t)i) % 7) - 3));
 	ht_set(&in[0], 2 * 23 + 9, NAN);       /* row 2: a NaN wins */
 	ht_set(&in[0], 3 * 23 + 4, -0.0);
 	double ram[5], ran[5], rv[20], rix[20];
@@ -521,12 +485,7 @@ END_TEST
 
 START_TEST(topk_short_range)
 {
-	/* the checker rejects a range it can see is short; the kernel checks too (a graph
-	 * built in memory, or a range the checker cannot bound): shorten the range here */
-	Graph *g = parse("size R = 2, C = 9, K = 4\ninput x : f32[R, C]\n"
-			 "v[r:R, k:K], ix[r:R, k:K] = topk(c: 0..r+4) x[r, c]\n"
-			 "output v : f32, ix : i32\n");
-	g->defs[0].red[0].hi = ir_op(g, OP_ADD, TY_INT, ir_var(g, 0, TY_INT), ir_int(g, 3), 0);
+	Graph *g = bt_topk_short_graph();
 	HostTensor *in = inputs(g, exact_val, 9), out[2];
 	Diag d = {0};
 	ck_assert_int_eq(run_opts(g, "", 0, 1, in, out, &d), -1);
@@ -540,15 +499,6 @@ END_TEST
 
 /* ------------------------------------------------------------ indirect reads */
 
-static const char gather_src[] =
-	"size T = 6, V = 10, D = 5\n"
-	"input tok : i32[T]\n"
-	"input w : f32[V, D]\n"
-	"p[t:T] = tok[t] + 1\n"
-	"h[t:T, d:D] = w[tok[t], d] * 2 + w[p[t], d] ?? -1\n"
-	"g[t:T] = tok[t] < V ? w[tok[t], 0] : 0\n"
-	"output h : f32, p : i32, g : f32\n";
-
 static void set_tokens(HostTensor *t, const int *v)
 {
 	for (int i = 0; i < 6; i++)
@@ -557,7 +507,7 @@ static void set_tokens(HostTensor *t, const int *v)
 
 START_TEST(gather)
 {
-	Graph *g = parse(gather_src);
+	Graph *g = parse(bt_gather_src);
 	HostTensor *in = inputs(g, exact_val, 10), out[3];
 	static const int toks[6] = {3, 9, 0, 9, 5, 1};
 	set_tokens(&in[0], toks);
@@ -611,7 +561,7 @@ END_TEST
 
 START_TEST(gather_out_of_range)
 {
-	Graph *g = parse(gather_src);
+	Graph *g = parse(bt_gather_src);
 	HostTensor *in = inputs(g, exact_val, 12), out[3];
 	static const int toks[6] = {3, 4, 0, 12, 5, 1};   /* 12: outside w's 10 rows */
 	set_tokens(&in[0], toks);
@@ -646,56 +596,16 @@ END_TEST
 
 /* ------------------------------------------------------------ formats and ops */
 
-static float bits_f(uint32_t b)
-{
-	float f;
-	memcpy(&f, &b, sizeof f);
-	return f;
-}
-
-static double bits_d(uint64_t b)
-{
-	double f;
-	memcpy(&f, &b, sizeof f);
-	return f;
-}
-
 /* f16 and bf16 storage from f32 and from f64 arithmetic: bit-identical to tensor.c's
  * round-to-nearest-even over random bit patterns and the classic edge cases. */
 START_TEST(half_storage)
 {
-	Graph *g = parse("size N = 4096\ninput x : f32[N]\ninput y : f64[N]\n"
-			 "a[i:N] = x[i]\nb[i:N] = x[i]\n"
-			 "c[i:N] = sum(j:1) y[i]\nd[i:N] = sum(j:1) y[i]\n"
-			 "output a : f16, b : bf16, c : f16, d : bf16\n");
+	Graph *g = parse(BT_HALF_SRC "output a : f16, b : bf16, c : f16, d : bf16\n");
 	HostTensor *in = inputs(g, exact_val, 14), out[4];
-	static const double edge[] = {65504, 65519, 65520, 0x1p-25, 0x1.8p-25, 1e-6, 0x1p-24,
-				      -0.0, INFINITY, -INFINITY, NAN, 0x1.ffep-15, 3.3895313892515355e38,
-				      0x1p-133, 0x1p-134, 0x1.8p-134, 1e-40, 0x1.fffp127};
-	for (int64_t i = 0; i < 4096; i++) {
-		uint64_t h = mixu((uint64_t)i + 99);
-		double vx = bits_f((uint32_t)h), vy = bits_d(h);
-		if (i % 4 == 1)   /* keep exponents near the formats' ranges */
-			vy = ldexp((double)(h >> 11) * 0x1p-53, (int)(h % 300) - 150);
-		if (i < (int64_t)ARRAY_LEN(edge))
-			vx = vy = edge[i];
-		ht_set(&in[0], i, vx);
-		ht_set(&in[1], i, vy);
-	}
-	run_ok(g, "store a : f16\nstore b : bf16\nstore c : f16\naccum c : f64\n"
-		  "store d : bf16\naccum d : f64", in, out);
-	for (int64_t i = 0; i < 4096; i++) {
-		double x = ht_get(&in[0], i), y = ht_get(&in[1], i);
-		uint16_t want[4] = {fmt_double_to_f16(x), fmt_double_to_bf16(x), fmt_double_to_f16(y),
-				    fmt_double_to_bf16(y)};
-		for (int k = 0; k < 4; k++) {
-			uint16_t got = ((uint16_t *)out[k].data)[i];
-			bool nan = (want[k] & 0x7fff) > (k % 2 ? 0x7f80 : 0x7c00);
-			bool gnan = (got & 0x7fff) > (k % 2 ? 0x7f80 : 0x7c00);
-			ck_assert_msg(nan ? gnan : got == want[k], "out %d [%lld] of %a / %a: got 0x%04x, "
-				      "want 0x%04x", k, (long long)i, x, y, got, want[k]);
-		}
-	}
+	bt_half_inputs(in);
+	run_ok(g, BT_HALF_SCHED, in, out);
+	for (int64_t i = 0; i < 4096; i++)
+		bt_expect_halves(out, i, ht_get(&in[0], i), ht_get(&in[1], i));
 	free_all(in, 2);
 	for (int k = 0; k < 4; k++)
 		ht_free(&out[k]);
@@ -1091,7 +1001,7 @@ static const char rewrite_src[] =
 	"size N = 8\n"
 	"input x : f32[N]\n"
 	"input y : f16[N]\n"
-	"a[i:N] = x[i] * 1 + (1 * y[i]) / 1 - 0\n"
+	"a[i:N] = x[i] * 1 + (1 * y[i]) / 1 - 0 + x[i] / N + y[i] / 0.25\n"
 	"b[i:N] = -(-(f32(f16(x[i])))) + f64(f32(y[i]))\n"
 	"c[i:N] = i % 2 == 0 ? a[i] : a[i]\n"
 	"d[i:N] = x[(i * 1 + 0) % N] * 0 + (x[i] - x[i])\n"
@@ -1158,12 +1068,20 @@ END_TEST
 START_TEST(rewrite_examples)
 {
 	static const char *ex[] = {"examples/softmax.tg", "examples/rope.tg",
-				   "examples/embedding.tg"};
+				   "examples/embedding.tg", "examples/rmsnorm.tg"};
 	for (size_t e = 0; e < ARRAY_LEN(ex); e++) {
 		Diag d = {0};
 		Graph *g = ir_parse_file(ex[e], NULL, 0, &d);
 		ck_assert_msg(g != NULL, "%s: %s", ex[e], d.msg);
-		Graph *h = rw_simplify(g, RW_EXACT | RW_INT, NULL);
+		RwStats st;
+		memset(&st, 0, sizeof st);
+		Graph *h = rw_compile(g, 0, &st);
+		if (strstr(ex[e], "rmsnorm")) {   /* sum(c:C) x * x / C, C = 4096 */
+			uint64_t n = 0;
+			for (int i = 0; i < st.nrules; i++)
+				n += strcmp(st.name[i], "x/2^k -> x*2^-k") == 0 ? st.fired[i] : 0;
+			ck_assert_uint_eq(n, 1);
+		}
 		HostTensor *in = calloc((size_t)ir_ninputs(g) + 1, sizeof *in);
 		InputSpec spec = {DIST_NORMAL, 7, false};
 		ck_assert_int_eq(mp_make_inputs(g, &spec, NULL, in, &d), 0);
@@ -1180,6 +1098,59 @@ START_TEST(rewrite_examples)
 		free(o1);
 		free(o2);
 		free_all(in, ir_ninputs(g));
+		ir_free(g);
+		ir_free(h);
+	}
+}
+END_TEST
+
+/* The rewritten graph keeps the definitions a schedule names: the graph's own directives
+ * build the same schedule on it, and every sampled schedule of the original lowers it. */
+START_TEST(rewrite_keeps_schedules)
+{
+	static const char *ex[] = {"examples/rmsnorm.tg", "examples/attention.tg",
+				   "examples/moe_topk.tg", "examples/conv1d.tg"};
+	for (size_t e = 0; e <= ARRAY_LEN(ex); e++) {
+		Diag d = {0};
+		Graph *g = e < ARRAY_LEN(ex) ? ir_parse_file(ex[e], NULL, 0, &d) : NULL;
+		if (e == ARRAY_LEN(ex)) {
+			g = parse(rewrite_src);
+			static const char sc[] = "inline c\ntile a : i=4\nstore k : i32\n";
+			ck_assert_msg(ir_parse_schedule(g, sc, sizeof sc - 1, "t.sched", &d) == 0,
+				      "%s", d.msg);
+		}
+		ck_assert_msg(g != NULL, "%s", d.msg);
+		Graph *h = rw_compile(g, 0, NULL);
+		ck_assert_int_eq(h->ndefs, g->ndefs);
+		ck_assert_int_eq(h->ntensors, g->ntensors);
+		for (int t = 0; t < g->ntensors; t++)
+			ck_assert_str_eq(h->tensors[t].name, g->tensors[t].name);
+		Schedule s1, s2;
+		ck_assert_int_eq(sched_build(g, &s1, &d), 0);
+		ck_assert_int_eq(sched_build(h, &s2, &d), 0);
+		char *t1 = sched_text(g, &s1), *t2 = sched_text(h, &s2);
+		ck_assert_str_eq(t1, t2);
+		free(t1);
+		free(t2);
+		sched_free(&s1);
+		sched_free(&s2);
+		int lowered = 0;
+		for (uint64_t seed = 1; seed <= 8; seed++) {
+			Schedule s;
+			sched_sample(g, seed, &s);
+			Diag d1 = {0}, d2 = {0};
+			Kernels *k1 = kir_lower(g, &s, NULL, &d1), *k2 = kir_lower(h, &s, NULL, &d2);
+			ck_assert_msg((k1 != NULL) == (k2 != NULL), "seed %llu: %s | %s",
+				      (unsigned long long)seed, d1.msg ? d1.msg : "lowered",
+				      d2.msg ? d2.msg : "lowered");
+			lowered += k2 != NULL;
+			kir_free(k1);
+			kir_free(k2);
+			diag_clear(&d1);
+			diag_clear(&d2);
+			sched_free(&s);
+		}
+		ck_assert_int_gt(lowered, 0);
 		ir_free(g);
 		ir_free(h);
 	}
@@ -1321,6 +1292,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, sampled_run);
 	tcase_add_test(tc, rewrite_metamorphic);
 	tcase_add_test(tc, rewrite_examples);
+	tcase_add_test(tc, rewrite_keeps_schedules);
 	tcase_add_test(tc, agrees_with_emulator);
 	tcase_add_test(tc, regress_files);
 	suite_add_tcase(s, tc);

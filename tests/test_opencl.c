@@ -23,24 +23,16 @@
 #include "../compiler/compiler.h"
 #include "../interp/interp.h"
 
-static uint64_t mixu(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 enum { CLOSE_ULPS = BT_CLOSE_ULPS };
 
 /* The shared helpers (backendutil.h), bound to this suite's backend. */
-static inline const char *cache_dir(void) { return bt_cache_dir("opencl"); }
+static inline const char *cache_dir(void) { return tu_cache_dir("opencl"); }
 static inline const Backend *ocl(void) { return bt_backend("opencl"); }
-static inline Graph *parse(const char *src) { return bt_parse(src); }
+static inline Graph *parse(const char *src) { return tu_parse(src); }
 static inline HostTensor *inputs(const Graph *g, uint64_t seed) { return bt_inputs(g, seed); }
-static inline void free_all(HostTensor *t, int n) { bt_free_all(t, n); }
+static inline void free_all(HostTensor *t, int n) { tu_free_tensors(t, n); }
 static inline void sched_of(Graph *g, const char *text, Schedule *s) { bt_sched_of(g, text, s); }
-static inline bool same(double a, double b) { return bt_same(a, b); }
+static inline bool same(double a, double b) { return tu_same(a, b); }
 static inline char **examples(int *n) { return bt_examples(n); }
 static inline void free_examples(char **v, int n) { bt_free_examples(v, n); }
 
@@ -177,62 +169,21 @@ END_TEST
 
 /* ------------------------------------------------------------ formats and ops */
 
-static float bits_f(uint32_t b)
-{
-	float f;
-	memcpy(&f, &b, sizeof f);
-	return f;
-}
-
-static double bits_d(uint64_t b)
-{
-	double f;
-	memcpy(&f, &b, sizeof f);
-	return f;
-}
-
 /* f16 and bf16 storage from f32 and from f64 arithmetic, and f16/bf16 casts: bit-identical
  * to tensor.c's round-to-nearest-even over random bit patterns and the classic edges. */
 START_TEST(half_storage)
 {
-	Graph *g = parse("size N = 4096\ninput x : f32[N]\ninput y : f64[N]\n"
-			 "a[i:N] = x[i]\nb[i:N] = x[i]\n"
-			 "c[i:N] = sum(j:1) y[i]\nd[i:N] = sum(j:1) y[i]\n"
-			 "e[i:N] = f16(x[i])\nf[i:N] = bf16(x[i])\n"
+	Graph *g = parse(BT_HALF_SRC "e[i:N] = f16(x[i])\nf[i:N] = bf16(x[i])\n"
 			 "output a : f16, b : bf16, c : f16, d : bf16, e : f32, f : f32\n");
 	HostTensor *in = inputs(g, 14), out[6];
-	static const double edge[] = {65504, 65519, 65520, 0x1p-25, 0x1.8p-25, 1e-6, 0x1p-24,
-				      -0.0, INFINITY, -INFINITY, NAN, 0x1.ffep-15, 3.3895313892515355e38,
-				      0x1p-133, 0x1p-134, 0x1.8p-134, 1e-40, 0x1.fffp127, 0x1.002p0,
-				      0x1.006p0, 0x1.0101p0, 0x1.0103p0};
-	for (int64_t i = 0; i < 4096; i++) {
-		uint64_t h = mixu((uint64_t)i + 99);
-		double vx = bits_f((uint32_t)h), vy = bits_d(h);
-		if (i % 4 == 1)   /* keep exponents near the formats' ranges */
-			vy = ldexp((double)(h >> 11) * 0x1p-53, (int)(h % 300) - 150);
-		if (i % 4 == 2)
-			vx = ldexp((double)(uint32_t)h * 0x1p-32, (int)(h % 170) - 150);
-		if (i < (int64_t)ARRAY_LEN(edge))
-			vx = vy = edge[i];
-		ht_set(&in[0], i, vx);
-		ht_set(&in[1], i, vy);
-	}
+	bt_half_inputs(in);
 	Schedule s;
-	sched_of(g, "store a : f16\nstore b : bf16\nstore c : f16\naccum c : f64\n"
-		 "store d : bf16\naccum d : f64", &s);
+	sched_of(g, BT_HALF_SCHED, &s);
 	Diag d = {0};
 	ck_assert_msg(run_on(ocl(), g, &s, in, out, &d) == 0, "%s", d.msg);
 	for (int64_t i = 0; i < 4096; i++) {
 		double x = ht_get(&in[0], i), y = ht_get(&in[1], i);
-		uint16_t want[4] = {fmt_double_to_f16(x), fmt_double_to_bf16(x), fmt_double_to_f16(y),
-				    fmt_double_to_bf16(y)};
-		for (int k = 0; k < 4; k++) {
-			uint16_t got = ((uint16_t *)out[k].data)[i];
-			bool nan = (want[k] & 0x7fff) > (k % 2 ? 0x7f80 : 0x7c00);
-			bool gnan = (got & 0x7fff) > (k % 2 ? 0x7f80 : 0x7c00);
-			ck_assert_msg(nan ? gnan : got == want[k], "out %d [%lld] of %a / %a: got 0x%04x, "
-				      "want 0x%04x", k, (long long)i, x, y, got, want[k]);
-		}
+		bt_expect_halves(out, i, x, y);
 		double we = fmt_f16_to_double(fmt_double_to_f16(x));
 		double wf = fmt_bf16_to_double(fmt_double_to_bf16(x));
 		ck_assert_msg(same(ht_get(&out[4], i), we), "f16(%a): got %a, want %a", x,
@@ -303,20 +254,11 @@ END_TEST
 
 /* ------------------------------------------------------------ errors and guards */
 
-static const char gather_src[] =
-	"size T = 6, V = 10, D = 5\n"
-	"input tok : i32[T]\n"
-	"input w : f32[V, D]\n"
-	"p[t:T] = tok[t] + 1\n"
-	"h[t:T, d:D] = w[tok[t], d] * 2 + w[p[t], d] ?? -1\n"
-	"g[t:T] = tok[t] < V ? w[tok[t], 0] : 0\n"
-	"output h : f32, p : i32, g : f32\n";
-
 /* An indirect read out of range is the c backend's error, message and code; an index on
  * the branch a ?: does not take is no error; within range, the results agree. */
 START_TEST(gather_errors)
 {
-	Graph *g = parse(gather_src);
+	Graph *g = parse(bt_gather_src);
 	HostTensor *in = inputs(g, 12), out[3];
 	static const int ok[6] = {3, 4, 0, 9, 5, 1}, bad[6] = {3, 4, 0, 12, 5, 1};
 	static const char *sch[] = {"", "tile h : t=4, d=2\nstore h : f16\ntile g : t=4"};
@@ -344,21 +286,7 @@ END_TEST
 
 START_TEST(topk_short_range)
 {
-	Graph *g = parse("size R = 2, C = 9, K = 4\ninput x : f32[R, C]\n"
-			 "v[r:R, k:K], ix[r:R, k:K] = topk(c: 0..r+4) x[r, c]\n"
-			 "output v : f32, ix : i32\n");
-	g->defs[0].red[0].hi = ir_op(g, OP_ADD, TY_INT, ir_var(g, 0, TY_INT), ir_int(g, 3), 0);
-	HostTensor *in = inputs(g, 9), out[2];
-	Schedule s;
-	sched_default(g, &s);
-	Diag d = {0};
-	ck_assert_int_eq(run_on(ocl(), g, &s, in, out, &d), -1);
-	ck_assert_msg(d.msg && strstr(d.msg, "fewer than K = 4"), "message: %s", d.msg);
-	ck_assert_int_eq(d.code, 2);
-	diag_clear(&d);
-	sched_free(&s);
-	free_all(in, 1);
-	ir_free(g);
+	bt_expect_topk_short("opencl");
 }
 END_TEST
 

@@ -22,24 +22,17 @@
 #include "../compiler/compiler.h"
 #include "../interp/interp.h"
 #include "../oracles/oracles.h"
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#endif
 
 /* ------------------------------------------------------------ harness */
 
-static const char *cache_dir(void)
-{
-	static char buf[512];
-	const char *t = getenv("TMPDIR");
-	snprintf(buf, sizeof buf, "%s/assay-test-oracles", t && *t ? t : "/tmp");
-	return buf;
-}
-
-static Graph *parse(const char *src)
-{
-	Diag d = {0};
-	Graph *g = ir_parse(src, strlen(src), "test.tg", NULL, 0, &d);
-	ck_assert_msg(g != NULL, "parse: %s", d.msg ? d.msg : "?");
-	return g;
-}
+/* The shared helpers (testutil.h), bound to this suite. */
+static inline const char *cache_dir(void) { return tu_cache_dir("oracles"); }
+static inline Graph *parse(const char *src) { return tu_parse(src); }
+static inline void free_tensors(HostTensor *t, int n) { tu_free_tensors(t, n); }
 
 /* g's schedule from its own directives (after replacing them with text, if not NULL). */
 static void schedule(Graph *g, const char *text, Schedule *s)
@@ -54,25 +47,11 @@ static void schedule(Graph *g, const char *text, Schedule *s)
 /* Inputs of g (input order) from a flat list of values, input after input. */
 static HostTensor *inputs_of(const Graph *g, const double *v)
 {
-	int n = ir_ninputs(g);
-	HostTensor *in = calloc((size_t)n + 1, sizeof *in);
-	for (int k = 0; k < n; k++) {
-		const Tensor *T = &g->tensors[ir_input_tensor(g, k)];
-		int64_t dims[IR_MAXRANK];
-		for (int i = 0; i < T->rank; i++)
-			dims[i] = T->dims[i].value;
-		ck_assert_int_eq(ht_alloc(&in[k], (Dtype)T->dtype, T->rank, dims), 0);
+	HostTensor *in = tu_new_inputs(g);
+	for (int k = 0; k < ir_ninputs(g); k++)
 		for (int64_t i = 0; i < in[k].n; i++)
 			ht_set(&in[k], i, *v++);
-	}
 	return in;
-}
-
-static void free_tensors(HostTensor *t, int n)
-{
-	for (int i = 0; t && i < n; i++)
-		ht_free(&t[i]);
-	free(t);
 }
 
 static HostTensor *emulate(const Graph *g, const Schedule *s, const HostTensor *in)
@@ -423,6 +402,81 @@ START_TEST(allowance_table)
 }
 END_TEST
 
+/* Flushed subnormals (budget.c's ftz_rows): vulkan and wgsl may flush f32 subnormal
+ * operands and results to zero, c never does. x * 1e-30 with x ~ 1e-9 is an f32 subnormal
+ * (element 3, x = 1, stays normal): on wgsl and vulkan its budget covers a zero in its
+ * place (|exact|, ~1e-40), on c it is the subnormal rounding alone (<= 2^-149); the
+ * flushed value times 1e30 carries the whole value (~1e-9) into the budget of b; log of a
+ * flushed value is -inf (no bound: +inf); a comparison of it with 0 may flip (the
+ * distance between the branches). bf16, computed in f32, flushes alike; f16's subnormals
+ * are f32 normals: no flush term (its budgets are c's). Where nothing is near 2^-126 the
+ * budgets are c's exactly. A hand-made flushing kernel's values are within the wgsl
+ * budgets and outside the c ones. */
+START_TEST(flushed_subnormals)
+{
+	Graph *g = parse("input x : f32[4]\ninput h : f16[2]\n"
+			 "a[i:4] = x[i] * 1e-30\n"
+			 "b[i:4] = x[i] * 1e-30 * 1e30\n"
+			 "l[i:4] = log(abs(x[i]) * 1e-30)\n"
+			 "q[i:4] = x[i] * 1e-30 > 0 ? 1.0 : 2.0\n"
+			 "w[i:4] = sum(j:1) x[i] * 1e-30\n"
+			 "c[i:2] = sum(j:1) h[i] * 0.001\n"
+			 "output a : f32, b : f32, l : f32, q : f32, w : bf16, c : f16\n");
+	Schedule s;
+	schedule(g, "accum w : bf16\nstore w : bf16\naccum c : f16\nstore c : f16", &s);
+	HostTensor *in = inputs_of(g, (double[]){(double)1.19386145e-9f, (double)1e-10f,
+						 (double)-3e-9f, 1, 0x1p-14, 0x1p-10});
+	HostTensor *x = exact(g, in), *bc = budget(g, &s, "c", in, NULL);
+	HostTensor *bw = budget(g, &s, "wgsl", in, NULL), *bv = budget(g, &s, "vulkan", in, NULL);
+	HostTensor *bo = budget(g, &s, "opencl", in, NULL);
+	const char *src = NULL;
+	ck_assert(orc_may_flush("wgsl", DT_F32, &src) && src && strstr(src, "WGSL"));
+	ck_assert(orc_may_flush("vulkan", DT_BF16, NULL) && orc_may_flush("vulkan", DT_F64, NULL));
+	ck_assert(!orc_may_flush("wgsl", DT_F64, NULL) && !orc_may_flush("c", DT_F32, NULL) &&
+		  !orc_may_flush("opencl", DT_F32, NULL) && !orc_may_flush("cuda", DT_F32, NULL) &&
+		  !orc_may_flush("emul", DT_F32, NULL) && !orc_may_flush("wgsl", DT_I32, NULL));
+	for (int i = 0; i < 4; i++) {
+		double a = ht_get(&x[0], i), b = ht_get(&x[1], i), w = ht_get(&x[4], i);
+		bool sub = i < 3;
+		ck_assert(sub == (fabs(a) < 0x1p-126));
+		/* the two flushing backends agree; opencl's are c's (but for log's allowance) */
+		for (int k = 0; k < 5; k++) {
+			ck_assert(ht_get(&bv[k], i) == ht_get(&bw[k], i));
+			ck_assert(k == 2 || ht_get(&bo[k], i) == ht_get(&bc[k], i));
+		}
+		if (!sub) {
+			for (int k = 0; k < 5; k++)
+				ck_assert_msg(k == 2 || ht_get(&bw[k], i) == ht_get(&bc[k], i), "output %d: "
+					      "wgsl %a, c %a", k, ht_get(&bw[k], i), ht_get(&bc[k], i));
+			continue;
+		}
+		/* a hand-made flushing kernel: x * 1e-30 gives a zero */
+		const double flushed[4] = {0, 0, -INFINITY, 2};
+		ck_assert(ht_get(&bc[0], i) <= 0x1p-149 && ht_get(&bw[0], i) >= fabs(a));
+		ck_assert(fabs(flushed[0] - a) <= ht_get(&bw[0], i) && fabs(flushed[0] - a) > ht_get(&bc[0], i));
+		ck_assert(ht_get(&bc[1], i) < 1e-4 * fabs(b) && ht_get(&bw[1], i) >= fabs(b));
+		ck_assert(fabs(flushed[1] - b) <= ht_get(&bw[1], i) && fabs(flushed[1] - b) > ht_get(&bc[1], i));
+		ck_assert(isfinite(ht_get(&bc[2], i)) && isinf(ht_get(&bw[2], i)));
+		double q = ht_get(&x[3], i);
+		ck_assert(q == (a > 0 ? 1 : 2) && ht_get(&bc[3], i) < 1e-6);
+		ck_assert(fabs(flushed[3] - q) <= ht_get(&bw[3], i));
+		ck_assert(ht_get(&bc[4], i) <= 0x1p-132 && ht_get(&bw[4], i) >= fabs(w) && w != 0);
+	}
+	/* f16 computed in f32: h * 0.001 is an f16 subnormal, an f32 normal: no flush term */
+	for (int i = 0; i < 2; i++)
+		ck_assert(ht_get(&bw[5], i) == ht_get(&bc[5], i) && ht_get(&bw[5], i) > 0);
+	ck_assert(fabs(ht_get(&x[5], 0)) < 0x1p-14);
+	free_tensors(x, 6);
+	free_tensors(bc, 6);
+	free_tensors(bw, 6);
+	free_tensors(bv, 6);
+	free_tensors(bo, 6);
+	free_tensors(in, 2);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
 /* Split reductions: the emulator deals terms as lower.c does, so where no library
  * function is involved the c backend and the emulator agree bit for bit. */
 START_TEST(split_emulation_matches_c)
@@ -706,6 +760,87 @@ START_TEST(examples_are_within_budget)
 END_TEST
 
 
+/* A flushing device here: with x86's MXCSR FTZ (subnormal results become zeros) and DAZ
+ * (subnormal operands read as zeros) set around the launch, the c backend's kernels flush
+ * every f32 and f64 subnormal, as vulkan and wgsl may. Every example, with a third of its
+ * real inputs scaled by 2^-100 .. 2^-81 or 2^-120 .. 2^-101 (into and around the f32
+ * subnormals), under its default and a sampled schedule: within the vulkan budgets (whose
+ * allowances for + - * / and functions contain glibc's), while the c budgets, which allow
+ * no flush, are exceeded somewhere: the flush term is needed and sufficient. */
+START_TEST(flushing_device_within_budgets)
+{
+#ifndef HAVE_MXCSR
+	fprintf(stderr, "SKIP: not x86-64: no FTZ/DAZ machine to check the flush terms on\n");
+#else
+	Tally t = {0};
+	int64_t over_c = 0;
+	for (int ex = 0; ex < (int)ARRAY_LEN(examples); ex++) {
+		Graph *g = load_example(ex);
+		int no = g->noutputs;
+		for (int sc = 0; sc < 2; sc++) {
+			HostTensor *in = calloc((size_t)ir_ninputs(g) + 1, sizeof *in);
+			InputSpec spec = {DIST_NORMAL, 61 + (uint64_t)ex, false};
+			Diag d = {0};
+			ck_assert_int_eq(mp_make_inputs(g, &spec, NULL, in, &d), 0);
+			for (int k = 0; k < ir_ninputs(g); k++)
+				for (int64_t i = 0; in[k].dtype != DT_I32 && i < in[k].n; i++) {
+					uint64_t r = mix((uint64_t)(ex * 2 + sc) << 48 ^ (uint64_t)k << 32 ^
+							 (uint64_t)i);
+					if (r % 3 == 0)
+						ht_set(&in[k], i, ldexp(ht_get(&in[k], i),
+									(sc ? -120 : -100) + (int)(r >> 8) % 20));
+				}
+			HostTensor *want = exact(g, in);
+			for (int si = 0; si < 2; si++) {
+				Schedule s;
+				if (si == 0)
+					sched_default(g, &s);
+				else
+					sched_sample(g, (uint64_t)(77 * ex + sc), &s);
+				uint8_t *ties[8] = {0}, *ties_c[8] = {0};
+				HostTensor *bv = budget(g, &s, "vulkan", in, ties);
+				HostTensor *bc = budget(g, &s, "c", in, ties_c);
+				Kernels *k = kir_lower(g, &s, NULL, &d);
+				ck_assert_msg(k != NULL, "lower: %s", d.msg);
+				HostTensor *got = calloc((size_t)no + 1, sizeof *got);
+				BeOpts o = {1, cache_dir()};
+				unsigned csr = _mm_getcsr();
+				_mm_setcsr(csr | 0x8040);   /* FTZ | DAZ */
+				int rc = be_run(be_find("c"), k, &o, in, got, NULL, &d);
+				_mm_setcsr(csr);
+				ck_assert_msg(rc == 0, "c: %s", d.msg);
+				kir_free(k);
+				char what[256];
+				snprintf(what, sizeof what, "%s (inputs 2^%d, %s schedule) on FTZ/DAZ",
+					 examples[ex].file, sc ? -120 : -100, si ? "a sampled" : "the default");
+				for (int q = 0; q < no; q++) {
+					check_output(what, g, q, &got[q], &want[q], NULL, &bv[q], ties[q], &t);
+					for (int64_t i = 0; i < got[q].n; i++) {
+						double w = ht_get(&want[q], i), v = ht_get(&got[q], i);
+						over_c += isfinite(w) && !ties_c[q][i] &&
+							  fabs(v - w) > ht_get(&bc[q], i);
+					}
+					free(ties[q]);
+					free(ties_c[q]);
+				}
+				free_tensors(bv, no);
+				free_tensors(bc, no);
+				free_tensors(got, no);
+				sched_free(&s);
+			}
+			free_tensors(want, no);
+			free_tensors(in, ir_ninputs(g));
+		}
+		ir_free(g);
+	}
+	printf("flushing device: %lld elements within the vulkan budgets (%lld unbounded), "
+	       "%lld over the c budgets\n", (long long)t.checked, (long long)t.unbounded,
+	       (long long)over_c);
+	ck_assert(t.checked > 0 && over_c > 0);
+#endif
+}
+END_TEST
+
 /* Tightness. Outputs in their own dtypes are mostly exact or one ulp off (the quantum of
  * the output format hides the analysis), so the measure is taken on the stored values:
  * every real output delivered in f64, compared with the exact value in f64, against the
@@ -797,12 +932,14 @@ static Suite *suite(void)
 	tcase_add_test(t, near_ties_propagate);
 	tcase_add_test(t, casts_are_monotone);
 	tcase_add_test(t, allowance_table);
+	tcase_add_test(t, flushed_subnormals);
 	tcase_add_test(t, split_emulation_matches_c);
 	tcase_add_loop_test(t, logsumexp_within_budget, 0, (int)ARRAY_LEN(lse_scheds));
 	suite_add_tcase(s, t);
 	t = tcase_create("examples");
 	tcase_set_timeout(t, 120);
 	tcase_add_loop_test(t, examples_are_within_budget, 0, (int)ARRAY_LEN(examples));
+	tcase_add_test(t, flushing_device_within_budgets);
 	suite_add_tcase(s, t);
 	t = tcase_create("tight");
 	tcase_set_timeout(t, 120);

@@ -477,7 +477,7 @@ static const char tiled_src[] =
 	"size M = 11, K = 24, N = 37\n"
 	"input x : f32[M, K]\ninput w : f32[N, K]\n"
 	"y[m:M, n:N] = sum(k:K) x[m, k] * w[n, k]\n"
-	"s[m:M, n:N] = y[m, n] * 0.5 + 1\n"
+	"s[m:M, n:N] = y[m, n] * 0.5 * 1.0 + 1\n"
 	"output y : f32, s : bf16\n"
 	"schedule\n"
 	"  tile y : n=8\n";
@@ -612,7 +612,28 @@ START_TEST(report_files)
 	ck_assert(rp_json_num(rp_json_get(tot, "max_ratio"), 0) > 1);
 	ck_assert_int_eq(rp_json_get(&v, "results")->n, 4);
 	ck_assert(rp_json_get(rp_json_get(rp_json_get(&v, "directives"), "exercised"), "tile"));
+	/* the rewrite's x * 1.0 fired once per case (2 cases of 2 outputs each: counted per
+	 * case, not per record), and another rule never did */
+	const JsVal *ru = rp_json_get(&v, "rules");
+	ck_assert(rp_json_get(ru, "recorded")->b);
+	const JsVal *x1 = rp_json_get(rp_json_get(ru, "exercised"), "x*1 -> x");
+	ck_assert_ptr_nonnull(x1);
+	ck_assert(rp_json_num(rp_json_get(x1, "firings"), 0) == 2);
+	ck_assert(rp_json_num(rp_json_get(x1, "cases"), 0) == 2);
+	const JsVal *never = rp_json_get(ru, "never");
+	bool div1 = false;
+	for (int i = 0; i < never->n; i++) {
+		ck_assert_str_ne(never->items[i].str, "x*1 -> x");
+		div1 |= strcmp(never->items[i].str, "x/1 -> x") == 0;
+	}
+	ck_assert(div1);
+	ck_assert_str_eq(rp_json_get(rp_json_get(ru, "domains"), "x*0 -> 0")->str, "real");
 	rp_json_free(&v);
+	ck_assert_ptr_nonnull(strstr(html, "<tr><td><code>x*1 -&gt; x</code></td><td>exact</td>"
+				      "<td class=\"n\">2</td>"));
+	ck_assert_ptr_nonnull(strstr(html, "Never exercised (11 of 12 rules): <code>x/1 -&gt; x"));
+	ck_assert_ptr_nonnull(strstr(md, "**Rewrite rules** exercised: `x*1 -> x` ×2 (1 of 12"));
+	ck_assert_ptr_null(strstr(md, "not recorded"));
 	free(md);
 	free(html);
 	free(js);

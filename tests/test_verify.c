@@ -150,6 +150,65 @@ START_TEST(unbounded_specials)
 }
 END_TEST
 
+/* A kernel on a backend that flushes f32 subnormals (orc_may_flush: vulkan, wgsl) gives a
+ * zero where the oracle has a subnormal: within the wgsl budget (a pass), over the c one;
+ * the log of the flushed value is -inf: a special mismatch where the wgsl budget makes no
+ * claim (+inf), so not a compiler suspect, and a suspect on c. */
+START_TEST(flushed_subnormals)
+{
+	Graph *g = tu_parse("input x : f32[3]\ny[i:3] = x[i] * 1e-30\n"
+			    "l[i:3] = log(abs(x[i]) * 1e-30)\noutput y : f32, l : f32\n");
+	Schedule s;
+	sched_default(g, &s);
+	HostTensor *in = tu_new_inputs(g);
+	const float xs[3] = {1.19386145e-9f, -2e-10f, 1.0f};
+	for (int i = 0; i < 3; i++)
+		ht_set(&in[0], i, xs[i]);
+	HostTensor want[2], got[2], bw[2], bc[2];
+	Diag d = {0};
+	MpOpts mo = {1, 0, 0};
+	ck_assert_msg(mp_exact(g, in, &mo, want, NULL, NULL, &d) == 0, "%s", d.msg);
+	ck_assert_msg(orc_budget(g, &s, "wgsl", in, bw, &d) == 0, "%s", d.msg);
+	ck_assert_msg(orc_budget(g, &s, "c", in, bc, &d) == 0, "%s", d.msg);
+	for (int k = 0; k < 2; k++) {
+		int64_t n = 3;
+		ck_assert_int_eq(ht_alloc(&got[k], DT_F32, 1, &n), 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		double y = ht_get(&want[0], i);
+		bool sub = fabs(y) < 0x1p-126;
+		ck_assert(sub == (i < 2) && y != 0);
+		ht_set(&got[0], i, sub ? copysign(0.0, y) : y);
+		ht_set(&got[1], i, sub ? -INFINITY : ht_get(&want[1], i));
+	}
+	VfMetrics m[2][2];
+	for (int b = 0; b < 2; b++)
+		for (int k = 0; k < 2; k++) {
+			vf_metrics_init(&m[b][k]);
+			vf_compare(&got[k], &want[k], b ? &bc[k] : &bw[k], NULL, NULL, NULL, 3, &m[b][k]);
+			vf_metrics_done(&m[b][k]);
+		}
+	ck_assert_int_eq(vf_metrics_verdict(&m[0][0]), V_PASS);
+	ck_assert(m[0][0].max_ratio <= 1 && m[0][0].max_ratio > 0.5);
+	ck_assert_int_eq(vf_metrics_verdict(&m[1][0]), V_OVER_BUDGET);
+	ck_assert_int_eq(m[1][0].n_over, 2);
+	ck_assert_int_eq(vf_metrics_verdict(&m[0][1]), V_SPECIAL_MISMATCH);
+	ck_assert(m[0][1].n_special == 2 && m[0][1].n_special_unbounded == 2);
+	ck_assert(!vf_compiler_suspect(V_SPECIAL_MISMATCH, &m[0][1]));
+	ck_assert_int_eq(m[1][1].n_special_unbounded, 0);
+	ck_assert(vf_compiler_suspect(vf_metrics_verdict(&m[1][1]), &m[1][1]));
+	for (int k = 0; k < 2; k++) {
+		ht_free(&want[k]);
+		ht_free(&got[k]);
+		ht_free(&bw[k]);
+		ht_free(&bc[k]);
+	}
+	tu_free_tensors(in, 1);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
 static HostTensor vec(Dtype f, const double *v, int64_t n)
 {
 	HostTensor t;
@@ -235,13 +294,7 @@ END_TEST
 
 /* ------------------------------------------------------------ the pipeline */
 
-static const char *cache_dir(void)
-{
-	static char buf[512];
-	const char *t = getenv("TMPDIR");
-	snprintf(buf, sizeof buf, "%s/assay-test-verify", t && *t ? t : "/tmp");
-	return buf;
-}
+static inline const char *cache_dir(void) { return tu_cache_dir("verify"); }
 
 static const char affine_src[] =
 	"graph affine\n"
@@ -265,7 +318,17 @@ typedef struct {
 	bool sampled[64];
 	int64_t n_checked[64], n64[64];
 	char by[64][32];
+	bool has_rules[64];             /* the record carries the rewrite's counters */
+	uint64_t x1[64], ident[64];     /* firings of "x*1 -> x", "i+0, i*1, i*0, i-i" */
 } Got;
+
+static uint64_t fired(const RwStats *st, const char *rule)
+{
+	for (int i = 0; st && i < st->nrules; i++)
+		if (strcmp(st->name[i], rule) == 0)
+			return st->fired[i];
+	return 0;
+}
 
 static void collect(void *ctx, const VfRecord *r)
 {
@@ -277,6 +340,9 @@ static void collect(void *ctx, const VfRecord *r)
 	g->n_checked[g->n] = r->m.n_checked;
 	g->n64[g->n] = r->m64.n_checked;
 	snprintf(g->by[g->n], sizeof g->by[0], "%s", r->ref64_by ? r->ref64_by : "");
+	g->has_rules[g->n] = r->rules != NULL;
+	g->x1[g->n] = fired(r->rules, "x*1 -> x");
+	g->ident[g->n] = fired(r->rules, "i+0, i*1, i*0, i-i");
 	g->n++;
 }
 
@@ -314,8 +380,7 @@ typedef struct {
 static int run(const Run *r, Got *got)
 {
 	Diag d = {0};
-	Graph *g = ir_parse(r->src, strlen(r->src), "test.tg", NULL, 0, &d);
-	ck_assert_msg(g != NULL, "parse: %s", d.msg ? d.msg : "?");
+	Graph *g = tu_parse(r->src);
 	if (r->sched && *r->sched)
 		ck_assert_int_eq(ir_parse_schedule(g, r->sched, strlen(r->sched), "t.sched", &d), 0);
 	VfSched *sc;
@@ -375,66 +440,45 @@ START_TEST(clean_run_passes)
 }
 END_TEST
 
-START_TEST(dropped_tail_is_over_budget)
-{
-	Got got;
-	/* 37 = 4 * 8 + 5: the last partial tile is not computed */
-	Run r = {affine_src, "tile y : i=8\n", 0, KF_DROP_TAIL, 0, 0, false, 0, 0, NULL};
-	run(&r, &got);
-	expect_all(&got, 1, V_OVER_BUDGET, "y[3");
-	r.faults = 0;
-	run(&r, &got);
-	expect_all(&got, 1, V_PASS, NULL);
-}
-END_TEST
+/* Every failure kind caught as its verdict: a run with a seeded compiler fault or a
+ * worker hook (set through the environment variable env where there is one, as a user
+ * sets it), and the records it must give. */
+static const struct {
+	Run r;
+	const char *env;
+	int n;
+	Verdict v;
+	const char *reason;   /* in every record's reason (NULL: not checked) */
+} kinds[] = {
+	/* 37 = 4 * 8 + 5: the last partial tile is not computed; without the fault, a pass */
+	{{affine_src, "tile y : i=8\n", 0, KF_DROP_TAIL, 0, 0, false, 0, 0, NULL}, NULL, 1,
+	 V_OVER_BUDGET, "y[3"},
+	{{affine_src, "tile y : i=8\n", 0, 0, 0, 0, false, 0, 0, NULL}, NULL, 1, V_PASS, NULL},
+	{{argmax_src, "", 0, KF_SKIP_LAST, 0, 0, true, 0, 0, NULL}, NULL, 1, V_OVER_BUDGET,
+	 "no near tie"},
+	/* two schedules: the run goes on after the first crash (or hang) */
+	{{affine_src, "", 1, 0, VF_HOOK_CRASH, 0, false, 0, 0, NULL}, NULL, 2, V_CRASH, "SIGSEGV"},
+	{{affine_src, "", 0, 0, 0, 0, false, 0, 0, NULL}, "ASSAY_TEST_OOB", 1, V_OOB_WRITE,
+	 "past its end"},
+	{{affine_src, "", 1, 0, VF_HOOK_HANG, 1.0, false, 0, 0, NULL}, NULL, 2, V_TIMEOUT,
+	 "no result after 1 s"},
+	{{affine_src, "", 0, 0, VF_HOOK_NAN, 0, false, 0, 0, NULL}, NULL, 1, V_SPECIAL_MISMATCH,
+	 "nan against the oracle's"},
+};
 
-START_TEST(index_disagreement_is_over_budget)
+START_TEST(failure_kinds)
 {
+	Run r = kinds[_i].r;
+	if (kinds[_i].env) {
+		setenv(kinds[_i].env, "1", 1);
+		VfOpts o = {0};
+		Diag d = {0};
+		ck_assert_int_eq(vf_opts_env(&o, &d), 0);
+		r.hooks = o.w.hooks;
+	}
 	Got got;
-	Run r = {argmax_src, "", 0, KF_SKIP_LAST, 0, 0, true, 0, 0, NULL};
 	run(&r, &got);
-	expect_all(&got, 1, V_OVER_BUDGET, "no near tie");
-}
-END_TEST
-
-START_TEST(segfault_is_crash)
-{
-	Got got;
-	/* two schedules: the run goes on after the first crash */
-	Run r = {affine_src, "", 1, 0, VF_HOOK_CRASH, 0, false, 0, 0, NULL};
-	run(&r, &got);
-	expect_all(&got, 2, V_CRASH, "SIGSEGV");
-}
-END_TEST
-
-START_TEST(oob_write_is_caught)
-{
-	Got got;
-	setenv("ASSAY_TEST_OOB", "1", 1);
-	VfOpts o = {0};
-	Diag d = {0};
-	ck_assert_int_eq(vf_opts_env(&o, &d), 0);
-	Run r = {affine_src, "", 0, 0, o.w.hooks, 0, false, 0, 0, NULL};
-	run(&r, &got);
-	expect_all(&got, 1, V_OOB_WRITE, "past its end");
-}
-END_TEST
-
-START_TEST(endless_loop_is_timeout)
-{
-	Got got;
-	Run r = {affine_src, "", 1, 0, VF_HOOK_HANG, 1.0, false, 0, 0, NULL};
-	run(&r, &got);
-	expect_all(&got, 2, V_TIMEOUT, "no result after 1 s");
-}
-END_TEST
-
-START_TEST(nan_is_special_mismatch)
-{
-	Got got;
-	Run r = {affine_src, "", 0, 0, VF_HOOK_NAN, 0, false, 0, 0, NULL};
-	run(&r, &got);
-	expect_all(&got, 1, V_SPECIAL_MISMATCH, "nan against the oracle's");
+	expect_all(&got, kinds[_i].n, kinds[_i].v, kinds[_i].reason);
 }
 END_TEST
 
@@ -544,6 +588,61 @@ START_TEST(records_and_files)
 }
 END_TEST
 
+/* The compiler's rewrite runs in the worker, before lowering, and its firings are
+ * recorded: x * 1.0 and i + 0 fire once per (backend, schedule); the results still pass
+ * (the oracle evaluates the graph as written, the kernel the rewritten one); the schedule
+ * names the rewritten graph's definitions. With ASSAY_NO_REWRITE=1 no rule is recorded. */
+static const char rewrite_src[] =
+	"graph rw\n"
+	"size N = 37\n"
+	"input x : f32[N]\n"
+	"p[i:N] = x[i] * 1.0 + 0.1\n"
+	"y[i:N] = p[i + 0] * 3\n"
+	"output y : f32\n";
+
+START_TEST(rewrite_recorded)
+{
+	char dir[] = "/tmp/assay-test-verify-rw-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	Got got;
+	Run r = {rewrite_src, "tile p : i=8\nstore p : f16\n", 1, 0, 0, 0, true, 0, 0, dir};
+	run(&r, &got);
+	expect_all(&got, 2, V_PASS, NULL);
+	for (int i = 0; i < got.n; i++) {
+		ck_assert(got.has_rules[i]);
+		ck_assert_uint_eq(got.x1[i], 1);
+		ck_assert_uint_ge(got.ident[i], 1);
+	}
+	char p[1024];
+	snprintf(p, sizeof p, "%s/results.jsonl", dir);
+	char *text = tu_read_file(p, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"rules\":{\"x*1 -> x\":1,"), "%s", text);
+	free(text);
+	/* the rewrite changes the kernel: the same case without it compiles another one */
+	snprintf(p, sizeof p, "%s/rw/c-default/kernel.c", dir);
+	char *src = tu_read_file(p, NULL);
+	ck_assert_ptr_nonnull(src);
+	setenv("ASSAY_NO_REWRITE", "1", 1);
+	VfOpts o = {0};
+	Diag d = {0};
+	ck_assert_int_eq(vf_opts_env(&o, &d), 0);
+	unsetenv("ASSAY_NO_REWRITE");
+	ck_assert_uint_eq(o.w.hooks, VF_HOOK_NO_REWRITE);
+	Run plain = {rewrite_src, "tile p : i=8\nstore p : f16\n", 1, 0, o.w.hooks, 0, true, 0, 0,
+		     dir};
+	run(&plain, &got);
+	expect_all(&got, 2, V_PASS, NULL);
+	for (int i = 0; i < got.n; i++)
+		ck_assert(!got.has_rules[i] && got.x1[i] == 0);
+	char *src0 = tu_read_file(p, NULL);
+	ck_assert_ptr_nonnull(src0);
+	ck_assert_msg(strcmp(src, src0) != 0, "the rewrite left the kernel as it was:\n%s", src);
+	free(src);
+	free(src0);
+}
+END_TEST
+
 /* ------------------------------------------------------------ acceptance (subset) */
 
 START_TEST(examples_pass)
@@ -591,20 +690,17 @@ static Suite *suite(void)
 	tcase_add_test(m, array_metrics);
 	tcase_add_test(m, near_ties);
 	tcase_add_test(m, unbounded_specials);
+	tcase_add_test(m, flushed_subnormals);
 	tcase_add_test(m, fault_names);
 	suite_add_tcase(s, m);
 	TCase *w = tcase_create("pipeline");
 	tcase_set_timeout(w, 60);
 	tcase_add_test(w, clean_run_passes);
-	tcase_add_test(w, dropped_tail_is_over_budget);
-	tcase_add_test(w, index_disagreement_is_over_budget);
-	tcase_add_test(w, segfault_is_crash);
-	tcase_add_test(w, oob_write_is_caught);
-	tcase_add_test(w, endless_loop_is_timeout);
-	tcase_add_test(w, nan_is_special_mismatch);
+	tcase_add_loop_test(w, failure_kinds, 0, (int)ARRAY_LEN(kinds));
 	tcase_add_test(w, compile_failure_and_unavailable);
 	tcase_add_test(w, sampled_outputs);
 	tcase_add_test(w, records_and_files);
+	tcase_add_test(w, rewrite_recorded);
 	suite_add_tcase(s, w);
 	TCase *a = tcase_create("acceptance");
 	tcase_set_timeout(a, 120);

@@ -4,9 +4,11 @@
 #define ASSAY_TESTUTIL_H
 
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../compiler/compiler.h"
 
 /* Reads a whole file into a NUL-terminated heap buffer; NULL if it cannot. */
 static inline char *tu_read_file(const char *path, size_t *len)
@@ -31,6 +33,77 @@ static inline char *tu_read_file(const char *path, size_t *len)
 	if (len)
 		*len = n;
 	return buf;
+}
+
+/* The compiled-program cache of suite `name`: $TMPDIR/assay-test-NAME (a static buffer). */
+static inline const char *tu_cache_dir(const char *name)
+{
+	static char buf[512];
+	const char *t = getenv("TMPDIR");
+	snprintf(buf, sizeof buf, "%s/assay-test-%s", t && *t ? t : "/tmp", name);
+	return buf;
+}
+
+/* The graph of a .tg text; the test fails on a parse error. */
+static inline Graph *tu_parse(const char *src)
+{
+	Diag d = {0};
+	Graph *g = ir_parse(src, strlen(src), "test.tg", NULL, 0, &d);
+	ck_assert_msg(g != NULL, "parse: %s", d.msg ? d.msg : "?");
+	return g;
+}
+
+/* The inputs of g (input order), each allocated in its declared dtype and shape, zero. */
+static inline HostTensor *tu_new_inputs(const Graph *g)
+{
+	int n = ir_ninputs(g);
+	HostTensor *in = calloc((size_t)n + 1, sizeof *in);
+	for (int k = 0; k < n; k++) {
+		const Tensor *T = &g->tensors[ir_input_tensor(g, k)];
+		int64_t dims[IR_MAXRANK];
+		for (int i = 0; i < T->rank; i++)
+			dims[i] = T->dims[i].value;
+		ck_assert_int_eq(ht_alloc(&in[k], (Dtype)T->dtype, T->rank, dims), 0);
+	}
+	return in;
+}
+
+/* Frees n tensors and the array that holds them (t may be NULL). */
+static inline void tu_free_tensors(HostTensor *t, int n)
+{
+	for (int i = 0; t && i < n; i++)
+		ht_free(&t[i]);
+	free(t);
+}
+
+/* splitmix64's output function: well-mixed test data from an index. */
+static inline uint64_t tu_mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The float and the double with the given bits. */
+static inline float tu_bits_f(uint32_t b)
+{
+	float f;
+	memcpy(&f, &b, sizeof f);
+	return f;
+}
+
+static inline double tu_bits_d(uint64_t b)
+{
+	double f;
+	memcpy(&f, &b, sizeof f);
+	return f;
+}
+
+/* The same value: both NaN, or equal with the same sign (so -0 is not +0). */
+static inline bool tu_same(double a, double b)
+{
+	return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
 }
 
 /* Runs a Check suite with fork mode on and returns the process exit status. */

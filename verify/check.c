@@ -105,7 +105,7 @@ static const struct { const char *name; unsigned bit; } fault_names[] = {
 	{"accum_ignored", KF_ACCUM_IGNORED}, {"store_trunc", KF_STORE_TRUNC},
 	{"max_nan", KF_MAX_NAN}, {"zero_sign", KF_ZERO_SIGN},
 	{"argmax_tie", KF_ARGMAX_TIE}, {"topk_order", KF_TOPK_ORDER},
-	{"gather_bounds", KF_GATHER_BOUNDS},
+	{"gather_bounds", KF_GATHER_BOUNDS}, {"rw_div_pow2", KF_RW_DIV_POW2},
 };
 _Static_assert(ARRAY_LEN(fault_names) == KF__COUNT, "one name per seeded fault");
 
@@ -163,6 +163,7 @@ int vf_opts_env(VfOpts *o, Diag *d)
 	static const struct { const char *env; unsigned bit; } hooks[] = {
 		{"ASSAY_TEST_CRASH", VF_HOOK_CRASH}, {"ASSAY_TEST_HANG", VF_HOOK_HANG},
 		{"ASSAY_TEST_OOB", VF_HOOK_OOB}, {"ASSAY_TEST_NAN", VF_HOOK_NAN},
+		{"ASSAY_NO_REWRITE", VF_HOOK_NO_REWRITE},
 	};
 	for (size_t i = 0; i < ARRAY_LEN(hooks); i++)
 		if (env_on(hooks[i].env))
@@ -281,7 +282,7 @@ static int ref64_compiled(Ctx *c)
 			s.defs[k].op = s.defs[k].accum = s.defs[k].store = DT_F64;
 	WorkerOpts wo = c->o->w;
 	wo.faults = 0;
-	wo.hooks = 0;
+	wo.hooks = VF_HOOK_NO_REWRITE;   /* the reference is the graph as written */
 	WorkerResult w;
 	Diag d = {0};
 	int rc = vf_worker_run(b, g, &s, c->inputs, &wo, &w, &d);
@@ -476,6 +477,10 @@ static void explain(const Graph *g, int k, const VfMetrics *m, const char *again
 		snprintf(buf, n, "%s: %g against %s %g where the budget is 0: a zero of the wrong "
 			 "sign (%lld elements)", at, m->worst_got, against, m->worst_want,
 			 (long long)m->n_special);
+	else if (m->n_special && m->n_special == m->n_special_unbounded)
+		snprintf(buf, n, "%s: %g against %s %g (%lld special-value mismatches, all where the "
+			 "budget is +inf, no claim: a possible overflow, a divisor or log argument that "
+			 "may be 0)", at, m->worst_got, against, m->worst_want, (long long)m->n_special);
 	else if (m->n_special)
 		snprintf(buf, n, "%s: %g against %s %g (%lld special-value mismatches)", at,
 			 m->worst_got, against, m->worst_want, (long long)m->n_special);
@@ -567,7 +572,7 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, const Worke
 			.case_dir = rel, .oracle_s = c->orc.secs, .budget_s = budget_s,
 			.ref64_by = c->orc.ref64_by ? c->orc.ref64_by : "",
 			.reason = reason, .agree = {.axis = -1, .ref = ""},
-			.red_len = vf_red_len(g, k),
+			.red_len = vf_red_len(g, k), .rules = w && w->rewritten ? &w->rules : NULL,
 		};
 		vf_metrics_init(&r.m);
 		vf_metrics_init(&r.m64);

@@ -18,7 +18,9 @@
  *   red_len (terms of the longest reduction feeding the output, 0 if none: agree.c),
  *   agree_axis, agree_k, agree_rows, argmax_agree, topk_agree (fractions of the rows
  *   along agree_axis whose argmax / top-k set agrees with the oracle's: agree.c; all but
- *   agree_rows are null when agree_rows is 0), agree_ref ("oracle" | "f64" | "").
+ *   agree_rows are null when agree_rows is 0), agree_ref ("oracle" | "f64" | ""),
+ *   rules ({RULE NAME: firings} for the rules compiling the case fired, {} when none; absent
+ *   when no rewrite ran: VfRecord.rules).
  * Non-finite numbers are written as the strings "inf", "-inf" and "nan" (JSON has no
  * such numbers); finite ones with 17 significant digits, so a double reads back exactly.
  *
@@ -117,6 +119,21 @@ static void agreement(FILE *f, const VfRecord *r)
 	key(f, "agree_ref"), json_str(f, a->rows > 0 && a->ref ? a->ref : "");
 }
 
+static void rules(FILE *f, const RwStats *st)
+{
+	if (!st)
+		return;
+	key(f, "rules");
+	fputc('{', f);
+	for (int i = 0, n = 0; i < st->nrules; i++)
+		if (st->fired[i]) {
+			fputs(n++ ? "," : "", f);
+			json_str(f, st->name[i]);
+			fprintf(f, ":%llu", (unsigned long long)st->fired[i]);
+		}
+	fputc('}', f);
+}
+
 void vf_record_json(FILE *f, const VfRecord *r)
 {
 	const VfMetrics *m = &r->m;
@@ -172,6 +189,7 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	key(f, "case_dir"), json_str(f, r->case_dir);
 	timings(f, r);
 	agreement(f, r);
+	rules(f, r->rules);
 	fputs("}\n", f);
 }
 

@@ -148,12 +148,14 @@ int64_t vf_red_len(const Graph *g, int output);
  * element past the end of a guarded buffer the worker adds to the program (the backend's
  * own buffers cannot be reached through the Backend interface), found by the same guard
  * check; ASSAY_TEST_NAN=1 poisons element 0 of every real output with a NaN after
- * download. */
+ * download. One more is a debugging switch: ASSAY_NO_REWRITE=1 lowers the graph as
+ * written, without the compiler's rewrite rules (rw_compile). */
 enum {
 	VF_HOOK_CRASH = 1 << 0,
 	VF_HOOK_HANG = 1 << 1,
 	VF_HOOK_OOB = 1 << 2,
 	VF_HOOK_NAN = 1 << 3,
+	VF_HOOK_NO_REWRITE = 1 << 4,
 };
 
 /* What a worker came back with. On WK_OK, outs[k] holds output k in its dtype. */
@@ -166,6 +168,8 @@ typedef struct {
 	char *reason;        /* malloc'ed message (compiler's message, signal name, ...) */
 	char *source;        /* malloc'ed kernel source (Backend.emit), NULL if not reached */
 	HostTensor *outs;    /* g->noutputs tensors on WK_OK (calloc'ed), else NULL */
+	bool rewritten;      /* the worker ran the rewrite (rw_compile) to its end */
+	RwStats rules;       /* then its counters (names from rw_rules) */
 	bool cache_hit;
 	double compile_s, launch_s, wall_s;
 } WorkerResult;
@@ -178,8 +182,10 @@ typedef struct {
 	unsigned hooks;      /* VF_HOOK_* */
 } WorkerOpts;
 
-/* Runs g under s on backend b in a forked worker process (its own process group): lower,
- * emit, compile, alloc, upload, launch, guards, download. Returns 0 with r filled (any
+/* Runs g under s on backend b in a forked worker process (its own process group):
+ * rewrite (rw_compile, unless VF_HOOK_NO_REWRITE; the schedule of g applies to the
+ * rewritten graph, which keeps g's definitions), lower, emit, compile, alloc, upload,
+ * launch, guards, download. Returns 0 with r filled (any
  * status), or -1 with d when the worker could not be started at all (code 3). The caller
  * frees r with vf_worker_free. Call it with no other threads running (fork). */
 int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
@@ -229,6 +235,9 @@ typedef struct {
 	bool cache_hit;
 	VfAgree agree;           /* agreement along VfOpts.agree_axis (rows 0: none) */
 	int64_t red_len;         /* vf_red_len of the output */
+	const RwStats *rules;    /* the rewrite rules that compiling the case fired; NULL when no
+	                            rewrite ran (backend unavailable, ASSAY_NO_REWRITE, a worker
+	                            that died in it) */
 } VfRecord;
 
 typedef void VfSink(void *ctx, const VfRecord *r);
@@ -279,6 +288,65 @@ void vf_sched_list_free(VfSched *s, int n);
 int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *backends,
 	     int nbackends, const VfSched *scheds, int nscheds, const VfOpts *o,
 	     int *failed, Diag *d);
+
+/* ------------------------------------------------------------------ ULP sweep */
+
+/* The functions of the per-backend ULP sweep (ulp.c, issue 5). VU_SIN sweeps [-pi, pi],
+ * where every table row for sin holds; VU_SIN_WIDE sweeps |x| from pi to the format's
+ * largest value, reported apart. */
+typedef enum {
+	VU_EXP, VU_LOG, VU_SIN, VU_SIN_WIDE, VU_TANH, VU_DIV, VU_SQRT, VU_EXPM1, VU_LOG1P,
+	VU_ERF, VU_POW, VU__COUNT
+} VfUlpFn;
+
+const char *vf_ulp_fn_name(VfUlpFn f);          /* "exp", "sin>pi", "div", ... */
+int vf_ulp_fn_parse(const char *name, size_t len);   /* -1 if unknown */
+
+/* One row: a function on a backend in a format. */
+typedef struct {
+	VfUlpFn fn;
+	Dtype fmt;
+	const char *backend;     /* the Backend's name (static) */
+	WorkerStatus status;     /* WK_OK: the figures hold; else reason says why not */
+	char reason[256];
+	int64_t points;          /* distinct arguments swept */
+	int64_t n_checked;       /* of them, compared (the exact value finite and settled) */
+	double worst_ulp;        /* largest distance from R(exact) in ulps of fmt (inf: a NaN
+	                            or an infinity where the budget is finite) */
+	double worst_x, worst_y; /* its arguments (y: the divisor, pow's exponent; else NaN) */
+	double worst_got, worst_want;
+	double worst_allow;      /* the budget there, in ulps of fmt at R(exact) (inf: none) */
+	double max_ratio;        /* max |got - R(exact)| / budget over the bounded points */
+	double ratio_x, ratio_y; /* where, */
+	double ratio_got, ratio_want, ratio_budget;   /* and what */
+	int64_t n_over;          /* bounded points over their budget (special values included) */
+	int64_t n_special;       /* of them, a NaN or an infinity where the exact value is finite */
+	int64_t n_unbounded;     /* points whose budget is +inf (the table promises nothing) */
+	char allowance[200];     /* the table's rows in words (orc_allowance_text) */
+} VfUlpRow;
+
+/* "ok", "EXCEEDS" (a point over its budget), "no bound" (the budget is +inf at every
+ * point), "no points", or the name of the verdict a failed worker gives
+ * ("unsupported", "compile-error", "crash", "timeout", "oob-write"). */
+const char *vf_ulp_verdict(const VfUlpRow *r);
+
+typedef struct {
+	int64_t points;          /* per function (<= 0: 65536); a format with no more values
+	                            in a domain than this is swept over all of them */
+	uint64_t seed;           /* the samples' jitter and the pairs of div and pow */
+	int threads;             /* oracle threads */
+	WorkerOpts w;            /* the workers' */
+	unsigned fns;            /* 1 << VfUlpFn of the functions to sweep (0: all) */
+} VfUlpOpts;
+
+/* Sweeps the functions of o->fns in format f (f64 f32 f16 bf16) on each of the nbes
+ * backends: rows (caller-allocated, nbes * VU__COUNT entries) get nbes blocks of one row
+ * per selected function, in VfUlpFn order; *nrows their number. An unavailable backend's
+ * rows say so (status WK_UNSUPPORTED, reason "unavailable: ..."). Call it with no other
+ * threads running (workers fork). Returns 0, or -1 with d when the sweep itself failed
+ * (the oracle or a budget: code 3; a format it does not sweep: code 2). */
+int vf_ulp_sweep(const Backend *const *bes, int nbes, Dtype f, const VfUlpOpts *o,
+		 VfUlpRow *rows, int *nrows, Diag *d);
 
 /* ------------------------------------------------------------------- records */
 

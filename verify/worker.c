@@ -1,10 +1,12 @@
 /* verify/worker.c: one (backend, schedule) run in an isolated worker process.
  *
- * The caller has computed the oracle; then it forks. The worker lowers the graph, emits
+ * The caller has computed the oracle (of the graph as written); then it forks. The worker
+ * rewrites the graph (rw_compile: the rewrite is part of the compiler under test, so a
+ * rewrite that crashes is a crash of the case), lowers the rewritten graph, emits
  * the kernel source, compiles, allocates, uploads, launches, checks the guard regions and
  * downloads every output, writing what it gets into a shared anonymous mapping: a small
- * header (the stage reached, the outcome, a message, timings), the outputs in their dtypes,
- * and the source. The parent waits with a deadline:
+ * header (the stage reached, the outcome, a message, timings, the rules the rewrite
+ * fired), the outputs in their dtypes, and the source. The parent waits with a deadline:
  * - the worker finished: its outcome (ok, compile-error, unsupported, oob-write, or a
  *   crash it reported itself: a runtime error the oracle did not see);
  * - it died of a signal: crash, with the signal's name and the stage it was in;
@@ -33,13 +35,13 @@
 enum { SRC_CAP = 16 << 20, MSG_CAP = 16384, CANARY_GUARD = 64, CANARY_BYTE = 0xa5 };
 
 typedef enum {
-	ST_START, ST_LOWER, ST_EMIT, ST_COMPILE, ST_ALLOC, ST_UPLOAD, ST_LAUNCH, ST_GUARDS,
-	ST_DOWNLOAD, ST_DONE, ST__COUNT
+	ST_START, ST_REWRITE, ST_LOWER, ST_EMIT, ST_COMPILE, ST_ALLOC, ST_UPLOAD, ST_LAUNCH,
+	ST_GUARDS, ST_DOWNLOAD, ST_DONE, ST__COUNT
 } Stage;
 
 static const char *const stage_names[ST__COUNT] = {
-	[ST_START] = "start", [ST_LOWER] = "lowering", [ST_EMIT] = "emit",
-	[ST_COMPILE] = "compile", [ST_ALLOC] = "alloc", [ST_UPLOAD] = "upload",
+	[ST_START] = "start", [ST_REWRITE] = "rewrite", [ST_LOWER] = "lowering",
+	[ST_EMIT] = "emit", [ST_COMPILE] = "compile", [ST_ALLOC] = "alloc", [ST_UPLOAD] = "upload",
 	[ST_LAUNCH] = "launch", [ST_GUARDS] = "the guard check", [ST_DOWNLOAD] = "download",
 	[ST_DONE] = "exit",
 };
@@ -52,6 +54,8 @@ typedef struct {
 	int status;               /* WorkerStatus */
 	bool cache_hit;
 	double compile_s, launch_s;
+	int rw_done;              /* the rewrite ran to its end: rw_tried, rw_fired hold */
+	uint64_t rw_tried[RW_MAXRULES], rw_fired[RW_MAXRULES];
 	size_t src_len;
 	char msg[MSG_CAP];
 } Shm;
@@ -208,11 +212,38 @@ static void launch_and_fetch(const Backend *b, const Graph *g, BeModule *m, cons
 	finish(h, WK_OK, "%s", "");
 }
 
-static void worker(const Backend *b, const Graph *g, const Schedule *s, const HostTensor *in,
+/* The graph the backend compiles: g rewritten by rw_compile (its counters into h), or g
+ * itself under VF_HOOK_NO_REWRITE. NULL when the rewrite broke the definitions the
+ * schedule names (never, by rw_simplify's contract: checked, not trusted). */
+static const Graph *rewrite(const Graph *g, const WorkerOpts *o, Shm *h)
+{
+	if (o->hooks & VF_HOOK_NO_REWRITE)
+		return g;
+	h->stage = ST_REWRITE;
+	RwStats st;
+	memset(&st, 0, sizeof st);
+	Graph *rg = rw_compile(g, o->faults, &st);
+	for (int i = 0; i < st.nrules && i < RW_MAXRULES; i++) {
+		h->rw_tried[i] = st.tried[i];
+		h->rw_fired[i] = st.fired[i];
+	}
+	h->rw_done = 1;
+	if (rg->ndefs != g->ndefs || rg->ntensors != g->ntensors || rg->noutputs != g->noutputs) {
+		finish(h, WK_COMPILE_ERROR, "the rewrite changed the graph's definitions (%d -> %d), "
+		       "tensors or outputs: the schedule does not apply", g->ndefs, rg->ndefs);
+		return NULL;
+	}
+	return rg;   /* not freed: the process ends with the case */
+}
+
+static void worker(const Backend *b, const Graph *g0, const Schedule *s, const HostTensor *in,
 		   const WorkerOpts *o, const Region *r)
 {
 	Shm *h = r->h;
 	Diag d = {0};
+	const Graph *g = rewrite(g0, o, h);
+	if (!g)
+		return;
 	h->stage = ST_LOWER;
 	LowerOpts lo = {o->faults};
 	Kernels *k = kir_lower(g, s, &lo, &d);
@@ -306,6 +337,19 @@ static bool wait_until(pid_t pid, double deadline)
 	}
 }
 
+/* The rewrite's counters, when the worker got through the rewrite. */
+static void rules_of(const Shm *h, WorkerResult *res)
+{
+	if (!h->rw_done)
+		return;
+	res->rewritten = true;
+	rw_rules(&res->rules);
+	for (int i = 0; i < res->rules.nrules; i++) {
+		res->rules.tried[i] = h->rw_tried[i];
+		res->rules.fired[i] = h->rw_fired[i];
+	}
+}
+
 static void collect(const Graph *g, const Region *r, int status, WorkerResult *res)
 {
 	const Shm *h = r->h;
@@ -325,6 +369,7 @@ static void collect(const Graph *g, const Region *r, int status, WorkerResult *r
 	}
 	res->cache_hit = h->cache_hit;
 	res->compile_s = h->compile_s;
+	rules_of(h, res);
 	res->launch_s = h->launch_s;
 	if (h->src_len)
 		res->source = strdup_fmt("%.*s", (int)h->src_len, (const char *)r->base + r->src_off);
@@ -372,6 +417,7 @@ int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
 	} else {
 		int st = reg.h->stage;
 		r->status = WK_TIMEOUT;
+		rules_of(reg.h, r);
 		r->reason = strdup_fmt("no result after %g s (the worker was in %s)", timeout,
 				       stage_names[st >= 0 && st < ST__COUNT ? st : 0]);
 		if (reg.h->src_len)

@@ -19,21 +19,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "c.h"
-
-extern char **environ;
-
-enum { GUARD = 256, GUARD_BYTE = 0xa5 };
+#include "../berun.h"
 
 struct BeModule {
 	const Kernels *k;
@@ -44,20 +36,6 @@ struct BeModule {
 	void **buf;            /* data pointers */
 	size_t *bytes;         /* data sizes */
 };
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static uint64_t fnv(uint64_t h, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h;
-}
 
 /* The first "model name" and "flags" lines of /proc/cpuinfo (empty where unreadable). */
 static char *cpu_id(void)
@@ -89,52 +67,6 @@ static const char *compiler(void)
 {
 	const char *cc = getenv("CC");
 	return cc && *cc ? cc : "cc";
-}
-
-static int mkdirs(const char *path)
-{
-	char buf[4096];
-	snprintf(buf, sizeof buf, "%s", path);
-	for (char *p = buf + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			if (mkdir(buf, 0777) && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
-static int cache_dir(const BeOpts *o, char *dir, size_t n)
-{
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	if (o && o->cache_dir)
-		snprintf(dir, n, "%s", o->cache_dir);
-	else if (x && *x)
-		snprintf(dir, n, "%s/assay", x);
-	else
-		snprintf(dir, n, "%s/.cache/assay", h && *h ? h : "/tmp");
-	return mkdirs(dir);
-}
-
-/* Runs argv with stderr into log; returns the exit status, or -1 if it could not start. */
-static int run_cmd(char *const *argv, const char *log)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, log ? log : "/dev/null",
-					 O_WRONLY | O_CREAT | O_TRUNC, 0666);
-	pid_t pid;
-	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc)
-		return -1;
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
 static int write_file(const char *path, const char *text)
@@ -184,7 +116,7 @@ static int build(const char *src, const char *dir, const char *key, const char *
 	argv[n++] = c;
 	argv[n++] = "-lm";
 	argv[n] = NULL;
-	int rc = run_cmd(argv, log);
+	int rc = be_run_cmd(argv, log);
 	if (rc != 0) {
 		char *tail = log_tail(log);
 		diag_set(d, 3, "c backend: %s failed (%s %d) on %s:\n%s", argv[0],
@@ -207,21 +139,16 @@ static int build(const char *src, const char *dir, const char *key, const char *
 static BeModule *c_compile(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
 			   Diag *d)
 {
-	double t0 = now();
-	char dir[4096], so[4200], key[40];
-	if (cache_dir(o, dir, sizeof dir)) {
+	double t0 = be_now();
+	char dir[4096], so[4200], key[33];
+	if (be_cache_dir(o, dir, sizeof dir)) {
 		diag_set(d, 3, "c backend: cannot create the cache directory %s: %s", dir, strerror(errno));
 		return NULL;
 	}
 	char *cpu = cpu_id();
-	uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
 	const char *parts[] = {src, C_CFLAGS, compiler(), cpu};
-	for (size_t i = 0; i < ARRAY_LEN(parts); i++) {
-		h1 = fnv(h1, parts[i], strlen(parts[i]) + 1);
-		h2 = fnv(h2 ^ (i + 1), parts[i], strlen(parts[i]) + 1);
-	}
+	be_hash_key(parts, ARRAY_LEN(parts), key);
 	free(cpu);
-	snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
 	snprintf(so, sizeof so, "%s/c-%s.so", dir, key);
 	bool hit = access(so, R_OK) == 0;
 	if (!hit && build(src, dir, key, so, d))
@@ -243,16 +170,8 @@ static BeModule *c_compile(const Kernels *k, const char *src, const BeOpts *o, B
 	m->dl = dl;
 	m->prog = p;
 	m->threads = o && o->threads > 0 ? o->threads : 1;
-	if (st) {
-		st->cache_hit = hit;
-		st->compile_s = now() - t0;
-	}
+	be_stats(st, hit, t0);
 	return m;
-}
-
-static size_t elem_bytes(Dtype f)
-{
-	return (size_t)dt_info(f)->bytes;
 }
 
 static int c_alloc(BeModule *m, Diag *d)
@@ -264,79 +183,38 @@ static int c_alloc(BeModule *m, Diag *d)
 	m->bytes = calloc(n, sizeof *m->bytes);
 	IR_ASSERT(m->raw && m->buf && m->bytes);
 	for (int b = 0; b < k->nbufs; b++) {
-		size_t bytes = (size_t)(k->bufs[b].n ? k->bufs[b].n : 1) * elem_bytes(k->bufs[b].fmt);
-		size_t total = GUARD + ((bytes + 63) & ~(size_t)63) + GUARD;
+		size_t bytes = be_buf_bytes(&k->bufs[b]);
+		size_t total = BE_GUARD + ((bytes + 63) & ~(size_t)63) + BE_GUARD;
 		m->raw[b] = aligned_alloc(64, total);
 		if (!m->raw[b]) {
 			diag_set(d, 3, "c backend: out of memory for buffer %s (%zu bytes)",
 				 k->g->tensors[k->bufs[b].tensor].name, bytes);
 			return -1;
 		}
-		memset(m->raw[b], GUARD_BYTE, total);
-		memset(m->raw[b] + GUARD, 0, bytes);
-		m->buf[b] = m->raw[b] + GUARD;
+		memset(m->raw[b], BE_GUARD_BYTE, total);
+		memset(m->raw[b] + BE_GUARD, 0, bytes);
+		m->buf[b] = m->raw[b] + BE_GUARD;
 		m->bytes[b] = bytes;
 	}
 	return 0;
 }
 
-static int buffer_of(BeModule *m, int tensor, Diag *d)
-{
-	if (tensor < 0 || tensor >= m->k->g->ntensors || m->k->tbuf[tensor] < 0 || !m->buf) {
-		diag_set(d, 3, "c backend: tensor %d has no buffer (inlined, or not allocated)", tensor);
-		return -1;
-	}
-	return m->k->tbuf[tensor];
-}
-
 static int c_upload(BeModule *m, int tensor, const HostTensor *t, Diag *d)
 {
-	int b = buffer_of(m, tensor, d);
+	int b = be_input_buffer(m->k, tensor, m->buf != NULL, t, "c", d);
 	if (b < 0)
 		return -1;
 	const KBuf *B = &m->k->bufs[b];
-	if (t->dtype != B->fmt || t->n != B->n) {
-		diag_set(d, 2, "c backend: input %s is %s with %lld elements, the graph wants %s with %lld",
-			 m->k->g->tensors[tensor].name, dt_name(t->dtype), (long long)t->n,
-			 dt_name(B->fmt), (long long)B->n);
-		return -1;
-	}
-	memcpy(m->buf[b], t->data, (size_t)B->n * elem_bytes(B->fmt));
+	memcpy(m->buf[b], t->data, (size_t)B->n * (size_t)dt_info(B->fmt)->bytes);
 	return 0;
-}
-
-static double get(const void *p, Dtype f, int64_t i)
-{
-	switch (f) {
-	case DT_F64: return ((const double *)p)[i];
-	case DT_F32: return ((const float *)p)[i];
-	case DT_F16: return fmt_f16_to_double(((const uint16_t *)p)[i]);
-	case DT_BF16: return fmt_bf16_to_double(((const uint16_t *)p)[i]);
-	case DT_I32: return ((const int32_t *)p)[i];
-	default: IR_ASSERT(!"get: no storage format");
-	}
 }
 
 static int c_download(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *d)
 {
-	int b = buffer_of(m, tensor, d);
-	if (b < 0)
+	int b = be_buffer_of(m->k, tensor, m->buf != NULL, "c", d);
+	if (b < 0 || be_out_alloc(m->k, tensor, dt, t, "c", d))
 		return -1;
-	const Tensor *T = &m->k->g->tensors[tensor];
-	const KBuf *B = &m->k->bufs[b];
-	int64_t dims[IR_MAXRANK];
-	for (int i = 0; i < T->rank; i++)
-		dims[i] = T->dims[i].value;
-	if (ht_alloc(t, dt, T->rank, dims)) {
-		diag_set(d, 3, "c backend: out of memory for output %s", T->name);
-		return -1;
-	}
-	if (dt == B->fmt) {
-		memcpy(t->data, m->buf[b], (size_t)B->n * elem_bytes(dt));
-		return 0;
-	}
-	for (int64_t i = 0; i < B->n; i++)
-		ht_set(t, i, get(m->buf[b], B->fmt, i));
+	be_out_fill(t, m->buf[b], &m->k->bufs[b]);
 	return 0;
 }
 
@@ -382,28 +260,6 @@ static void run_kernel(const AssayKernel *kn, void *const *buf, int64_t *err, in
 	free(started);
 }
 
-static void runtime_error(const BeModule *m, int64_t site, int64_t v, Diag *d)
-{
-	const Graph *g = m->k->g;
-	const KSite *s = &m->k->sites[site];
-	const char *def = g->tensors[g->defs[s->def].out[0]].name;
-	switch (s->kind) {
-	case KE_INDEX:
-		diag_set(d, 2, "indirect read of '%s' out of range: index %d (read from '%s') is %lld, "
-			 "outside [0, %lld), in '%s'", g->tensors[s->tensor].name, s->dim,
-			 g->tensors[s->idx_tensor].name, (long long)v, (long long)s->bound, def);
-		return;
-	case KE_TOPK:
-		diag_set(d, 2, "topk '%s' over a range of %lld terms, fewer than K = %lld", def,
-			 (long long)v, (long long)s->bound);
-		return;
-	case KE_INT32:
-		diag_set(d, 2, "integer value %lld of '%s' does not fit in 32 bits", (long long)v,
-			 g->tensors[s->tensor].name);
-		return;
-	}
-}
-
 static int c_launch(BeModule *m, Diag *d)
 {
 	if (!m->buf) {
@@ -414,7 +270,7 @@ static int c_launch(BeModule *m, Diag *d)
 		int64_t err[2] = {0, 0};
 		run_kernel(&m->prog->kernels[i], m->buf, err, m->threads);
 		if (err[0]) {
-			runtime_error(m, err[0] - 1, err[1], d);
+			be_runtime_error(m->k, err[0] - 1, err[1], d);
 			return -1;
 		}
 	}
@@ -424,18 +280,10 @@ static int c_launch(BeModule *m, Diag *d)
 static int c_guards(BeModule *m, Diag *d)
 {
 	for (int b = 0; b < m->k->nbufs && m->raw; b++) {
-		size_t total = GUARD + ((m->bytes[b] + 63) & ~(size_t)63) + GUARD;
-		for (size_t i = 0; i < total; i++) {
-			if (i == GUARD)
-				i += m->bytes[b];
-			if (i < total && m->raw[b][i] != GUARD_BYTE) {
-				diag_set(d, 1, "a write outside buffer %s (%s %zu bytes from its start)",
-					 m->k->g->tensors[m->k->bufs[b].tensor].name,
-					 i < GUARD ? "before it," : "past its end,",
-					 i < GUARD ? GUARD - i : i - GUARD - m->bytes[b]);
-				return -1;
-			}
-		}
+		size_t total = BE_GUARD + ((m->bytes[b] + 63) & ~(size_t)63) + BE_GUARD;
+		if (be_guard_check(m->raw[b], BE_GUARD, m->bytes[b], total,
+				   m->k->g->tensors[m->k->bufs[b].tensor].name, d))
+			return -1;
 	}
 	return 0;
 }
@@ -457,7 +305,7 @@ static void c_free(BeModule *m)
 static int c_available(char *why, size_t n)
 {
 	char *argv[] = {(char *)compiler(), "--version", NULL};
-	if (run_cmd(argv, NULL) != 0) {
+	if (be_run_cmd(argv, NULL) != 0) {
 		snprintf(why, n, "no working C compiler '%s' (set CC)", argv[0]);
 		return -1;
 	}

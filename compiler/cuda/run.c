@@ -14,7 +14,7 @@
  * initialises the driver in the calling process.
  *
  * Memory: plain cuMemAlloc allocations (never managed memory). Each buffer is guard, data,
- * guard; the guards hold GUARD_BYTE, checked by guards() after the launches. The error
+ * guard; the guards hold BE_GUARD_BYTE, checked by guards() after the launches. The error
  * slot is a device u64[2] (site + 1, value), cleared before each kernel. Scratch for large
  * locals (plan.c) is one allocation grown to the largest kernel's need, its grid capped so
  * that the scratch stays under SCRATCH_MAX.
@@ -28,13 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "cuda.h"
+#include "../berun.h"
 
-enum { GUARD = 256, GUARD_BYTE = 0xa5 };
 #define SCRATCH_MAX ((int64_t)1 << 30)
 
 typedef struct {
@@ -58,13 +56,6 @@ struct BeModule {
 	size_t scratch_bytes;
 };
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int fail(const BeModule *m, CUresult r, Diag *d, const char *what)
 {
 	char buf[256];
@@ -73,72 +64,6 @@ static int fail(const BeModule *m, CUresult r, Diag *d, const char *what)
 }
 
 /* ------------------------------------------------------------ cache */
-
-static uint64_t fnv(uint64_t h, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static int mkdirs(const char *path)
-{
-	char buf[4096];
-	snprintf(buf, sizeof buf, "%s", path);
-	for (char *p = buf + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			if (mkdir(buf, 0777) && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
-static int cache_dir(const BeOpts *o, char *dir, size_t n)
-{
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	if (o && o->cache_dir)
-		snprintf(dir, n, "%s", o->cache_dir);
-	else if (x && *x)
-		snprintf(dir, n, "%s/assay", x);
-	else
-		snprintf(dir, n, "%s/.cache/assay", h && *h ? h : "/tmp");
-	return mkdirs(dir);
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	char *buf = NULL;
-	long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-	if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
-	    fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		buf[n] = 0;
-		*len = (size_t)n;
-	} else {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
-}
-
-/* Writes under a temporary name and renames into place: readers never see a part. */
-static void write_atomic(const char *path, const char *data, size_t n)
-{
-	char tmp[4400];
-	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-	FILE *f = fopen(tmp, "wb");
-	if (!f)
-		return;
-	bool ok = fwrite(data, 1, n, f) == n;
-	if (fclose(f) == 0 && ok && rename(tmp, path) == 0)
-		return;
-	unlink(tmp);
-}
 
 #define OPT_CAT(s) s " "
 
@@ -152,23 +77,18 @@ static char *cubin_of(const char *src, const char *arch, const BeOpts *o, bool *
 	int maj = 0, min = 0;
 	if (have_nv)
 		nv.Version(&maj, &min);
-	char ver[64];
+	char ver[64], key[33];
 	snprintf(ver, sizeof ver, "nvrtc %d.%d", maj, min);
-	uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
 	const char *parts[] = {src, CU_NVRTC_OPTS(OPT_CAT), arch, ver};
-	for (size_t i = 0; i < ARRAY_LEN(parts); i++) {
-		h1 = fnv(h1, parts[i], strlen(parts[i]) + 1);
-		h2 = fnv(h2 ^ (i + 1), parts[i], strlen(parts[i]) + 1);
-	}
-	bool cached = cache_dir(o, dir, sizeof dir) == 0;
-	snprintf(path, sizeof path, "%s/cuda-%016llx%016llx-%s.cubin", dir, (unsigned long long)h1,
-		 (unsigned long long)h2, arch);
-	char *img = cached ? read_all(path, len) : NULL;
+	be_hash_key(parts, ARRAY_LEN(parts), key);
+	bool cached = be_cache_dir(o, dir, sizeof dir) == 0;
+	snprintf(path, sizeof path, "%s/cuda-%s-%s.cubin", dir, key, arch);
+	char *img = cached ? be_read_file(path, len) : NULL;
 	*hit = img != NULL;
 	if (!img && !have_nv)
 		diag_set(d, 3, "cuda backend: %s", why);
 	else if (!img && (img = cu_nvrtc_compile(&nv, src, arch, len, d)) && cached)
-		write_atomic(path, img, *len);
+		be_write_atomic(path, img, *len);
 	if (have_nv)
 		cu_nvrtc_close(&nv);
 	return img;
@@ -213,7 +133,7 @@ static void cuda_free(BeModule *m);
 static BeModule *cuda_compile(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
 			      Diag *d)
 {
-	double t0 = now();
+	double t0 = be_now();
 	char why[512], arch[32];
 	BeModule *m = calloc(1, sizeof *m);
 	IR_ASSERT(m);
@@ -252,10 +172,7 @@ static BeModule *cuda_compile(const Kernels *k, const char *src, const BeOpts *o
 		m->launch[i] = (Launch){p.mode, p.threads, p.thread_bytes, p.block_bytes};
 		cuda_plan_free(&p);
 	}
-	if (st) {
-		st->cache_hit = hit;
-		st->compile_s = now() - t0;
-	}
+	be_stats(st, hit, t0);
 	return m;
 fail:
 	cuda_free(m);
@@ -287,11 +204,6 @@ static char *cuda_compile_only(const Kernels *k, const char *target, Diag *d)
 
 /* ------------------------------------------------------------ buffers */
 
-static size_t elem_bytes(Dtype f)
-{
-	return (size_t)dt_info(f)->bytes;
-}
-
 static size_t padded(size_t bytes)
 {
 	return (bytes + 63) & ~(size_t)63;
@@ -308,8 +220,8 @@ static int cuda_alloc(BeModule *m, Diag *d)
 	if (r)
 		return fail(m, r, d, "cuMemAlloc (error slot)");
 	for (int b = 0; b < k->nbufs; b++) {
-		size_t bytes = (size_t)(k->bufs[b].n ? k->bufs[b].n : 1) * elem_bytes(k->bufs[b].fmt);
-		size_t total = GUARD + padded(bytes) + GUARD;
+		size_t bytes = be_buf_bytes(&k->bufs[b]);
+		size_t total = BE_GUARD + padded(bytes) + BE_GUARD;
 		if ((r = m->cu.MemAlloc(&m->raw[b], total))) {
 			char what[300];
 			snprintf(what, sizeof what, "cuMemAlloc of buffer %s (%zu bytes)",
@@ -317,132 +229,69 @@ static int cuda_alloc(BeModule *m, Diag *d)
 			return fail(m, r, d, what);
 		}
 		m->bytes[b] = bytes;
-		if ((r = m->cu.MemsetD8(m->raw[b], GUARD_BYTE, total)) ||
-		    (r = m->cu.MemsetD8(m->raw[b] + GUARD, 0, bytes)))
+		if ((r = m->cu.MemsetD8(m->raw[b], BE_GUARD_BYTE, total)) ||
+		    (r = m->cu.MemsetD8(m->raw[b] + BE_GUARD, 0, bytes)))
 			return fail(m, r, d, "cuMemsetD8");
 	}
 	return 0;
 }
 
-static int buffer_of(BeModule *m, int tensor, Diag *d)
-{
-	if (tensor < 0 || tensor >= m->k->g->ntensors || m->k->tbuf[tensor] < 0 || !m->raw) {
-		diag_set(d, 3, "cuda backend: tensor %d has no buffer (inlined, or not allocated)", tensor);
-		return -1;
-	}
-	return m->k->tbuf[tensor];
-}
-
 static int cuda_upload(BeModule *m, int tensor, const HostTensor *t, Diag *d)
 {
-	int b = buffer_of(m, tensor, d);
+	int b = be_input_buffer(m->k, tensor, m->raw != NULL, t, "cuda", d);
 	if (b < 0)
 		return -1;
 	const KBuf *B = &m->k->bufs[b];
-	if (t->dtype != B->fmt || t->n != B->n) {
-		diag_set(d, 2, "cuda backend: input %s is %s with %lld elements, the graph wants %s with %lld",
-			 m->k->g->tensors[tensor].name, dt_name(t->dtype), (long long)t->n,
-			 dt_name(B->fmt), (long long)B->n);
-		return -1;
-	}
-	CUresult r = B->n ? m->cu.MemcpyHtoD(m->raw[b] + GUARD, t->data, (size_t)B->n * elem_bytes(B->fmt)) : 0;
+	size_t n = (size_t)B->n * (size_t)dt_info(B->fmt)->bytes;
+	CUresult r = B->n ? m->cu.MemcpyHtoD(m->raw[b] + BE_GUARD, t->data, n) : 0;
 	return r ? fail(m, r, d, "cuMemcpyHtoD") : 0;
-}
-
-static double get(const void *p, Dtype f, int64_t i)
-{
-	switch (f) {
-	case DT_F64: return ((const double *)p)[i];
-	case DT_F32: return ((const float *)p)[i];
-	case DT_F16: return fmt_f16_to_double(((const uint16_t *)p)[i]);
-	case DT_BF16: return fmt_bf16_to_double(((const uint16_t *)p)[i]);
-	case DT_I32: return ((const int32_t *)p)[i];
-	default: IR_ASSERT(!"get: no storage format");
-	}
 }
 
 static int cuda_download(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *d)
 {
-	int b = buffer_of(m, tensor, d);
-	if (b < 0)
+	int b = be_buffer_of(m->k, tensor, m->raw != NULL, "cuda", d);
+	if (b < 0 || be_out_alloc(m->k, tensor, dt, t, "cuda", d))
 		return -1;
-	const Tensor *T = &m->k->g->tensors[tensor];
-	const KBuf *B = &m->k->bufs[b];
-	int64_t dims[IR_MAXRANK];
-	for (int i = 0; i < T->rank; i++)
-		dims[i] = T->dims[i].value;
 	void *host = malloc(m->bytes[b]);
-	if (!host || ht_alloc(t, dt, T->rank, dims)) {
-		free(host);
-		diag_set(d, 3, "cuda backend: out of memory for output %s", T->name);
+	if (!host) {
+		ht_free(t);
+		diag_set(d, 3, "cuda backend: out of memory for output %s", m->k->g->tensors[tensor].name);
 		return -1;
 	}
-	CUresult r = m->cu.MemcpyDtoH(host, m->raw[b] + GUARD, m->bytes[b]);
+	CUresult r = m->cu.MemcpyDtoH(host, m->raw[b] + BE_GUARD, m->bytes[b]);
 	if (r) {
 		free(host);
 		ht_free(t);
 		return fail(m, r, d, "cuMemcpyDtoH");
 	}
-	if (dt == B->fmt)
-		memcpy(t->data, host, (size_t)B->n * elem_bytes(dt));
-	else
-		for (int64_t i = 0; i < B->n; i++)
-			ht_set(t, i, get(host, B->fmt, i));
+	be_out_fill(t, host, &m->k->bufs[b]);
 	free(host);
 	return 0;
 }
 
 static int cuda_guards(BeModule *m, Diag *d)
 {
-	unsigned char *h = malloc(GUARD + 64 + GUARD);
+	unsigned char *h = malloc(BE_GUARD + 64 + BE_GUARD);
 	IR_ASSERT(h);
 	int rc = 0;
 	for (int b = 0; b < m->k->nbufs && m->raw && !rc; b++) {
-		size_t after = padded(m->bytes[b]) - m->bytes[b] + GUARD;
-		CUresult r = m->cu.MemcpyDtoH(h, m->raw[b], GUARD);
+		size_t after = padded(m->bytes[b]) - m->bytes[b] + BE_GUARD;
+		CUresult r = m->cu.MemcpyDtoH(h, m->raw[b], BE_GUARD);
 		if (!r)
-			r = m->cu.MemcpyDtoH(h + GUARD, m->raw[b] + GUARD + m->bytes[b], after);
+			r = m->cu.MemcpyDtoH(h + BE_GUARD, m->raw[b] + BE_GUARD + m->bytes[b], after);
 		if (r) {
 			rc = fail(m, r, d, "cuMemcpyDtoH (guards)");
 			break;
 		}
-		for (size_t i = 0; i < GUARD + after; i++)
-			if (h[i] != GUARD_BYTE) {
-				diag_set(d, 1, "a write outside buffer %s (%s %zu bytes from its start)",
-					 m->k->g->tensors[m->k->bufs[b].tensor].name,
-					 i < GUARD ? "before it," : "past its end,",
-					 i < GUARD ? GUARD - i : i - GUARD);
-				rc = -1;
-				break;
-			}
+		/* h: the guard before the data, then what follows the data */
+		rc = be_guard_check(h, BE_GUARD, 0, BE_GUARD + after,
+				    m->k->g->tensors[m->k->bufs[b].tensor].name, d);
 	}
 	free(h);
 	return rc;
 }
 
 /* ------------------------------------------------------------ launch */
-
-static void runtime_error(const BeModule *m, int64_t site, int64_t v, Diag *d)
-{
-	const Graph *g = m->k->g;
-	const KSite *s = &m->k->sites[site];
-	const char *def = g->tensors[g->defs[s->def].out[0]].name;
-	switch (s->kind) {
-	case KE_INDEX:
-		diag_set(d, 2, "indirect read of '%s' out of range: index %d (read from '%s') is %lld, "
-			 "outside [0, %lld), in '%s'", g->tensors[s->tensor].name, s->dim,
-			 g->tensors[s->idx_tensor].name, (long long)v, (long long)s->bound, def);
-		return;
-	case KE_TOPK:
-		diag_set(d, 2, "topk '%s' over a range of %lld terms, fewer than K = %lld", def,
-			 (long long)v, (long long)s->bound);
-		return;
-	case KE_INT32:
-		diag_set(d, 2, "integer value %lld of '%s' does not fit in 32 bits", (long long)v,
-			 g->tensors[s->tensor].name);
-		return;
-	}
-}
 
 /* The grid of kernel i: enough blocks for its items, at most 32 per multiprocessor and as
  * many as SCRATCH_MAX bytes of scratch allow (the kernels loop over items). */
@@ -487,7 +336,7 @@ static int run_kernel(BeModule *m, int i, Diag *d)
 	args[0] = &m->err;
 	args[1] = &m->scratch;
 	for (int b = 0; b < nb; b++) {
-		data[b] = m->raw[b] + GUARD;
+		data[b] = m->raw[b] + BE_GUARD;
 		args[2 + b] = &data[b];
 	}
 	if ((r = m->cu.MemsetD8(m->err, 0, 16)))
@@ -502,7 +351,7 @@ static int run_kernel(BeModule *m, int i, Diag *d)
 	if ((r = m->cu.MemcpyDtoH(err, m->err, sizeof err)))
 		return fail(m, r, d, "cuMemcpyDtoH (error slot)");
 	if (err[0]) {
-		runtime_error(m, (int64_t)err[0] - 1, (int64_t)err[1], d);
+		be_runtime_error(m->k, (int64_t)err[0] - 1, (int64_t)err[1], d);
 		return -1;
 	}
 	return 0;
@@ -577,27 +426,16 @@ static int probe_child(char *out, size_t n)
 static int probe(char *out, size_t n)
 {
 	int fd[2];
-	if (pipe(fd)) {
-		snprintf(out, n, "cannot probe the CUDA driver: pipe: %s", strerror(errno));
+	pid_t pid = be_fork_probe(fd, "the CUDA driver", out, n);
+	if (pid < 0)
 		return -1;
-	}
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(fd[0]);
-		close(fd[1]);
-		snprintf(out, n, "cannot probe the CUDA driver: fork: %s", strerror(errno));
-		return -1;
-	}
 	if (pid == 0) {
 		char buf[1024];
-		close(fd[0]);
 		alarm(60);   /* a driver that hangs kills the probe, not its caller */
 		int rc = probe_child(buf, sizeof buf);
 		ssize_t w = write(fd[1], buf, strlen(buf));
 		_exit(w < 0 ? 3 : rc);
 	}
-	close(fd[1]);
 	size_t got = 0;
 	ssize_t r;
 	while (got + 1 < n && (r = read(fd[0], out + got, n - 1 - got)) != 0)

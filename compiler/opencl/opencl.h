@@ -28,7 +28,7 @@
 #ifndef ASSAY_OPENCL_OPENCL_H
 #define ASSAY_OPENCL_OPENCL_H
 
-#include "../kir.h"
+#include "../cemit.h"
 
 enum {
 	OCL_PRIV_MAX = 256,        /* elements: larger private arrays live in scratch */
@@ -58,8 +58,8 @@ void ocl_plan_free(OclPlan *p);
 /* Bytes of one element of a local variable of type t. */
 int ocl_type_bytes(KType t);
 
-/* The functions every program starts with; the f64 ones (prelude.c). */
-extern const char ocl_prelude[], ocl_prelude_f64[];
+/* Writes the functions every program starts with, and the f64 ones if f64 (prelude.c). */
+void ocl_prelude(CEmit *e, bool f64);
 /* Does the program compute or store anything in f64 (needs cl_khr_fp64)? (emit.c) */
 bool ocl_needs_fp64(const Kernels *k);
 char *ocl_emit(const Kernels *k, Diag *d);

@@ -1,17 +1,19 @@
 /* compiler/opencl/prelude.c: the OpenCL C functions every generated program starts with
- * (emit.c writes them verbatim): 16-bit storage conversions, integer floor division and
+ * (emit.c writes them first): 16-bit storage conversions, integer floor division and
  * remainder, IEEE 754-2019 maximum/minimum, sigmoid, and error reporting; and the f64 ones,
- * written only into programs that enable cl_khr_fp64.
+ * written only into programs that enable cl_khr_fp64. Those every C-family program shares
+ * are compiler/chelp.c's, in OpenCL's dialect.
  *
  * Conversions to f16 and bf16 round to nearest even with integer operations on the bits
- * (the same algorithm as compiler/c/emit.c's, for float and double inputs): NaN stays NaN
+ * (the algorithm of chelp.c's d2h and d2b, for float and double inputs): NaN stays NaN
  * (quiet, the top payload bits kept), overflow goes to inf, subnormal results are exact
  * multiples of the format's smallest subnormal, and an f32 subnormal input still converts
  * right where the device keeps f32 denormals. Widening (h2f, b2f) is exact.
  */
 #include "opencl.h"
 
-const char ocl_prelude[] =
+/* h2f and b2f: f16 and bf16 bits to float, exactly; f2h and f2b: float to f16 and bf16 bits */
+static const char convert[] =
 	"float h2f(ushort h)\n"
 	"{\n"
 	"\tconst uint s = (uint)(h & 0x8000u) << 16, e = ((uint)h >> 10) & 0x1fu, m = (uint)h & 0x3ffu;\n"
@@ -49,58 +51,19 @@ const char ocl_prelude[] =
 	"\tif (a > 0x7f800000u)\n"
 	"\t\treturn (ushort)(s | 0x7fc0u | ((a >> 16) & 0x3fu));\n"
 	"\treturn (ushort)(s | ((a + 0x7fffu + ((a >> 16) & 1u)) >> 16));\n"
-	"}\n\n"
-	"long fdiv_i(long a, long b)\n"
-	"{\n"
-	"\tif (b == 0)\n"
-	"\t\treturn 0;\n"
-	"\tconst long q = a / b;\n"
-	"\treturn (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n"
-	"}\n\n"
-	"long fmod_i(long a, long b)\n"
-	"{\n"
-	"\tif (b == 0)\n"
-	"\t\treturn 0;\n"
-	"\tconst long r = a % b;\n"
-	"\treturn r < 0 ? r + (b < 0 ? -b : b) : r;\n"
-	"}\n\n"
-	"long abs_i(long a) { return a < 0 ? -a : a; }\n"
-	"long max_i(long a, long b) { return a > b ? a : b; }\n"
-	"long min_i(long a, long b) { return a < b ? a : b; }\n\n"
-	"/* IEEE 754-2019 maximum and minimum: NaN if either is NaN, -0 below +0 */\n"
-	"float max_f(float a, float b)\n"
-	"{\n"
-	"\tif (a != a || b != b)\n"
-	"\t\treturn a + b;\n"
-	"\tif (a == b)\n"
-	"\t\treturn signbit(a) ? b : a;\n"
-	"\treturn a > b ? a : b;\n"
-	"}\n\n"
-	"float min_f(float a, float b)\n"
-	"{\n"
-	"\tif (a != a || b != b)\n"
-	"\t\treturn a + b;\n"
-	"\tif (a == b)\n"
-	"\t\treturn signbit(a) ? a : b;\n"
-	"\treturn a < b ? a : b;\n"
-	"}\n\n"
+	"}\n\n";
+
+static const char report[] =
 	"float sigmoid_f(float x) { return 1.0f / (1.0f + exp(-x)); }\n\n"
 	"/* the first error wins; its value is written after the site is claimed */\n"
 	"void rep(__global int *err, int site, long v)\n"
 	"{\n"
 	"\tif (atomic_cmpxchg((volatile __global int *)err, 0, site + 1) == 0)\n"
 	"\t\t((__global long *)err)[1] = v;\n"
-	"}\n\n"
-	"long chk(__global int *err, long v, long lo, long hi, int g, int site)\n"
-	"{\n"
-	"\tif (v >= lo && v < hi)\n"
-	"\t\treturn v;\n"
-	"\tif (g)\n"
-	"\t\trep(err, site, v);\n"
-	"\treturn lo;\n"
 	"}\n\n";
 
-const char ocl_prelude_f64[] =
+/* d2h and d2b: double to f16 and bf16 bits (the subnormal case rounded by convert_uint_rte) */
+static const char convert64[] =
 	"/* double -> f16 bits, round to nearest even (every float is a double) */\n"
 	"ushort d2h(double x)\n"
 	"{\n"
@@ -132,21 +95,24 @@ const char ocl_prelude_f64[] =
 	"\t\treturn (ushort)(s | (uint)(r >> 45));\n"
 	"\t}\n"
 	"\treturn (ushort)(s | convert_uint_rte(as_double(a) * 0x1p133));\n"
-	"}\n\n"
-	"double max_d(double a, double b)\n"
-	"{\n"
-	"\tif (a != a || b != b)\n"
-	"\t\treturn a + b;\n"
-	"\tif (a == b)\n"
-	"\t\treturn signbit(a) ? b : a;\n"
-	"\treturn a > b ? a : b;\n"
-	"}\n\n"
-	"double min_d(double a, double b)\n"
-	"{\n"
-	"\tif (a != a || b != b)\n"
-	"\t\treturn a + b;\n"
-	"\tif (a == b)\n"
-	"\t\treturn signbit(a) ? a : b;\n"
-	"\treturn a < b ? a : b;\n"
-	"}\n\n"
-	"double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }\n\n";
+	"}\n\n";
+
+static const CHelp help = {
+	.fn = "", .i64 = "long", .let = "const ", .gap = "\n",
+	.neg = {"signbit(a)", "signbit(a)"},
+	.err = "__global int *err", .site = "int",
+};
+
+void ocl_prelude(CEmit *e, bool f64)
+{
+	ce_emit(e, "%s", convert);
+	ce_help_int(e, &help);
+	ce_help_minmax(e, &help, false);
+	ce_emit(e, "%s", report);
+	ce_help_chk(e, &help);
+	if (!f64)
+		return;
+	ce_emit(e, "%s", convert64);
+	ce_help_minmax(e, &help, true);
+	ce_emit(e, "%s", "double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }\n\n");
+}

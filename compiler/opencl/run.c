@@ -35,9 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "opencl.h"
+#include "../berun.h"
 
 /* ------------------------------------------------------------ the OpenCL API used */
 
@@ -127,9 +127,7 @@ typedef struct {
 
 /* ------------------------------------------------------------ library and device */
 
-enum {
-	GUARD_MIN = 256, GUARD_BYTE = 0xa5, WG_PLAIN = 64, PROBE_TIMEOUT_MS = 60000,
-};
+enum { GUARD_MIN = BE_GUARD, WG_PLAIN = 64, PROBE_TIMEOUT_MS = 60000 };
 #define ITEMS_PER_LAUNCH ((int64_t)1 << 24)
 #define SCRATCH_BUDGET ((int64_t)256 << 20)
 
@@ -264,23 +262,13 @@ static void describe(const Dev *d, char *out, size_t n)
 static int probe(char *out, size_t n)
 {
 	int fd[2];
-	if (pipe(fd)) {
-		snprintf(out, n, "cannot probe for OpenCL: pipe: %s", strerror(errno));
+	pid_t pid = be_fork_probe(fd, "for OpenCL", out, n);
+	if (pid < 0)
 		return -1;
-	}
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(fd[0]);
-		close(fd[1]);
-		snprintf(out, n, "cannot probe for OpenCL: fork: %s", strerror(errno));
-		return -1;
-	}
 	if (pid == 0) {
 		char msg[1024];
 		Cl cl;
 		Dev d;
-		close(fd[0]);
 		if (cl_load(&cl, msg + 1, sizeof msg - 1) == 0 && pick(&cl, &d, msg + 1, sizeof msg - 1) == 0) {
 			msg[0] = '+';
 			describe(&d, msg + 1, sizeof msg - 1);
@@ -290,7 +278,6 @@ static int probe(char *out, size_t n)
 		ssize_t w = write(fd[1], msg, strlen(msg));
 		_exit(w < 0);
 	}
-	close(fd[1]);
 	char buf[1024];
 	size_t got = 0;
 	struct pollfd pf = {fd[0], POLLIN, 0};
@@ -357,13 +344,6 @@ struct BeModule {
 	cl_mem err, scr;
 	size_t scr_bytes;
 };
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void ocl_free(BeModule *m)
 {
@@ -478,7 +458,7 @@ static BeModule *ocl_compile(const Kernels *k, const char *src, const BeOpts *o,
 			     Diag *d)
 {
 	(void)o;
-	double t0 = now();
+	double t0 = be_now();
 	BeModule *m = calloc(1, sizeof *m);
 	IR_ASSERT(m);
 	m->k = k;
@@ -502,16 +482,8 @@ static BeModule *ocl_compile(const Kernels *k, const char *src, const BeOpts *o,
 	m->guard = align > GUARD_MIN ? align : GUARD_MIN;
 	if (align > 1)
 		m->guard = (m->guard + align - 1) / align * align;
-	if (st) {
-		st->cache_hit = false;
-		st->compile_s = now() - t0;
-	}
+	be_stats(st, false, t0);
 	return m;
-}
-
-static size_t elem_bytes(Dtype f)
-{
-	return (size_t)dt_info(f)->bytes;
 }
 
 static cl_mem new_buffer(BeModule *m, size_t bytes, Diag *d, const char *what)
@@ -548,11 +520,11 @@ static int ocl_alloc(BeModule *m, Diag *d)
 	m->bytes = calloc(n, sizeof *m->bytes);
 	unsigned char *pat = malloc(m->guard);
 	IR_ASSERT(m->raw && m->sub && m->bytes && pat);
-	memset(pat, GUARD_BYTE, m->guard);
+	memset(pat, BE_GUARD_BYTE, m->guard);
 	int rc = -1;
 	for (int b = 0; b < k->nbufs; b++) {
 		const char *name = k->g->tensors[k->bufs[b].tensor].name;
-		size_t bytes = (size_t)(k->bufs[b].n ? k->bufs[b].n : 1) * elem_bytes(k->bufs[b].fmt);
+		size_t bytes = be_buf_bytes(&k->bufs[b]);
 		m->bytes[b] = bytes;
 		if (!(m->raw[b] = new_buffer(m, m->guard + bytes + m->guard, d, name)))
 			goto out;
@@ -583,60 +555,25 @@ out:
 	return rc;
 }
 
-static int buffer_of(BeModule *m, int tensor, Diag *d)
-{
-	if (tensor < 0 || tensor >= m->k->g->ntensors || m->k->tbuf[tensor] < 0 || !m->raw) {
-		diag_set(d, 3, "opencl backend: tensor %d has no buffer (inlined, or not allocated)",
-			 tensor);
-		return -1;
-	}
-	return m->k->tbuf[tensor];
-}
-
 static int ocl_upload(BeModule *m, int tensor, const HostTensor *t, Diag *d)
 {
-	int b = buffer_of(m, tensor, d);
+	int b = be_input_buffer(m->k, tensor, m->raw != NULL, t, "opencl", d);
 	if (b < 0)
 		return -1;
 	const KBuf *B = &m->k->bufs[b];
-	if (t->dtype != B->fmt || t->n != B->n) {
-		diag_set(d, 2, "opencl backend: input %s is %s with %lld elements, the graph wants %s "
-			 "with %lld", m->k->g->tensors[tensor].name, dt_name(t->dtype), (long long)t->n,
-			 dt_name(B->fmt), (long long)B->n);
-		return -1;
-	}
 	if (B->n == 0)
 		return 0;
-	return write_at(m, m->raw[b], m->guard, (size_t)B->n * elem_bytes(B->fmt), t->data, d);
-}
-
-static double get(const void *p, Dtype f, int64_t i)
-{
-	switch (f) {
-	case DT_F64: return ((const double *)p)[i];
-	case DT_F32: return ((const float *)p)[i];
-	case DT_F16: return fmt_f16_to_double(((const uint16_t *)p)[i]);
-	case DT_BF16: return fmt_bf16_to_double(((const uint16_t *)p)[i]);
-	case DT_I32: return ((const int32_t *)p)[i];
-	default: IR_ASSERT(!"get: no storage format");
-	}
+	return write_at(m, m->raw[b], m->guard, (size_t)B->n * (size_t)dt_info(B->fmt)->bytes,
+			t->data, d);
 }
 
 static int ocl_download(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *d)
 {
-	int b = buffer_of(m, tensor, d);
-	if (b < 0)
+	int b = be_buffer_of(m->k, tensor, m->raw != NULL, "opencl", d);
+	if (b < 0 || be_out_alloc(m->k, tensor, dt, t, "opencl", d))
 		return -1;
-	const Tensor *T = &m->k->g->tensors[tensor];
 	const KBuf *B = &m->k->bufs[b];
-	int64_t dims[IR_MAXRANK];
-	for (int i = 0; i < T->rank; i++)
-		dims[i] = T->dims[i].value;
-	if (ht_alloc(t, dt, T->rank, dims)) {
-		diag_set(d, 3, "opencl backend: out of memory for output %s", T->name);
-		return -1;
-	}
-	size_t bytes = (size_t)B->n * elem_bytes(B->fmt);
+	size_t bytes = (size_t)B->n * (size_t)dt_info(B->fmt)->bytes;
 	void *host = malloc(bytes ? bytes : 1);
 	IR_ASSERT(host);
 	if (bytes && read_at(m, m->raw[b], m->guard, bytes, host, d)) {
@@ -644,40 +581,19 @@ static int ocl_download(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *
 		ht_free(t);
 		return -1;
 	}
-	if (dt == B->fmt)
-		memcpy(t->data, host, bytes);
-	else
-		for (int64_t i = 0; i < B->n; i++)
-			ht_set(t, i, get(host, B->fmt, i));
+	be_out_fill(t, host, B);
 	free(host);
 	return 0;
 }
 
+/* A site number read back from the device is checked before it is believed. */
 static void runtime_error(const BeModule *m, int64_t site, int64_t v, Diag *d)
 {
-	const Graph *g = m->k->g;
-	if (site < 0 || site >= m->k->nsites) {
+	if (site < 0 || site >= m->k->nsites)
 		diag_set(d, 3, "opencl backend: a kernel reported error site %lld, which does not exist",
 			 (long long)site);
-		return;
-	}
-	const KSite *s = &m->k->sites[site];
-	const char *def = g->tensors[g->defs[s->def].out[0]].name;
-	switch (s->kind) {
-	case KE_INDEX:
-		diag_set(d, 2, "indirect read of '%s' out of range: index %d (read from '%s') is %lld, "
-			 "outside [0, %lld), in '%s'", g->tensors[s->tensor].name, s->dim,
-			 g->tensors[s->idx_tensor].name, (long long)v, (long long)s->bound, def);
-		return;
-	case KE_TOPK:
-		diag_set(d, 2, "topk '%s' over a range of %lld terms, fewer than K = %lld", def,
-			 (long long)v, (long long)s->bound);
-		return;
-	case KE_INT32:
-		diag_set(d, 2, "integer value %lld of '%s' does not fit in 32 bits", (long long)v,
-			 g->tensors[s->tensor].name);
-		return;
-	}
+	else
+		be_runtime_error(m->k, site, v, d);
 }
 
 /* The work-group size of kernel i: its lanes (a power of two the kernel allows) or, for a
@@ -795,15 +711,9 @@ static int ocl_guards(BeModule *m, Diag *d)
 				rc = -1;
 				break;
 			}
-			for (size_t i = 0; i < m->guard; i++) {
-				if (buf[i] == GUARD_BYTE)
-					continue;
-				diag_set(d, 1, "a write outside buffer %s (%s %zu bytes from its start)",
-					 m->k->g->tensors[m->k->bufs[b].tensor].name,
-					 side ? "past its end," : "before it,", side ? i : m->guard - i);
-				rc = -1;
-				break;
-			}
+			/* buf is all guard: the one before the data (side 0) or after it */
+			rc = be_guard_check(buf, side ? 0 : m->guard, 0, m->guard,
+					    m->k->g->tensors[m->k->bufs[b].tensor].name, d);
 		}
 	}
 	free(buf);

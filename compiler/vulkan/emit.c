@@ -1,9 +1,10 @@
 /* compiler/vulkan/emit.c: the Vulkan backend's emitter: kernel IR -> GLSL 450 compute
  * shaders, one per kernel (vulkan.h says how the runtime cuts them apart).
  *
- * All text goes through one emitter (a growable buffer with an indentation level) and its
- * printf-checked emit(); the output is a deterministic function of the kernel IR and of the
- * plan (plan.c), itself deterministic: temporaries are named after expression ids (t12),
+ * The text is written by the emitter core (compiler/cemit.h) with GLSL's table (CLang) and
+ * the GLSL pieces here (constants, conversions, 16-bit storage, merges of distributed
+ * nests, the shader around each kernel); the output is a deterministic function of the
+ * kernel IR and of the plan (plan.c), itself deterministic: temporaries are named after expression ids (t12),
  * variables after variable ids (v3), buffers after buffer ids (b0). Each statement's
  * expressions become one temporary per computing node, fully parenthesised, with explicit
  * conversions; a statement that needs temporaries gets its own block.
@@ -24,9 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../cemit.h"
 #include "vulkan.h"
-
-enum { F_NONE, F_INFIX, F_PREFIX, F_CALL, F_NE, F_SELECT };
 
 typedef struct {
 	uint8_t form;
@@ -35,133 +35,69 @@ typedef struct {
 } Spell;
 
 static const Spell spell[] = {
-	[OP_NEG] = {F_PREFIX, "-", "-", "-", 0, 0, 0},
-	[OP_NOT] = {F_PREFIX, "!", NULL, NULL, 0, 0, 0},
-	[OP_ADD] = {F_INFIX, "+", "+", "+", 0, 0, 0},
-	[OP_SUB] = {F_INFIX, "-", "-", "-", 0, 0, 0},
-	[OP_MUL] = {F_INFIX, "*", "*", "*", 0, 0, 0},
-	[OP_DIV] = {F_INFIX, "/", "/", NULL, 0, 0, 0},
-	[OP_IDIV] = {F_CALL, NULL, NULL, "fdiv_i", 0, 0, VH_IDIV},
-	[OP_MOD] = {F_CALL, NULL, NULL, "fmod_i", 0, 0, VH_IMOD},
-	[OP_EQ] = {F_INFIX, "==", "==", "==", 0, 0, 0},
-	[OP_NE] = {F_NE, "==", "==", "==", 0, 0, 0},
-	[OP_LT] = {F_INFIX, "<", "<", "<", 0, 0, 0},
-	[OP_LE] = {F_INFIX, "<=", "<=", "<=", 0, 0, 0},
-	[OP_GT] = {F_INFIX, ">", ">", ">", 0, 0, 0},
-	[OP_GE] = {F_INFIX, ">=", ">=", ">=", 0, 0, 0},
-	[OP_AND] = {F_INFIX, "&&", NULL, NULL, 0, 0, 0},
-	[OP_OR] = {F_INFIX, "||", NULL, NULL, 0, 0, 0},
-	[OP_SELECT] = {F_SELECT, "?:", "?:", "?:", 0, 0, 0},
-	[OP_EXP] = {F_CALL, "exp", "exp_d", NULL, 0, VH_EXP_D, 0},
-	[OP_EXP2] = {F_CALL, "exp2", "exp2_d", NULL, 0, VH_EXP2_D, 0},
-	[OP_EXPM1] = {F_CALL, "expm1_f", "expm1_d", NULL, VH_EXPM1, VH_EXPM1_D, 0},
-	[OP_LOG] = {F_CALL, "log", "log_d", NULL, 0, VH_LOG_D, 0},
-	[OP_LOG2] = {F_CALL, "log2", "log2_d", NULL, 0, VH_LOG2_D, 0},
-	[OP_LOG1P] = {F_CALL, "log1p_f", "log1p_d", NULL, VH_LOG1P, VH_LOG1P_D, 0},
-	[OP_SQRT] = {F_CALL, "sqrt", "sqrt", NULL, 0, 0, 0},
-	[OP_RSQRT] = {F_CALL, "inversesqrt", "inversesqrt", NULL, 0, 0, 0},
-	[OP_ABS] = {F_CALL, "abs", "abs", "abs_i", 0, 0, VH_IMINMAX},
-	[OP_SIN] = {F_CALL, "sin", "sin_d", NULL, 0, VH_SINCOS_D, 0},
-	[OP_COS] = {F_CALL, "cos", "cos_d", NULL, 0, VH_SINCOS_D, 0},
-	[OP_TANH] = {F_CALL, "tanh_f", "tanh_d", NULL, VH_TANH, VH_TANH_D, 0},
-	[OP_SIGMOID] = {F_CALL, "sigmoid_f", "sigmoid_d", NULL, VH_SIGMOID, VH_SIGMOID_D, 0},
-	[OP_ERF] = {F_CALL, "erf_f", "erf_d", NULL, VH_ERF, VH_ERF_D, 0},
-	[OP_FLOOR] = {F_CALL, "floor", "floor", NULL, 0, 0, 0},
-	[OP_CEIL] = {F_CALL, "ceil", "ceil", NULL, 0, 0, 0},
-	[OP_POW] = {F_CALL, "pow_f", "pow_d", NULL, VH_POW, VH_POW_D, 0},
-	[OP_MAX] = {F_CALL, "max_f", "max_d", "max_i", VH_FMINMAX, VH_DMINMAX, VH_IMINMAX},
-	[OP_MIN] = {F_CALL, "min_f", "min_d", "min_i", VH_FMINMAX, VH_DMINMAX, VH_IMINMAX},
-	[OP_FMA] = {F_CALL, "fma", "fma", NULL, 0, 0, 0},
-	[OP_CAST_F64] = {F_NONE, NULL, NULL, NULL, 0, 0, 0},
-	[OP_CAST_F32] = {F_NONE, NULL, NULL, NULL, 0, 0, 0},
-	[OP_CAST_F16] = {F_NONE, NULL, NULL, NULL, 0, 0, 0},
-	[OP_CAST_BF16] = {F_NONE, NULL, NULL, NULL, 0, 0, 0},
+	[OP_NEG] = {CF_PREFIX, "-", "-", "-", 0, 0, 0},
+	[OP_NOT] = {CF_PREFIX, "!", NULL, NULL, 0, 0, 0},
+	[OP_ADD] = {CF_INFIX, "+", "+", "+", 0, 0, 0},
+	[OP_SUB] = {CF_INFIX, "-", "-", "-", 0, 0, 0},
+	[OP_MUL] = {CF_INFIX, "*", "*", "*", 0, 0, 0},
+	[OP_DIV] = {CF_INFIX, "/", "/", NULL, 0, 0, 0},
+	[OP_IDIV] = {CF_CALL, NULL, NULL, "fdiv_i", 0, 0, VH_IDIV},
+	[OP_MOD] = {CF_CALL, NULL, NULL, "fmod_i", 0, 0, VH_IMOD},
+	[OP_EQ] = {CF_INFIX, "==", "==", "==", 0, 0, 0},
+	[OP_NE] = {CF_NOTEQ, "==", "==", "==", 0, 0, 0},
+	[OP_LT] = {CF_INFIX, "<", "<", "<", 0, 0, 0},
+	[OP_LE] = {CF_INFIX, "<=", "<=", "<=", 0, 0, 0},
+	[OP_GT] = {CF_INFIX, ">", ">", ">", 0, 0, 0},
+	[OP_GE] = {CF_INFIX, ">=", ">=", ">=", 0, 0, 0},
+	[OP_AND] = {CF_INFIX, "&&", NULL, NULL, 0, 0, 0},
+	[OP_OR] = {CF_INFIX, "||", NULL, NULL, 0, 0, 0},
+	[OP_SELECT] = {CF_SELECT, "?:", "?:", "?:", 0, 0, 0},
+	[OP_EXP] = {CF_CALL, "exp", "exp_d", NULL, 0, VH_EXP_D, 0},
+	[OP_EXP2] = {CF_CALL, "exp2", "exp2_d", NULL, 0, VH_EXP2_D, 0},
+	[OP_EXPM1] = {CF_CALL, "expm1_f", "expm1_d", NULL, VH_EXPM1, VH_EXPM1_D, 0},
+	[OP_LOG] = {CF_CALL, "log", "log_d", NULL, 0, VH_LOG_D, 0},
+	[OP_LOG2] = {CF_CALL, "log2", "log2_d", NULL, 0, VH_LOG2_D, 0},
+	[OP_LOG1P] = {CF_CALL, "log1p_f", "log1p_d", NULL, VH_LOG1P, VH_LOG1P_D, 0},
+	[OP_SQRT] = {CF_CALL, "sqrt", "sqrt", NULL, 0, 0, 0},
+	[OP_RSQRT] = {CF_CALL, "inversesqrt", "inversesqrt", NULL, 0, 0, 0},
+	[OP_ABS] = {CF_CALL, "abs", "abs", "abs_i", 0, 0, VH_IMINMAX},
+	[OP_SIN] = {CF_CALL, "sin", "sin_d", NULL, 0, VH_SINCOS_D, 0},
+	[OP_COS] = {CF_CALL, "cos", "cos_d", NULL, 0, VH_SINCOS_D, 0},
+	[OP_TANH] = {CF_CALL, "tanh_f", "tanh_d", NULL, VH_TANH, VH_TANH_D, 0},
+	[OP_SIGMOID] = {CF_CALL, "sigmoid_f", "sigmoid_d", NULL, VH_SIGMOID, VH_SIGMOID_D, 0},
+	[OP_ERF] = {CF_CALL, "erf_f", "erf_d", NULL, VH_ERF, VH_ERF_D, 0},
+	[OP_FLOOR] = {CF_CALL, "floor", "floor", NULL, 0, 0, 0},
+	[OP_CEIL] = {CF_CALL, "ceil", "ceil", NULL, 0, 0, 0},
+	[OP_POW] = {CF_CALL, "pow_f", "pow_d", NULL, VH_POW, VH_POW_D, 0},
+	[OP_MAX] = {CF_CALL, "max_f", "max_d", "max_i", VH_FMINMAX, VH_DMINMAX, VH_IMINMAX},
+	[OP_MIN] = {CF_CALL, "min_f", "min_d", "min_i", VH_FMINMAX, VH_DMINMAX, VH_IMINMAX},
+	[OP_FMA] = {CF_CALL, "fma", "fma", NULL, 0, 0, 0},
+	[OP_CAST_F64] = {CF_NONE, NULL, NULL, NULL, 0, 0, 0},
+	[OP_CAST_F32] = {CF_NONE, NULL, NULL, NULL, 0, 0, 0},
+	[OP_CAST_F16] = {CF_NONE, NULL, NULL, NULL, 0, 0, 0},
+	[OP_CAST_BF16] = {CF_NONE, NULL, NULL, NULL, 0, 0, 0},
 };
 _Static_assert(ARRAY_LEN(spell) == OP__COUNT, "one GLSL spelling row per op");
 
 typedef struct {
-	char *buf;
-	size_t len, cap;
-	int ind;
-	const Kernels *k;
+	CEmit c;
 	const VkPlan *pl;
 	int kernel;
-	uint32_t *mark;     /* per expression: the statement stamp it was emitted in */
-	uint32_t stamp;
 	unsigned need;      /* VH_* helpers the kernel uses */
 	bool f64, check, half;
 	int32_t chain;      /* the distributed nest being emitted (PART indices), 0 */
 	int64_t *soff;      /* per variable: byte offset in the invocation's scratch, -1: private */
 	int64_t scratch;    /* scratch bytes per invocation */
 	unsigned sused;     /* scratch views used: 1 float, 2 double, 4 int64 */
-	bool failed;
-	Diag *d;
 } E;
 
-static void emitv(E *e, const char *fmt, va_list ap)
-{
-	va_list ap2;
-	va_copy(ap2, ap);
-	int n = vsnprintf(NULL, 0, fmt, ap2);
-	va_end(ap2);
-	if (e->len + (size_t)n + 1 > e->cap) {
-		e->cap = (e->len + (size_t)n + 1) * 2;
-		e->buf = realloc(e->buf, e->cap);
-		IR_ASSERT(e->buf);
-	}
-	vsnprintf(e->buf + e->len, (size_t)n + 1, fmt, ap);
-	e->len += (size_t)n;
-}
-
-static void emit(E *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void emit(E *e, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	emitv(e, fmt, ap);
-	va_end(ap);
-}
-
-static void indent(E *e)
-{
-	for (int i = 0; i < e->ind; i++)
-		emit(e, "\t");
-}
-
-/* One indented line. */
-static void line(E *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void line(E *e, const char *fmt, ...)
-{
-	indent(e);
-	va_list ap;
-	va_start(ap, fmt);
-	emitv(e, fmt, ap);
-	va_end(ap);
-	emit(e, "\n");
-}
-
-static void unsupported(E *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void unsupported(E *e, const char *fmt, ...)
-{
-	if (e->failed)
-		return;
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	diag_set(e->d, 2, "vulkan backend: unsupported: %s", msg);
-	e->failed = true;
-}
+static const CLang lang;
 
 static const char *gtype(E *e, KType t)
 {
-	static const char *names[] = {[KT_BOOL] = "bool", [KT_INT] = "int64_t", [KT_F32] = "float",
-				      [KT_F64] = "double"};
-	_Static_assert(ARRAY_LEN(names) == KT__COUNT, "one GLSL type per KType");
 	if (t == KT_F64)
 		e->f64 = true;
-	return names[t];
+	return lang.type[t];
 }
 
 /* "precise " for the types whose operations must not be contracted. */
@@ -172,155 +108,95 @@ static const char *prec(KType t)
 
 /* ------------------------------------------------------------ expressions */
 
-static bool leaf(const KExpr *x)
+static bool temp(CEmit *c, int32_t id)
 {
-	return x->kind == KX_FCONST || x->kind == KX_ICONST || x->kind == KX_VAR;
+	KType t = (KType)c->k->x[id].type;
+	ce_indent(c);
+	ce_emit(c, "%s%s t%d = ", prec(t), gtype((E *)c, t), id);
+	return true;
 }
 
 /* A float or double constant: short exact decimals as such, anything else as its bits. */
-static void fconst(E *e, double f, bool dbl)
+static void fconst(CEmit *c, const KExpr *x)
 {
+	double f = x->f;
+	bool dbl = x->type == KT_F64;
 	char txt[64];
 	snprintf(txt, sizeof txt, dbl ? "%.17g" : "%.9g", f);
 	bool exact = isfinite(f) && f != 0 && fabs(f) >= (dbl ? 0x1p-1022 : 0x1p-126) &&
 		     strtod(txt, NULL) == f && strlen(txt) <= 12;
 	if (f == 0 && !signbit(f)) {
-		emit(e, dbl ? "0.0lf" : "0.0");
+		ce_emit(c, dbl ? "0.0lf" : "0.0");
 	} else if (exact) {
 		bool dot = strpbrk(txt, ".en") != NULL;
-		emit(e, "%s%s%s%s%s", f < 0 ? "(" : "", txt, dot ? "" : ".0", dbl ? "lf" : "",
-		     f < 0 ? ")" : "");
+		ce_emit(c, "%s%s%s%s%s", f < 0 ? "(" : "", txt, dot ? "" : ".0", dbl ? "lf" : "",
+			f < 0 ? ")" : "");
 	} else if (dbl) {
 		uint64_t b;
 		memcpy(&b, &f, sizeof b);
-		e->f64 = true;
-		emit(e, "uint64BitsToDouble(0x%016llxul)", (unsigned long long)b);
+		((E *)c)->f64 = true;
+		ce_emit(c, "uint64BitsToDouble(0x%016llxul)", (unsigned long long)b);
 	} else {
 		float g = (float)f;
 		uint32_t b;
 		memcpy(&b, &g, sizeof b);
-		emit(e, "uintBitsToFloat(0x%08xu)", b);
+		ce_emit(c, "uintBitsToFloat(0x%08xu)", b);
 	}
 }
 
-/* Writes the GLSL text that denotes expression id (a constant, a variable or a temporary). */
-static void ref(E *e, int32_t id)
-{
-	const KExpr *x = &e->k->x[id];
-	if (x->kind == KX_VAR) {
-		emit(e, "v%d", x->v);
-	} else if (x->kind == KX_ICONST) {
-		if (x->i == INT64_MIN)
-			emit(e, "(-9223372036854775807l - 1l)");
-		else
-			emit(e, "%s%lldl%s", x->i < 0 ? "(" : "", (long long)x->i, x->i < 0 ? ")" : "");
-	} else if (x->kind == KX_FCONST) {
-		fconst(e, x->f, x->type == KT_F64);
-	} else {
-		emit(e, "t%d", id);
-	}
-}
-
-static void args(E *e, const KExpr *x, int n)
-{
-	emit(e, "(");
-	for (int i = 0; i < n; i++) {
-		if (i)
-			emit(e, ", ");
-		ref(e, x->a[i]);
-	}
-	emit(e, ")");
-}
-
-static void op_text(E *e, const KExpr *x)
+static void op_text(CEmit *c, const KExpr *x)
 {
 	Op op = (Op)x->op;
 	const OpInfo *oi = op_info(op);
 	const Spell *sp = &spell[op];
 	/* comparisons are typed by their operands, the rest by their result */
-	KType t = (oi->flags & OPF_CMP) ? (KType)e->k->x[x->a[0]].type : (KType)x->type;
+	KType t = (oi->flags & OPF_CMP) ? (KType)c->k->x[x->a[0]].type : (KType)x->type;
 	const char *s = t == KT_F64 ? sp->d : t == KT_INT ? sp->i : sp->f;
 	if (t == KT_BOOL && (op == OP_EQ || op == OP_NE))
 		s = sp->i;
 	if (!s) {
 		if (t == KT_F64)
-			unsupported(e, "%s in f64: GLSL has no 64-bit %s (GLSL.std.450 defines it for "
-				    "16- and 32-bit floats only)", oi->name, oi->spelling);
+			ce_unsupported(c, "%s in f64: GLSL has no 64-bit %s (GLSL.std.450 defines it for "
+				       "16- and 32-bit floats only)", oi->name, oi->spelling);
 		else
-			unsupported(e, "%s on %s operands has no GLSL spelling", oi->name, kt_name(t));
+			ce_unsupported(c, "%s on %s operands has no GLSL spelling", oi->name, kt_name(t));
 		return;
 	}
-	e->need |= t == KT_F64 ? sp->hd : t == KT_INT ? sp->hi : t == KT_F32 ? sp->hf : 0;
-	switch (sp->form) {
-	case F_INFIX:
-		emit(e, "(");
-		ref(e, x->a[0]);
-		emit(e, " %s ", s);
-		ref(e, x->a[1]);
-		emit(e, ")");
-		return;
-	case F_NE:
-		emit(e, "(!(");
-		ref(e, x->a[0]);
-		emit(e, " == ");
-		ref(e, x->a[1]);
-		emit(e, "))");
-		return;
-	case F_PREFIX:
-		emit(e, "(%s", s);
-		ref(e, x->a[0]);
-		emit(e, ")");
-		return;
-	case F_SELECT:
-		emit(e, "(");
-		ref(e, x->a[0]);
-		emit(e, " ? ");
-		ref(e, x->a[1]);
-		emit(e, " : ");
-		ref(e, x->a[2]);
-		emit(e, ")");
-		return;
-	case F_CALL:
-		emit(e, "%s", s);
-		args(e, x, oi->arity);
-		return;
-	default:
-		unsupported(e, "%s inside a kernel (the kernel IR expresses it as a conversion)",
-			    oi->name);
-	}
+	((E *)c)->need |= t == KT_F64 ? sp->hd : t == KT_INT ? sp->hi : t == KT_F32 ? sp->hf : 0;
+	ce_op(c, x, (CForm)sp->form, s);
 }
 
 /* buffer b's element i */
-static void elem(E *e, int32_t b, int32_t i)
+static void elem(CEmit *c, int32_t b, int32_t i)
 {
-	emit(e, "b%d.d[int(", b);
-	ref(e, i);
-	emit(e, ")]");
+	ce_emit(c, "b%d.d[int(", b);
+	ce_ref(c, i);
+	ce_emit(c, ")]");
 }
 
-static void load_text(E *e, const KExpr *x)
+static void load_text(CEmit *c, const KExpr *x)
 {
-	Dtype f = e->k->bufs[x->v].fmt;
+	Dtype f = c->k->bufs[x->v].fmt;
 	switch (f) {
 	case DT_F16: case DT_BF16:
-		e->need |= f == DT_F16 ? VH_F16 : VH_BF16;
-		emit(e, "%s(LD16(b%d, ", f == DT_F16 ? "h2f" : "b2f", x->v);
-		ref(e, x->a[0]);
-		emit(e, "))");
+		((E *)c)->need |= f == DT_F16 ? VH_F16 : VH_BF16;
+		ce_emit(c, "%s(LD16(b%d, ", f == DT_F16 ? "h2f" : "b2f", x->v);
+		ce_ref(c, x->a[0]);
+		ce_emit(c, "))");
 		return;
 	case DT_I32:
-		emit(e, "int64_t(");
-		elem(e, x->v, x->a[0]);
-		emit(e, ")");
+		ce_emit(c, "int64_t(");
+		elem(c, x->v, x->a[0]);
+		ce_emit(c, ")");
 		return;
 	default:
-		elem(e, x->v, x->a[0]);
+		elem(c, x->v, x->a[0]);
 		return;
 	}
 }
 
 /* value of type `from` as type `to` (rounded to nearest even) */
-static void cvt_text(E *e, KType to, KType from, int32_t a)
+static void convert(E *e, KType to, KType from, int32_t a)
 {
 	static const char *fn[KT__COUNT][KT__COUNT] = {
 		[KT_INT][KT_F32] = "i2f", [KT_INT][KT_F64] = "i2d", [KT_F32][KT_F64] = "double",
@@ -328,218 +204,184 @@ static void cvt_text(E *e, KType to, KType from, int32_t a)
 		[KT_BOOL][KT_INT] = "int64_t",
 	};
 	if (to == from) {
-		ref(e, a);
+		ce_ref(&e->c, a);
 		return;
 	}
 	if (!fn[from][to]) {
-		unsupported(e, "a conversion from %s to %s", kt_name(from), kt_name(to));
+		ce_unsupported(&e->c, "a conversion from %s to %s", kt_name(from), kt_name(to));
 		return;
 	}
 	e->need |= from == KT_INT && to == KT_F32 ? VH_I2F : from == KT_INT && to == KT_F64 ? VH_I2D
 		: from == KT_F64 && to == KT_F32 ? VH_D2F : 0;
-	emit(e, "%s(", fn[from][to]);
-	ref(e, a);
-	emit(e, ")");
+	ce_emit(&e->c, "%s(", fn[from][to]);
+	ce_ref(&e->c, a);
+	ce_emit(&e->c, ")");
 }
 
-static void round_text(E *e, const KExpr *x)
+static void cvt_text(CEmit *c, const KExpr *x)
 {
+	convert((E *)c, (KType)x->type, (KType)c->k->x[x->a[0]].type, x->a[0]);
+}
+
+static void round_text(CEmit *c, const KExpr *x)
+{
+	E *e = (E *)c;
 	Dtype f = (Dtype)x->fmt;
 	bool dbl = x->type == KT_F64;
 	if (f == DT_F32 && dbl) {
 		e->need |= VH_D2F;
-		emit(e, "double(d2f(");
-		ref(e, x->a[0]);
-		emit(e, "))");
+		ce_emit(c, "double(d2f(");
+		ce_ref(c, x->a[0]);
+		ce_emit(c, "))");
 		return;
 	}
 	if (f != DT_F16 && f != DT_BF16) {
-		unsupported(e, "rounding into %s inside a kernel", dt_name(f));
+		ce_unsupported(c, "rounding into %s inside a kernel", dt_name(f));
 		return;
 	}
 	bool h = f == DT_F16;
 	e->need |= h ? VH_F16 : VH_BF16;
 	if (dbl)
 		e->need |= h ? VH_D2H : VH_D2B;
-	emit(e, "%s%s(%s%s(", dbl ? "double(" : "", h ? "h2f" : "b2f", dbl ? "d" : "f", h ? "2h" : "2b");
-	ref(e, x->a[0]);
-	emit(e, "))%s", dbl ? ")" : "");
+	ce_emit(c, "%s%s(%s%s(", dbl ? "double(" : "", h ? "h2f" : "b2f", dbl ? "d" : "f", h ? "2h" : "2b");
+	ce_ref(c, x->a[0]);
+	ce_emit(c, "))%s", dbl ? ")" : "");
+}
+
+static void check_text(CEmit *c, const KExpr *x)
+{
+	((E *)c)->check = true;
+	ce_check(c, x);
 }
 
 /* Element idx of local array v (idx: an expression, or the text ix when not NULL):
  * private, private in parts (index j of the nest), or in scratch (vulkan.h). */
 static void arr(E *e, int32_t v, int32_t idx, const char *ix)
 {
-	const KVar *V = &e->k->vars[v];
+	const KVar *V = &e->c.k->vars[v];
 	bool part = e->pl->vclass[v] == VC_PART;
 	if (part)
 		IR_ASSERT(e->chain > 0 && !ix);
 	if (e->soff && e->soff[v] >= 0) {
 		int view = V->type == KT_F64 ? 1 : V->type == KT_INT ? 2 : 0;
 		e->sused |= 1u << view;
-		emit(e, "s%c.d[int(sb%d + ", "fdi"[view], v);
+		ce_emit(&e->c, "s%c.d[int(sb%d + ", "fdi"[view], v);
 	} else {
-		emit(e, "v%d[int(", v);
+		ce_emit(&e->c, "v%d[int(", v);
 	}
 	if (part)
-		emit(e, "j%d", e->chain);
+		ce_emit(&e->c, "j%d", e->chain);
 	else if (ix)
-		emit(e, "%s", ix);
+		ce_emit(&e->c, "%s", ix);
 	else
-		ref(e, idx);
-	emit(e, ")]");
+		ce_ref(&e->c, idx);
+	ce_emit(&e->c, ")]");
 }
 
-/* Emits the temporaries that expression id needs, operands first. */
-static void temps(E *e, int32_t id)
+static void local_elem(CEmit *c, int32_t v, int32_t idx)
 {
-	if (id < 0)
-		return;
-	const KExpr *x = &e->k->x[id];
-	if (leaf(x) || e->mark[id] == e->stamp)
-		return;
-	e->mark[id] = e->stamp;
-	for (int i = 0; i < 4; i++)
-		temps(e, x->a[i]);
-	indent(e);
-	emit(e, "%s%s t%d = ", prec((KType)x->type), gtype(e, (KType)x->type), id);
-	switch (x->kind) {
-	case KX_ELEM: arr(e, x->v, x->a[0], NULL); break;
-	case KX_LOAD: load_text(e, x); break;
-	case KX_OP: op_text(e, x); break;
-	case KX_CVT: cvt_text(e, (KType)x->type, (KType)e->k->x[x->a[0]].type, x->a[0]); break;
-	case KX_ROUND: round_text(e, x); break;
-	case KX_CHECK:
-		e->check = true;
-		emit(e, "chk(");
-		for (int i = 0; i < 3; i++) {
-			ref(e, x->a[i]);
-			emit(e, ", ");
-		}
-		if (x->a[3] >= 0)
-			ref(e, x->a[3]);
-		else
-			emit(e, "true");
-		emit(e, ", %du)", x->v);
-		break;
-	default: IR_ASSERT(!"temps: a leaf");
-	}
-	emit(e, ";\n");
+	arr((E *)c, v, idx, NULL);
 }
 
-/* Opens a statement: a block when any of its expressions needs temporaries. */
-static bool open_stmt(E *e, const int32_t *roots, int n)
-{
-	e->stamp++;
-	bool need = false;
-	for (int i = 0; i < n; i++)
-		need |= roots[i] >= 0 && !leaf(&e->k->x[roots[i]]);
-	if (need) {
-		line(e, "{");
-		e->ind++;
-	}
-	for (int i = 0; i < n; i++)
-		temps(e, roots[i]);
-	return need;
-}
-
-static void close_stmt(E *e, bool open)
-{
-	if (open) {
-		e->ind--;
-		line(e, "}");
-	}
-}
-
+static const CLang lang = {
+	.name = "vulkan",
+	.type = {[KT_BOOL] = "bool", [KT_INT] = "int64_t", [KT_F32] = "float", [KT_F64] = "double"},
+	.imin = "(-9223372036854775807l - 1l)", .ipre = "", .isfx = "l",
+	.ivar = "int64_t ", .ivar_end = "",
+	.forever = "for (;;) {",
+	.err = "", .truth = "true", .site = "u",
+	.temp = temp,
+	.fconst = fconst,
+	.elem = local_elem,
+	.load = load_text,
+	.op = op_text,
+	.cvt = cvt_text,
+	.round = round_text,
+	.check = check_text,
+};
 
 /* ------------------------------------------------------------ statements */
 
 static uint64_t stmts(E *e, int32_t s, uint64_t pending, bool rep);
 
+/* Slot m's part of a merge: each invocation's values into the shared slot, or (out) the
+ * merged values back into the local. */
+static void merge_slot(E *e, int m, bool out)
+{
+	CEmit *c = &e->c;
+	int32_t v = e->pl->slotvar[m];
+	long long n = c->k->vars[v].n;
+	if (e->pl->vclass[v] == VC_FLAG) {
+		if (out)
+			ce_line(c, "for (int i_ = 0; i_ < int(WG); i_++) v%d = max_i(v%d, int64_t(m%d[i_]));", v, v, m);
+		else
+			ce_line(c, "m%d[int(lid)] = int(v%d);", m, v);
+		return;
+	}
+	ce_indent(c);
+	if (out) {
+		ce_emit(c, "for (int i_ = 0; i_ < %lld; i_++) ", n);
+		arr(e, v, -1, "i_");
+		ce_emit(c, " = m%d[i_];\n", m);
+	} else {
+		ce_emit(c, "for (int i_ = int(lid); i_ < %lld; i_ += int(WG)) m%d[i_] = ", n, m);
+		arr(e, v, -1, "i_");
+		ce_emit(c, ";\n");
+	}
+}
+
 /* Puts the owners' values of the merge slots in mask together (vulkan.h, plan.c): every
  * invocation leaves holding the whole array (VC_MERGE) or the maximum (VC_FLAG). */
 static void merge(E *e, uint64_t mask)
 {
-	const VkPlan *pl = e->pl;
-	line(e, "/* merge:%s */", mask ? "" : " nothing");
-	line(e, "memoryBarrierShared();");
-	line(e, "barrier();");
-	for (int m = 0; m < pl->nslots; m++) {
-		if (!(mask >> m & 1))
-			continue;
-		int32_t v = pl->slotvar[m];
-		if (pl->vclass[v] == VC_FLAG) {
-			line(e, "m%d[int(lid)] = int(v%d);", m, v);
-			continue;
-		}
-		indent(e);
-		emit(e, "for (int i_ = int(lid); i_ < %lld; i_ += int(WG)) m%d[i_] = ",
-		     (long long)e->k->vars[v].n, m);
-		arr(e, v, -1, "i_");
-		emit(e, ";\n");
-	}
-	line(e, "memoryBarrierShared();");
-	line(e, "barrier();");
-	for (int m = 0; m < pl->nslots; m++) {
-		if (!(mask >> m & 1))
-			continue;
-		int32_t v = pl->slotvar[m];
-		if (pl->vclass[v] == VC_FLAG) {
-			line(e, "for (int i_ = 0; i_ < int(WG); i_++) v%d = max_i(v%d, int64_t(m%d[i_]));", v,
-			     v, m);
-			continue;
-		}
-		indent(e);
-		emit(e, "for (int i_ = 0; i_ < %lld; i_++) ", (long long)e->k->vars[v].n);
-		arr(e, v, -1, "i_");
-		emit(e, " = m%d[i_];\n", m);
+	ce_line(&e->c, "/* merge:%s */", mask ? "" : " nothing");
+	for (int out = 0; out < 2; out++) {
+		ce_line(&e->c, "memoryBarrierShared();");
+		ce_line(&e->c, "barrier();");
+		for (int m = 0; m < e->pl->nslots; m++)
+			if (mask >> m & 1)
+				merge_slot(e, m, out);
 	}
 	e->need |= VH_IMINMAX;
 }
 
 static void store_text(E *e, const KStmt *s)
 {
-	Dtype f = e->k->bufs[s->v].fmt;
-	KType t = (KType)e->k->x[s->b].type;
+	CEmit *c = &e->c;
+	Dtype f = c->k->bufs[s->v].fmt;
+	KType t = (KType)c->k->x[s->b].type;
 	if (f == DT_F16 || f == DT_BF16) {
 		bool h = f == DT_F16;
 		e->need |= h ? VH_F16 : VH_BF16;
 		if (t == KT_F64)
 			e->need |= h ? VH_D2H : VH_D2B;
 		else if (t != KT_F32)
-			unsupported(e, "a store of %s into an %s buffer", kt_name(t), dt_name(f));
-		emit(e, "ST16(b%d, ", s->v);
-		ref(e, s->a);
-		emit(e, ", %s%s(", t == KT_F64 ? "d" : "f", h ? "2h" : "2b");
-		ref(e, s->b);
-		emit(e, "));\n");
+			ce_unsupported(c, "a store of %s into an %s buffer", kt_name(t), dt_name(f));
+		ce_emit(c, "ST16(b%d, ", s->v);
+		ce_ref(c, s->a);
+		ce_emit(c, ", %s%s(", t == KT_F64 ? "d" : "f", h ? "2h" : "2b");
+		ce_ref(c, s->b);
+		ce_emit(c, "));\n");
 		return;
 	}
-	elem(e, s->v, s->a);
-	emit(e, " = ");
+	elem(c, s->v, s->a);
+	ce_emit(c, " = ");
 	if (f == DT_I32) {
-		emit(e, "int(");
-		ref(e, s->b);
-		emit(e, ")");
+		ce_emit(c, "int(");
+		ce_ref(c, s->b);
+		ce_emit(c, ")");
 	} else {
-		cvt_text(e, f == DT_F64 ? KT_F64 : KT_F32, t, s->b);
+		convert(e, f == DT_F64 ? KT_F64 : KT_F32, t, s->b);
 	}
-	emit(e, ";\n");
-}
-
-static void var_ref(E *e, int32_t v, int32_t idx)
-{
-	if (idx >= 0)
-		arr(e, v, idx, NULL);
-	else
-		emit(e, "v%d", v);
+	ce_emit(c, ";\n");
 }
 
 /* local v = the pairwise tree (kir.h) of local array c[a .. a+b), iteratively: a stack of
  * (first, count, phase) frames walks the recursion's post-order. */
 static void tree_stmt(E *e, const KStmt *s)
 {
-	KType t = (KType)e->k->vars[s->c].type;
+	CEmit *c = &e->c;
+	KType t = (KType)c->k->vars[s->c].type;
 	const char *T = gtype(e, t), *op = s->op == OP_MUL ? "*" : "+";
 	Dtype f = (Dtype)s->fmt;
 	const char *r0 = "", *r1 = "";
@@ -548,231 +390,185 @@ static void tree_stmt(E *e, const KStmt *s)
 		r0 = f == DT_F16 ? "h2f(f2h(" : "b2f(f2b(";
 		r1 = "))";
 		if (t == KT_F64)
-			unsupported(e, "a pairwise tree rounded to %s over f64 terms", dt_name(f));
+			ce_unsupported(c, "a pairwise tree rounded to %s over f64 terms", dt_name(f));
 	}
-	line(e, "{");
-	e->ind++;
-	line(e, "int lo_[64], n_[64], ph_[64], sp_ = 1, vp_ = 0;");
-	line(e, "%s tv_[65];", T);
-	indent(e);
-	emit(e, "lo_[0] = int(");
-	ref(e, s->a);
-	emit(e, ");\n");
-	indent(e);
-	emit(e, "n_[0] = int(");
-	ref(e, s->b);
-	emit(e, ");\n");
-	line(e, "ph_[0] = 0;");
-	line(e, "while (sp_ > 0) {");
-	e->ind++;
-	line(e, "int l_ = lo_[sp_ - 1], c_ = n_[sp_ - 1];");
-	line(e, "if (c_ == 1) {");
-	indent(e);
-	emit(e, "\ttv_[vp_++] = ");
+	ce_line(c, "{");
+	c->ind++;
+	ce_line(c, "int lo_[64], n_[64], ph_[64], sp_ = 1, vp_ = 0;");
+	ce_line(c, "%s tv_[65];", T);
+	ce_indent(c);
+	ce_emit(c, "lo_[0] = int(");
+	ce_ref(c, s->a);
+	ce_emit(c, ");\n");
+	ce_indent(c);
+	ce_emit(c, "n_[0] = int(");
+	ce_ref(c, s->b);
+	ce_emit(c, ");\n");
+	ce_line(c, "ph_[0] = 0;");
+	ce_line(c, "while (sp_ > 0) {");
+	c->ind++;
+	ce_line(c, "int l_ = lo_[sp_ - 1], c_ = n_[sp_ - 1];");
+	ce_line(c, "if (c_ == 1) {");
+	ce_indent(c);
+	ce_emit(c, "\ttv_[vp_++] = ");
 	arr(e, s->c, -1, "l_");
-	emit(e, ";\n");
-	line(e, "\tsp_--;");
-	line(e, "} else if (ph_[sp_ - 1] < 2) {");
-	line(e, "\tbool right_ = ph_[sp_ - 1] == 1;");
-	line(e, "\tph_[sp_ - 1]++;");
-	line(e, "\tlo_[sp_] = right_ ? l_ + c_ / 2 : l_;");
-	line(e, "\tn_[sp_] = right_ ? c_ - c_ / 2 : c_ / 2;");
-	line(e, "\tph_[sp_++] = 0;");
-	line(e, "} else {");
-	line(e, "\tvp_--;");
-	line(e, "\t%s%s r_ = tv_[vp_ - 1] %s tv_[vp_];", prec(t), T, op);
-	line(e, "\ttv_[vp_ - 1] = %sr_%s;", r0, r1);
-	line(e, "\tsp_--;");
-	line(e, "}");
-	e->ind--;
-	line(e, "}");
-	line(e, "v%d = tv_[0];", s->v);
-	e->ind--;
-	line(e, "}");
+	ce_emit(c, ";\n");
+	ce_line(c, "\tsp_--;");
+	ce_line(c, "} else if (ph_[sp_ - 1] < 2) {");
+	ce_line(c, "\tbool right_ = ph_[sp_ - 1] == 1;");
+	ce_line(c, "\tph_[sp_ - 1]++;");
+	ce_line(c, "\tlo_[sp_] = right_ ? l_ + c_ / 2 : l_;");
+	ce_line(c, "\tn_[sp_] = right_ ? c_ - c_ / 2 : c_ / 2;");
+	ce_line(c, "\tph_[sp_++] = 0;");
+	ce_line(c, "} else {");
+	ce_line(c, "\tvp_--;");
+	ce_line(c, "\t%s%s r_ = tv_[vp_ - 1] %s tv_[vp_];", prec(t), T, op);
+	ce_line(c, "\ttv_[vp_ - 1] = %sr_%s;", r0, r1);
+	ce_line(c, "\tsp_--;");
+	ce_line(c, "}");
+	c->ind--;
+	ce_line(c, "}");
+	ce_line(c, "v%d = tv_[0];", s->v);
+	c->ind--;
+	ce_line(c, "}");
 }
 
 /* The statements of one line: set, store, check, tree. */
 static void simple_stmt(E *e, const KStmt *s)
 {
-	int32_t roots[2] = {s->a, s->b};
-	bool open = open_stmt(e, roots, 2);
+	CEmit *c = &e->c;
+	bool open = ce_open_stmt(c, s);
 	if (s->kind == KS_TREE) {
 		tree_stmt(e, s);
-		close_stmt(e, open);
+		ce_close(c, open);
 		return;
 	}
-	indent(e);
+	ce_indent(c);
 	switch (s->kind) {
-	case KS_SET:
-		var_ref(e, s->v, s->a);
-		emit(e, " = ");
-		ref(e, s->b);
-		emit(e, ";\n");
-		break;
+	case KS_SET: ce_set(c, s->v, s->a, s->b); break;
 	case KS_STORE: store_text(e, s); break;
 	case KS_CHECK:
 		e->check = true;
-		emit(e, "if (!");
-		ref(e, s->a);
-		emit(e, ") rep(%du, ", s->v);
-		ref(e, s->b);
-		emit(e, ");\n");
+		ce_report(c, s);
+		ce_emit(c, "\n");
 		break;
 	default: IR_ASSERT(!"simple_stmt: not a simple statement");
 	}
-	close_stmt(e, open);
+	ce_close(c, open);
 }
 
 static void decl_stmt(E *e, const KStmt *s)
 {
-	const KVar *v = &e->k->vars[s->v];
-	int64_t n = e->pl->vclass[s->v] == VC_PART ? vk_part_len(e->k, e->pl, s->v) : v->n;
+	const KVar *v = &e->c.k->vars[s->v];
+	int64_t n = e->pl->vclass[s->v] == VC_PART ? vk_part_len(e->c.k, e->pl, s->v) : v->n;
 	if (e->soff[s->v] >= 0)
-		line(e, "/* v%d: %lld elements in scratch at byte %lld */", s->v, (long long)n,
-		     (long long)e->soff[s->v]);
+		ce_line(&e->c, "/* v%d: %lld elements in scratch at byte %lld */", s->v, (long long)n,
+			(long long)e->soff[s->v]);
 	else if (v->n)
-		line(e, "%s%s v%d[%lld];", prec(v->type), gtype(e, v->type), s->v, (long long)(n ? n : 1));
+		ce_line(&e->c, "%s%s v%d[%lld];", prec(v->type), gtype(e, v->type), s->v, (long long)(n ? n : 1));
 	else
-		line(e, "%s%s v%d;", prec(v->type), gtype(e, v->type), s->v);
+		ce_line(&e->c, "%s%s v%d;", prec(v->type), gtype(e, v->type), s->v);
 }
 
 /* A distributed loop nest (plan.c): iterations f = lid, lid + WG, ... of the flattened
  * nest, the last loop fastest; j counts this invocation's iterations (VC_PART index). */
 static void chain_stmt(E *e, int32_t s)
 {
-	const Kernels *k = e->k;
+	CEmit *c = &e->c;
+	const Kernels *k = c->k;
 	int L = e->pl->chainlen[s];
-	int32_t c[IR_MAXRANK], roots[2 * IR_MAXRANK];
-	c[0] = s;
+	int32_t ch[IR_MAXRANK], roots[2 * IR_MAXRANK];
+	ch[0] = s;
 	for (int i = 1; i < L; i++)
-		c[i] = k->s[c[i - 1]].body;
+		ch[i] = k->s[ch[i - 1]].body;
 	for (int i = 0; i < L; i++) {
-		roots[2 * i] = k->s[c[i]].a;
-		roots[2 * i + 1] = k->s[c[i]].b;
+		roots[2 * i] = k->s[ch[i]].a;
+		roots[2 * i + 1] = k->s[ch[i]].b;
 	}
-	line(e, "{");
-	e->ind++;
-	e->stamp++;
+	ce_line(c, "{");
+	c->ind++;
+	c->stamp++;
 	for (int i = 0; i < 2 * L; i++)
-		temps(e, roots[i]);
+		ce_temps(c, roots[i]);
 	for (int i = 0; i < L; i++) {
-		indent(e);
-		emit(e, "int64_t n%d_%d = (", s, i);
-		ref(e, roots[2 * i + 1]);
-		emit(e, " > ");
-		ref(e, roots[2 * i]);
-		emit(e, ") ? (");
-		ref(e, roots[2 * i + 1]);
-		emit(e, " - ");
-		ref(e, roots[2 * i]);
-		emit(e, ") : 0l;\n");
+		ce_indent(c);
+		ce_emit(c, "int64_t n%d_%d = (", s, i);
+		ce_ref(c, roots[2 * i + 1]);
+		ce_emit(c, " > ");
+		ce_ref(c, roots[2 * i]);
+		ce_emit(c, ") ? (");
+		ce_ref(c, roots[2 * i + 1]);
+		ce_emit(c, " - ");
+		ce_ref(c, roots[2 * i]);
+		ce_emit(c, ") : 0l;\n");
 	}
-	indent(e);
-	emit(e, "int64_t tot%d = n%d_0", s, s);
+	ce_indent(c);
+	ce_emit(c, "int64_t tot%d = n%d_0", s, s);
 	for (int i = 1; i < L; i++)
-		emit(e, " * n%d_%d", s, i);
-	emit(e, ";\n");
-	line(e, "int j%d = 0;", s);
-	line(e, "for (int64_t f%d = lid; f%d < tot%d; f%d += WG, j%d++) {", s, s, s, s, s);
-	e->ind++;
+		ce_emit(c, " * n%d_%d", s, i);
+	ce_emit(c, ";\n");
+	ce_line(c, "int j%d = 0;", s);
+	ce_line(c, "for (int64_t f%d = lid; f%d < tot%d; f%d += WG, j%d++) {", s, s, s, s, s);
+	c->ind++;
 	/* 32-bit division where the nest's count fits (see kernel()) */
 	int64_t most = vk_chain_bound(k, e->pl, s);
 	bool narrow = most >= 0 && most <= UINT32_MAX;
-	line(e, narrow ? "uint q%d = uint(f%d);" : "int64_t q%d = f%d;", s, s);
+	ce_line(c, narrow ? "uint q%d = uint(f%d);" : "int64_t q%d = f%d;", s, s);
 	for (int i = L - 1; i >= 0; i--) {
-		indent(e);
-		emit(e, "int64_t v%d = ", k->s[c[i]].v);
-		ref(e, roots[2 * i]);
+		ce_indent(c);
+		ce_emit(c, "int64_t v%d = ", k->s[ch[i]].v);
+		ce_ref(c, roots[2 * i]);
 		if (i > 0) {
-			emit(e, narrow ? " + int64_t(q%d %% uint(n%d_%d));\n" : " + q%d %% n%d_%d;\n", s, s, i);
-			line(e, narrow ? "q%d /= uint(n%d_%d);" : "q%d /= n%d_%d;", s, s, i);
+			ce_emit(c, narrow ? " + int64_t(q%d %% uint(n%d_%d));\n" : " + q%d %% n%d_%d;\n", s, s, i);
+			ce_line(c, narrow ? "q%d /= uint(n%d_%d);" : "q%d /= n%d_%d;", s, s, i);
 		} else {
-			emit(e, narrow ? " + int64_t(q%d);\n" : " + q%d;\n", s);
+			ce_emit(c, narrow ? " + int64_t(q%d);\n" : " + q%d;\n", s);
 		}
 	}
 	e->chain = s;
-	stmts(e, k->s[c[L - 1]].body, 0, false);
+	stmts(e, k->s[ch[L - 1]].body, 0, false);
 	e->chain = 0;
-	e->ind--;
-	line(e, "}");
-	e->ind--;
-	line(e, "}");
+	c->ind--;
+	ce_line(c, "}");
+	c->ind--;
+	ce_line(c, "}");
 }
 
-static uint64_t loop_stmt(E *e, int32_t id, uint64_t pending, bool rep)
+/* A loop, while or if statement; a loop's or a while's merges due at the end of its body
+ * happen there, inside it (rep). Returns the merge slots then pending. */
+static uint64_t control(E *e, int32_t id, uint64_t pending, bool rep)
 {
-	const KStmt *s = &e->k->s[id];
-	int32_t roots[2] = {s->a, s->b};
-	bool open = open_stmt(e, roots, 2);
-	indent(e);
-	emit(e, "for (int64_t v%d = ", s->v);
-	ref(e, s->a);
-	emit(e, "; v%d < ", s->v);
-	ref(e, s->b);
-	emit(e, "; v%d++) {\n", s->v);
-	e->ind++;
+	CEmit *c = &e->c;
+	const KStmt *s = &c->k->s[id];
+	bool open = s->kind == KS_LOOP ? ce_loop_open(c, s) : s->kind == KS_WHILE ? ce_while_open(c, s)
+		: ce_if_open(c, s);
 	uint64_t end = stmts(e, s->body, pending, rep);
+	if (s->kind == KS_IF) {
+		uint64_t other = pending;
+		if (s->body2 > 0) {
+			ce_else(c);
+			other = stmts(e, s->body2, pending, rep);
+		}
+		ce_end(c, open);
+		return end | other;
+	}
 	if (rep && (end & e->pl->rep[id])) {
 		merge(e, end & e->pl->rep[id]);
 		end &= ~e->pl->rep[id];
 	}
-	e->ind--;
-	line(e, "}");
-	close_stmt(e, open);
+	if (s->kind == KS_LOOP)
+		ce_end(c, open);
+	else
+		ce_while_end(c, open);
 	return pending | end;
-}
-
-/* for (;;) { condition's temporaries; if (!cond) break; body } */
-static uint64_t while_stmt(E *e, int32_t id, uint64_t pending, bool rep)
-{
-	const KStmt *s = &e->k->s[id];
-	line(e, "for (;;) {");
-	e->ind++;
-	bool open = open_stmt(e, &s->a, 1);
-	indent(e);
-	emit(e, "if (!");
-	ref(e, s->a);
-	emit(e, ")\n");
-	line(e, "\tbreak;");
-	uint64_t end = stmts(e, s->body, pending, rep);
-	if (rep && (end & e->pl->rep[id])) {
-		merge(e, end & e->pl->rep[id]);
-		end &= ~e->pl->rep[id];
-	}
-	close_stmt(e, open);
-	e->ind--;
-	line(e, "}");
-	return pending | end;
-}
-
-static uint64_t if_stmt(E *e, int32_t id, uint64_t pending, bool rep)
-{
-	const KStmt *s = &e->k->s[id];
-	bool open = open_stmt(e, &s->a, 1);
-	indent(e);
-	emit(e, "if (");
-	ref(e, s->a);
-	emit(e, ") {\n");
-	e->ind++;
-	uint64_t p1 = stmts(e, s->body, pending, rep), p2 = pending;
-	e->ind--;
-	if (s->body2 > 0) {
-		line(e, "} else {");
-		e->ind++;
-		p2 = stmts(e, s->body2, pending, rep);
-		e->ind--;
-	}
-	line(e, "}");
-	close_stmt(e, open);
-	return p1 | p2;
 }
 
 /* A statement list; rep: replicated code of a group plan (merges are placed here).
  * Returns the merge slots still waiting for a merge at its end. */
 static uint64_t stmts(E *e, int32_t s, uint64_t pending, bool rep)
 {
-	for (; s > 0 && !e->failed; s = e->k->s[s].next) {
-		const KStmt *t = &e->k->s[s];
+	for (; s > 0 && !e->c.failed; s = e->c.k->s[s].next) {
+		const KStmt *t = &e->c.k->s[s];
 		if (rep && (pending & e->pl->rep[s])) {
 			merge(e, pending & e->pl->rep[s]);
 			pending &= ~e->pl->rep[s];
@@ -783,9 +579,7 @@ static uint64_t stmts(E *e, int32_t s, uint64_t pending, bool rep)
 			continue;
 		}
 		switch (t->kind) {
-		case KS_LOOP: pending = loop_stmt(e, s, pending, rep); break;
-		case KS_WHILE: pending = while_stmt(e, s, pending, rep); break;
-		case KS_IF: pending = if_stmt(e, s, pending, rep); break;
+		case KS_LOOP: case KS_WHILE: case KS_IF: pending = control(e, s, pending, rep); break;
 		case KS_DECL: decl_stmt(e, t); break;
 		default: simple_stmt(e, t); break;
 		}
@@ -794,33 +588,6 @@ static uint64_t stmts(E *e, int32_t s, uint64_t pending, bool rep)
 }
 
 /* ------------------------------------------------------------ shaders */
-
-static void scan_expr(const Kernels *k, int32_t id, uint8_t *use)
-{
-	if (id < 0)
-		return;
-	const KExpr *x = &k->x[id];
-	if (x->kind == KX_LOAD)
-		use[x->v] |= 1;
-	for (int i = 0; i < 4; i++)
-		scan_expr(k, x->a[i], use);
-}
-
-/* Marks the buffers statements s.. load (1) and store (2). */
-static void scan(const Kernels *k, int32_t s, uint8_t *use)
-{
-	for (; s > 0; s = k->s[s].next) {
-		const KStmt *t = &k->s[s];
-		if (t->kind != KS_DECL) {
-			scan_expr(k, t->a, use);
-			scan_expr(k, t->b, use);
-		}
-		if (t->kind == KS_STORE)
-			use[t->v] |= 2;
-		scan(k, t->body, use);
-		scan(k, t->body2, use);
-	}
-}
 
 static const char *const fc_modes[][2] = {
 	/* symbol, spirv_execution_mode arguments: capability, mode (float controls) */
@@ -832,92 +599,91 @@ static const char *const fc_modes[][2] = {
 	{VK_SYM_RTE64, "capabilities = [4467], 4462, 64"},
 };
 
-static void header(E *o, const E *b, int i)
+static void header(CEmit *o, const E *b, int i)
 {
 	const Kernels *k = o->k;
-	const Graph *g = k->g;
 	const Kernel *kn = &k->k[i];
-	line(o, VK_MARK "%d: %s group=%d wg=%d f64=%d scratch=%lld", i,
-	     g->tensors[g->defs[kn->def].out[0]].name, o->pl->group ? 1 : 0, o->pl->wg, b->f64 ? 1 : 0,
-	     (long long)b->scratch);
-	line(o, "#version 450");
-	line(o, "#extension GL_ARB_gpu_shader_int64 : require");
+	const VkPlan *pl = b->pl;
+	ce_line(o, VK_MARK "%d: %s group=%d wg=%d f64=%d scratch=%lld", i,
+		ce_kernel_name(k, i), pl->group ? 1 : 0, pl->wg, b->f64 ? 1 : 0,
+		(long long)b->scratch);
+	ce_line(o, "#version 450");
+	ce_line(o, "#extension GL_ARB_gpu_shader_int64 : require");
 	const char *syms[] = {VK_SYM_16BIT, VK_SYM_FC, VK_SYM_DENORM32, VK_SYM_SZINP32, VK_SYM_RTE32,
 			      VK_SYM_DENORM64, VK_SYM_SZINP64, VK_SYM_RTE64};
 	for (size_t s = 0; s < ARRAY_LEN(syms); s++)
-		line(o, "#ifndef %s\n#define %s 0\n#endif", syms[s], syms[s]);
+		ce_line(o, "#ifndef %s\n#define %s 0\n#endif", syms[s], syms[s]);
 	if (b->half)
-		line(o, "#if %s\n#extension GL_EXT_shader_16bit_storage : require\n#endif", VK_SYM_16BIT);
-	line(o, "#if %s\n#extension GL_EXT_spirv_intrinsics : require", VK_SYM_FC);
+		ce_line(o, "#if %s\n#extension GL_EXT_shader_16bit_storage : require\n#endif", VK_SYM_16BIT);
+	ce_line(o, "#if %s\n#extension GL_EXT_spirv_intrinsics : require", VK_SYM_FC);
 	for (size_t m = 0; m < ARRAY_LEN(fc_modes); m++)
 		if (m < 3 || b->f64)
-			line(o, "#if %s\nspirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], "
-			     "%s);\n#endif", fc_modes[m][0], fc_modes[m][1]);
-	line(o, "#endif");
-	line(o, "/* %s%s; %s plan: %s */", g->tensors[g->defs[kn->def].out[0]].name,
-	     kn->hoisted ? ": reduction outside the tile's point loops" : "",
-	     o->pl->group ? "group" : "serial",
-	     o->pl->group ? "one item per work-group, distributed loop nests"
-			  : "one item per invocation");
-	line(o, "layout(local_size_x = %d) in;", o->pl->wg);
-	line(o, "const int64_t WG = %dl;", o->pl->wg);
-	line(o, "const int64_t NITEMS = %lldl;", (long long)kn->nitems);
-	line(o, "layout(push_constant) uniform PC { int64_t base; } pc;   /* first item of this dispatch */");
+			ce_line(o, "#if %s\nspirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], "
+				"%s);\n#endif", fc_modes[m][0], fc_modes[m][1]);
+	ce_line(o, "#endif");
+	ce_line(o, "/* %s%s; %s plan: %s */", ce_kernel_name(k, i),
+		kn->hoisted ? ": reduction outside the tile's point loops" : "",
+		pl->group ? "group" : "serial",
+		pl->group ? "one item per work-group, distributed loop nests" : "one item per invocation");
+	ce_line(o, "layout(local_size_x = %d) in;", pl->wg);
+	ce_line(o, "const int64_t WG = %dl;", pl->wg);
+	ce_line(o, "const int64_t NITEMS = %lldl;", (long long)kn->nitems);
+	ce_line(o, "layout(push_constant) uniform PC { int64_t base; } pc;   /* first item of this dispatch */");
 }
 
-static void buffers(E *o, const E *b, const uint8_t *use)
+static void buffers(CEmit *o, const E *b, const uint8_t *use)
 {
 	const Kernels *k = o->k;
 	if (b->half) {
-		line(o, "#if %s", VK_SYM_16BIT);
-		line(o, "#define HALF_T uint16_t");
-		line(o, "#define LD16(B, I) uint(B.d[int(I)])");
-		line(o, "#define ST16(B, I, V) B.d[int(I)] = uint16_t(V)");
-		line(o, "#else");
-		line(o, "#define HALF_T uint");
-		line(o, "#define LD16(B, I) ((B.d[int((I) >> 1)] >> (uint((I) & 1l) * 16u)) & 0xffffu)");
-		line(o, "#define ST16(B, I, V) { uint sh_ = uint((I) & 1l) * 16u; int w_ = int((I) >> 1); "
-		     "atomicAnd(B.d[w_], ~(0xffffu << sh_)); atomicOr(B.d[w_], uint(V) << sh_); }");
-		line(o, "#endif");
+		ce_line(o, "#if %s", VK_SYM_16BIT);
+		ce_line(o, "#define HALF_T uint16_t");
+		ce_line(o, "#define LD16(B, I) uint(B.d[int(I)])");
+		ce_line(o, "#define ST16(B, I, V) B.d[int(I)] = uint16_t(V)");
+		ce_line(o, "#else");
+		ce_line(o, "#define HALF_T uint");
+		ce_line(o, "#define LD16(B, I) ((B.d[int((I) >> 1)] >> (uint((I) & 1l) * 16u)) & 0xffffu)");
+		ce_line(o, "#define ST16(B, I, V) { uint sh_ = uint((I) & 1l) * 16u; int w_ = int((I) >> 1); "
+			"atomicAnd(B.d[w_], ~(0xffffu << sh_)); atomicOr(B.d[w_], uint(V) << sh_); }");
+		ce_line(o, "#endif");
 	}
 	for (int v = 0; v < 3; v++)
 		if (b->sused >> v & 1)
-			line(o, "layout(std430, set = 0, binding = %d) restrict buffer S%c { %s d[]; } s%c;  /* scratch */",
-			     k->nbufs + 1 + v, "FDI"[v], v == 0 ? "float" : v == 1 ? "double" : "int64_t", "fdi"[v]);
+			ce_line(o, "layout(std430, set = 0, binding = %d) restrict buffer S%c { %s d[]; } s%c;  /* scratch */",
+				k->nbufs + 1 + v, "FDI"[v], v == 0 ? "float" : v == 1 ? "double" : "int64_t", "fdi"[v]);
 	for (int i = 0; i < k->nbufs; i++) {
 		if (!use[i])
 			continue;
 		Dtype f = k->bufs[i].fmt;
 		const char *t = f == DT_F64 ? "double" : f == DT_F32 ? "float" : f == DT_I32 ? "int" : "HALF_T";
-		line(o, "layout(std430, set = 0, binding = %d) restrict %sbuffer B%d { %s d[]; } b%d;  /* %s: %s */",
-		     i, use[i] == 1 ? "readonly " : "", i, t, i, k->g->tensors[k->bufs[i].tensor].name,
-		     dt_name(f));
+		ce_line(o, "layout(std430, set = 0, binding = %d) restrict %sbuffer B%d { %s d[]; } b%d;  /* %s: %s */",
+			i, use[i] == 1 ? "readonly " : "", i, t, i, k->g->tensors[k->bufs[i].tensor].name,
+			dt_name(f));
 	}
 	if (!b->check)
 		return;
-	line(o, "layout(std430, set = 0, binding = %d) restrict buffer Err { uint e[]; } err;", k->nbufs);
-	line(o, "const uint EB = %du;", o->kernel * VK_ERR_WORDS);
-	line(o, "/* the first error wins; its value follows the claimed site */");
-	line(o, "void rep(uint site, int64_t v)");
-	line(o, "{");
-	line(o, "\tif (atomicCompSwap(err.e[EB], 0u, site + 1u) == 0u) {");
-	line(o, "\t\terr.e[EB + 1u] = uint(uint64_t(v) & 0xfffffffful);");
-	line(o, "\t\terr.e[EB + 2u] = uint(uint64_t(v) >> 32);");
-	line(o, "\t}");
-	line(o, "}");
-	line(o, "int64_t chk(int64_t v, int64_t lo, int64_t hi, bool g, uint site)");
-	line(o, "{");
-	line(o, "\tif (v >= lo && v < hi)");
-	line(o, "\t\treturn v;");
-	line(o, "\tif (g)");
-	line(o, "\t\trep(site, v);");
-	line(o, "\treturn lo;");
-	line(o, "}");
+	ce_line(o, "layout(std430, set = 0, binding = %d) restrict buffer Err { uint e[]; } err;", k->nbufs);
+	ce_line(o, "const uint EB = %du;", b->kernel * VK_ERR_WORDS);
+	ce_line(o, "/* the first error wins; its value follows the claimed site */");
+	ce_line(o, "void rep(uint site, int64_t v)");
+	ce_line(o, "{");
+	ce_line(o, "\tif (atomicCompSwap(err.e[EB], 0u, site + 1u) == 0u) {");
+	ce_line(o, "\t\terr.e[EB + 1u] = uint(uint64_t(v) & 0xfffffffful);");
+	ce_line(o, "\t\terr.e[EB + 2u] = uint(uint64_t(v) >> 32);");
+	ce_line(o, "\t}");
+	ce_line(o, "}");
+	ce_line(o, "int64_t chk(int64_t v, int64_t lo, int64_t hi, bool g, uint site)");
+	ce_line(o, "{");
+	ce_line(o, "\tif (v >= lo && v < hi)");
+	ce_line(o, "\t\treturn v;");
+	ce_line(o, "\tif (g)");
+	ce_line(o, "\t\trep(site, v);");
+	ce_line(o, "\treturn lo;");
+	ce_line(o, "}");
 }
 
 static void put_text(void *ctx, const char *text)
 {
-	emit(ctx, "%s", text);
+	ce_emit(ctx, "%s", text);
 }
 
 static void decls(const Kernels *k, int32_t s, int32_t *list, int *n)
@@ -933,7 +699,7 @@ static void decls(const Kernels *k, int32_t s, int32_t *list, int *n)
 /* Local arrays longer than VK_PRIVATE_MAX live in the scratch buffer (vulkan.h): b->soff. */
 static void scratch_plan(E *b, int i)
 {
-	const Kernels *k = b->k;
+	const Kernels *k = b->c.k;
 	b->soff = malloc(((size_t)k->nvars + 1) * sizeof *b->soff);
 	int32_t *list = malloc(((size_t)k->ns + 1) * sizeof *list);
 	IR_ASSERT(b->soff && list);
@@ -952,51 +718,46 @@ static void scratch_plan(E *b, int i)
 	free(list);
 }
 
+/* q is an int64_t, or a uint where it fits */
+static const CTiles tiles[2] = {
+	{"const int64_t v%d = 0l;", "const int64_t v%d = int64_t(q %% %lldl) * %lldl;", "q /= %lldl;"},
+	{"const int64_t v%d = 0l;", "const int64_t v%d = int64_t(q %% %lldu) * %lldl;", "q /= %lldu;"},
+};
+
 /* main's statements (into b), then the whole shader around them (into o). */
-static void kernel(E *o, E *b, int i)
+static void kernel(CEmit *o, E *b, int i)
 {
+	CEmit *c = &b->c;
 	const Kernels *k = o->k;
 	const Kernel *kn = &k->k[i];
-	const VkPlan *pl = o->pl;
-	b->ind = 1;
+	const VkPlan *pl = b->pl;
+	c->ind = 1;
 	scratch_plan(b, i);
-	line(b, "int64_t it = int64_t(gl_WorkGroupID.y) * int64_t(gl_NumWorkGroups.x) + "
-	     "int64_t(gl_WorkGroupID.x);");
+	ce_line(c, "int64_t it = int64_t(gl_WorkGroupID.y) * int64_t(gl_NumWorkGroups.x) + "
+		"int64_t(gl_WorkGroupID.x);");
 	if (!pl->group)
-		line(b, "it = it * WG + int64_t(gl_LocalInvocationID.x);");
-	line(b, "it += pc.base;");
-	line(b, "const int64_t lid = int64_t(gl_LocalInvocationID.x);");
-	line(b, "if (it >= NITEMS)");
-	line(b, "\treturn;");
+		ce_line(c, "it = it * WG + int64_t(gl_LocalInvocationID.x);");
+	ce_line(c, "it += pc.base;");
+	ce_line(c, "const int64_t lid = int64_t(gl_LocalInvocationID.x);");
+	ce_line(c, "if (it >= NITEMS)");
+	ce_line(c, "\treturn;");
 	if (b->scratch) {
-		line(b, "const int64_t slot = %s;   /* this invocation's scratch */",
-		     pl->group ? "(it - pc.base) * WG + lid" : "it - pc.base");
+		ce_line(c, "const int64_t slot = %s;   /* this invocation's scratch */",
+			pl->group ? "(it - pc.base) * WG + lid" : "it - pc.base");
 		for (int32_t v = 0; v < k->nvars; v++)
 			if (b->soff[v] >= 0) {
 				int sz = k->vars[v].type == KT_F32 ? 4 : 8;
-				line(b, "const int64_t sb%d = slot * %lldl + %lldl;", v,
-				     (long long)(b->scratch / sz), (long long)(b->soff[v] / sz));
+				ce_line(c, "const int64_t sb%d = slot * %lldl + %lldl;", v,
+					(long long)(b->scratch / sz), (long long)(b->soff[v] / sz));
 			}
 	}
 	/* 32-bit division where the item ids fit: NVIDIA's driver (580) was seen to compute 64-bit
 	 * division and remainder by constants wrongly */
 	bool narrow = kn->nitems <= UINT32_MAX;
-	line(b, narrow ? "uint q = uint(it);" : "int64_t q = it;");
-	for (int p = kn->npar - 1; p >= 0; p--) {
-		const KPar *P = &kn->par[p];
-		int64_t nt = (P->extent + P->tile - 1) / P->tile;
-		if (nt == 1) {
-			line(b, "const int64_t v%d = 0l;", P->origin);
-			continue;
-		}
-		line(b, "const int64_t v%d = int64_t(q %% %lld%s) * %lldl;", P->origin, (long long)nt,
-		     narrow ? "u" : "l", (long long)P->tile);
-		line(b, "q /= %lld%s;", (long long)nt, narrow ? "u" : "l");
-	}
+	ce_line(c, narrow ? "uint q = uint(it);" : "int64_t q = it;");
+	ce_tiles(c, kn, &tiles[narrow]);
 	stmts(b, kn->body, 0, pl->group);
-	uint8_t *use = calloc((size_t)k->nbufs + 1, 1);
-	IR_ASSERT(use);
-	scan(k, kn->body, use);
+	uint8_t *use = ce_buffer_use(k, kn->body);
 	for (int j = 0; j < k->nbufs; j++) {
 		b->half |= use[j] && (k->bufs[j].fmt == DT_F16 || k->bufs[j].fmt == DT_BF16);
 		b->f64 |= use[j] && k->bufs[j].fmt == DT_F64;
@@ -1007,61 +768,38 @@ static void kernel(E *o, E *b, int i)
 	for (int m = 0; m < pl->nslots; m++) {
 		int32_t v = pl->slotvar[m];
 		if (pl->vclass[v] == VC_FLAG)
-			line(o, "shared int m%d[%d];", m, pl->wg);
+			ce_line(o, "shared int m%d[%d];", m, pl->wg);
 		else
-			line(o, "shared %s m%d[%lld];", gtype(o, k->vars[v].type), m,
-			     (long long)k->vars[v].n);
+			ce_line(o, "shared %s m%d[%lld];", lang.type[k->vars[v].type], m, (long long)k->vars[v].n);
 	}
 	vk_lib(b->need, put_text, o);
-	line(o, "void main()");
-	line(o, "{");
-	emit(o, "%.*s", (int)b->len, b->buf);
-	line(o, "}");
-	line(o, "%s", "");
+	ce_line(o, "void main()");
+	ce_line(o, "{");
+	ce_emit(o, "%.*s", (int)c->len, c->buf);
+	ce_line(o, "}");
+	ce_line(o, "%s", "");
 }
 
 char *vk_emit(const Kernels *k, Diag *d)
 {
-	E o = {0};
-	o.k = k;
-	o.d = d;
-	uint32_t *mark = calloc((size_t)k->nx + 1, sizeof *mark);
-	IR_ASSERT(mark);
+	CEmit o;
+	ce_init(&o, k, &lang, d);
 	const Graph *g = k->g;
-	line(&o, "// Generated by assay's vulkan backend from graph %s: %d compute shaders (GLSL 450).",
-	     g->name ? g->name : "(unnamed)", k->nk);
+	ce_line(&o, "// Generated by assay's vulkan backend from graph %s: %d compute shaders (GLSL 450).",
+		g->name ? g->name : "(unnamed)", k->nk);
 	if (k->faults)
-		line(&o, "// SEEDED FAULTS 0x%x: this program is wrong on purpose.", k->faults);
-	char *sch = sched_text(g, &k->sched);
-	for (char *p = sch, *nl; *p; p = nl + 1) {
-		nl = strchr(p, '\n');
-		line(&o, "// schedule: %.*s", (int)(nl - p), p);
-	}
-	free(sch);
+		ce_line(&o, "// SEEDED FAULTS 0x%x: this program is wrong on purpose.", k->faults);
+	ce_schedule(&o, NULL, "// schedule: ");
 	for (int i = 0; i < k->nk && !o.failed; i++) {
 		VkPlan pl;
 		vk_plan(k, i, &pl, d);
-		E b = {0};
-		b.k = k;
-		b.d = d;
-		b.pl = &pl;
-		b.kernel = i;
-		b.mark = mark;
-		b.stamp = o.stamp;
-		o.pl = &pl;
-		o.kernel = i;
+		E b = {.c = {.k = k, .L = &lang, .d = d, .mark = o.mark, .stamp = o.stamp}, .pl = &pl, .kernel = i};
 		kernel(&o, &b, i);
-		o.failed |= b.failed;
-		o.stamp = b.stamp;
+		o.failed |= b.c.failed;
+		o.stamp = b.c.stamp;
 		free(b.soff);
-		free(b.buf);
+		free(b.c.buf);
 		vk_plan_free(&pl);
-		o.pl = NULL;
 	}
-	free(mark);
-	if (o.failed) {
-		free(o.buf);
-		return NULL;
-	}
-	return o.buf;
+	return ce_finish(&o);
 }

@@ -384,7 +384,16 @@ static int work_group(const P *p, const VkPlan *pl)
 		if (n > best)
 			best = n;
 	}
-	return best <= 0 ? VK_WG_SERIAL : (int)best;
+	if (best <= 0)
+		return VK_WG_SERIAL;
+	/* whole subgroups: a power of two from 32 (the extra invocations find no iteration).
+	 * NVIDIA's driver lost the stores of a 5-invocation group (softmax, `tile s : r=5`
+	 * with `store s : f64`: rows 0..4 of s never written) where 3, 4 and 8 worked; no
+	 * group smaller than a warp has been seen to fail since. */
+	int64_t wg = 32;
+	while (wg < best && wg < VK_WG_MAX)
+		wg *= 2;
+	return (int)wg;
 }
 
 /* Buffers both loaded and stored by the kernel: replicated code could then see another

@@ -23,21 +23,17 @@
  * DIR/vk-<pipelineCacheUUID>.pcache; files are written under a temporary name and renamed.
  *
  * Memory layout: [guard][buffer 0][guard]...[guard][error words][guard][scratch][guard],
- * each data region
- * aligned to max(256, minStorageBufferOffsetAlignment); guards are GUARD bytes of
- * GUARD_BYTE. f16/bf16 regions are rounded up to whole 32-bit words (the packed form's last
- * word): stores there touch only their own 16 bits, so the guard check still sees the rest.
+ * each data region aligned to max(256, minStorageBufferOffsetAlignment); guards are
+ * BE_GUARD bytes of BE_GUARD_BYTE (berun.h). f16/bf16 regions are rounded up to whole
+ * 32-bit words (the packed form's last word): stores there touch only their own 16 bits,
+ * so the guard check still sees the rest.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 #include "vkrt.h"
-
-enum { GUARD = 256, GUARD_BYTE = 0xa5 };
+#include "../berun.h"
 
 /* LeakSanitizer's switches, present only in sanitized builds: glslang (inside libshaderc)
  * leaks a little on a shader it rejects, which is not ours to report. */
@@ -67,78 +63,6 @@ struct BeModule {
 	VkDeviceSize *off, *bytes, *range;   /* per region: nbufs buffers, error words, scratch */
 	bool recorded;
 };
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static int mkdirs(const char *path)
-{
-	char buf[4096];
-	snprintf(buf, sizeof buf, "%s", path);
-	for (char *p = buf + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			if (mkdir(buf, 0777) && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
-int vk_cache_dir(const BeOpts *o, char *dir, size_t n)
-{
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	if (o && o->cache_dir)
-		snprintf(dir, n, "%s", o->cache_dir);
-	else if (x && *x)
-		snprintf(dir, n, "%s/assay", x);
-	else
-		snprintf(dir, n, "%s/.cache/assay", h && *h ? h : "/tmp");
-	return mkdirs(dir);
-}
-
-static void *read_all(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	void *buf = len > 0 ? malloc((size_t)len) : NULL;
-	if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*n = buf ? (size_t)len : 0;
-	return buf;
-}
-
-/* Writes under a temporary name, then renames into place (readers never see a part). */
-static void write_all(const char *path, const void *data, size_t n)
-{
-	char tmp[4300];
-	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-	FILE *f = fopen(tmp, "wb");
-	if (!f)
-		return;
-	bool bad = fwrite(data, 1, n, f) != n;
-	if (fclose(f) || bad || rename(tmp, path))
-		unlink(tmp);
-}
 
 /* ------------------------------------------------------------ compile */
 
@@ -205,12 +129,13 @@ static uint32_t *spirv(BeModule *m, Shaderc *sc, const KSrc *ks, int i, const ch
 	symbols(&m->r, ks->f64, syms, sizeof syms);
 	uint32_t env = m->r.api >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2 : VK_API_VERSION_1_0;
 	uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
-	h1 = fnv(fnv(fnv(h1, ks->text, ks->len), syms, strlen(syms) + 1), &env, sizeof env);
-	h2 = fnv(fnv(fnv(h2 ^ 7, ks->text, ks->len), syms, strlen(syms) + 1), &env, sizeof env);
+	h1 = be_fnv(be_fnv(be_fnv(h1, ks->text, ks->len), syms, strlen(syms) + 1), &env, sizeof env);
+	h2 = be_fnv(be_fnv(be_fnv(h2 ^ 7, ks->text, ks->len), syms, strlen(syms) + 1), &env,
+		    sizeof env);
 	snprintf(path, sizeof path, "%s/vk-%016llx%016llx.spv", dir, (unsigned long long)h1,
 		 (unsigned long long)h2);
 	size_t n;
-	uint32_t *code = read_all(path, &n);
+	uint32_t *code = be_read_file(path, &n);
 	if (code && n % 4 == 0 && n >= 20 && code[0] == 0x07230203u) {
 		*words = n / 4;
 		return code;
@@ -244,7 +169,7 @@ static uint32_t *spirv(BeModule *m, Shaderc *sc, const KSrc *ks, int i, const ch
 		IR_ASSERT(code);
 		memcpy(code, sc->bytes(res), n);
 		*words = n / 4;
-		write_all(path, code, n);
+		be_write_atomic(path, code, n);
 	}
 	if (res)
 		sc->result_release(res);
@@ -337,7 +262,7 @@ static int pipelines(BeModule *m, const char *dir, Diag *d)
 		snprintf(uuid + 2 * i, 3, "%02x", r->props.pipelineCacheUUID[i]);
 	snprintf(path, sizeof path, "%s/vk-%s.pcache", dir, uuid);
 	size_t n0 = 0;
-	void *data = read_all(path, &n0);
+	void *data = be_read_file(path, &n0);
 	VkPipelineCacheCreateInfo pc = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
 					.initialDataSize = n0, .pInitialData = data};
 	if (rc == VK_SUCCESS && r->CreatePipelineCache(r->dev, &pc, NULL, &m->pc) != VK_SUCCESS) {
@@ -366,7 +291,7 @@ static int pipelines(BeModule *m, const char *dir, Diag *d)
 		void *buf = malloc(n1);
 		IR_ASSERT(buf);
 		if (r->GetPipelineCacheData(r->dev, m->pc, &n1, buf) == VK_SUCCESS)
-			write_all(path, buf, n1);
+			be_write_atomic(path, buf, n1);
 		free(buf);
 	}
 	return 0;
@@ -377,9 +302,9 @@ static void vk_free(BeModule *m);
 static BeModule *vk_compile(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
 			    Diag *d)
 {
-	double t0 = now();
+	double t0 = be_now();
 	char dir[4096], why[512];
-	if (vk_cache_dir(o, dir, sizeof dir)) {
+	if (be_cache_dir(o, dir, sizeof dir)) {
 		diag_set(d, 3, "vulkan backend: cannot create the cache directory %s: %s", dir,
 			 strerror(errno));
 		return NULL;
@@ -438,20 +363,11 @@ static BeModule *vk_compile(const Kernels *k, const char *src, const BeOpts *o, 
 		vk_free(m);
 		return NULL;
 	}
-	if (st) {
-		st->cache_hit = hit;
-		st->compile_s = now() - t0;
-	}
+	be_stats(st, hit, t0);
 	return m;
 }
 
 /* ------------------------------------------------------------ buffers */
-
-static size_t data_bytes(const KBuf *B)
-{
-	size_t n = (size_t)(B->n ? B->n : 1) * (size_t)dt_info(B->fmt)->bytes;
-	return n;
-}
 
 static VkDeviceSize align_up(VkDeviceSize x, VkDeviceSize a)
 {
@@ -495,10 +411,10 @@ static int layout(BeModule *m, Diag *d)
 		if ((VkDeviceSize)m->scratch[i] > scratch)
 			scratch = (VkDeviceSize)m->scratch[i];
 	for (int b = 0; b < k->nbufs + 2; b++) {
-		m->bytes[b] = b < k->nbufs ? data_bytes(&k->bufs[b])
+		m->bytes[b] = b < k->nbufs ? be_buf_bytes(&k->bufs[b])
 			: b == k->nbufs ? (VkDeviceSize)(k->nk ? k->nk : 1) * VK_ERR_WORDS * 4 : scratch;
 		m->range[b] = align_up(m->bytes[b], 4);
-		m->off[b] = align_up(at + GUARD, a);
+		m->off[b] = align_up(at + BE_GUARD, a);
 		at = m->off[b] + m->range[b];
 		if (m->range[b] > L->maxStorageBufferRange) {
 			diag_set(d, 2, "vulkan backend: unsupported: buffer %s is %llu bytes, more than "
@@ -507,7 +423,7 @@ static int layout(BeModule *m, Diag *d)
 			return -1;
 		}
 	}
-	m->total = align_up(at + GUARD, a);
+	m->total = align_up(at + BE_GUARD, a);
 	return 0;
 }
 
@@ -545,7 +461,7 @@ static int vk_alloc(BeModule *m, Diag *d)
 		return -1;
 	}
 	m->map = map;
-	memset(m->map, GUARD_BYTE, m->total);
+	memset(m->map, BE_GUARD_BYTE, m->total);
 	for (int b = 0; b < m->k->nbufs + 2; b++)
 		memset(m->map + m->off[b], 0, m->bytes[b]);
 	VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, (uint32_t)m->k->nbufs + 4};
@@ -580,64 +496,22 @@ static int vk_alloc(BeModule *m, Diag *d)
 	return 0;
 }
 
-static int buffer_of(BeModule *m, int tensor, Diag *d)
-{
-	if (tensor < 0 || tensor >= m->k->g->ntensors || m->k->tbuf[tensor] < 0 || !m->map) {
-		diag_set(d, 3, "vulkan backend: tensor %d has no buffer (inlined, or not allocated)", tensor);
-		return -1;
-	}
-	return m->k->tbuf[tensor];
-}
-
 static int vk_upload(BeModule *m, int tensor, const HostTensor *t, Diag *d)
 {
-	int b = buffer_of(m, tensor, d);
+	int b = be_input_buffer(m->k, tensor, m->map != NULL, t, "vulkan", d);
 	if (b < 0)
 		return -1;
 	const KBuf *B = &m->k->bufs[b];
-	if (t->dtype != B->fmt || t->n != B->n) {
-		diag_set(d, 2, "vulkan backend: input %s is %s with %lld elements, the graph wants %s "
-			 "with %lld", m->k->g->tensors[tensor].name, dt_name(t->dtype), (long long)t->n,
-			 dt_name(B->fmt), (long long)B->n);
-		return -1;
-	}
 	memcpy(m->map + m->off[b], t->data, (size_t)B->n * (size_t)dt_info(B->fmt)->bytes);
 	return 0;
 }
 
-static double get(const void *p, Dtype f, int64_t i)
-{
-	switch (f) {
-	case DT_F64: return ((const double *)p)[i];
-	case DT_F32: return ((const float *)p)[i];
-	case DT_F16: return fmt_f16_to_double(((const uint16_t *)p)[i]);
-	case DT_BF16: return fmt_bf16_to_double(((const uint16_t *)p)[i]);
-	case DT_I32: return ((const int32_t *)p)[i];
-	default: IR_ASSERT(!"get: no storage format");
-	}
-}
-
 static int vk_download(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *d)
 {
-	int b = buffer_of(m, tensor, d);
-	if (b < 0)
+	int b = be_buffer_of(m->k, tensor, m->map != NULL, "vulkan", d);
+	if (b < 0 || be_out_alloc(m->k, tensor, dt, t, "vulkan", d))
 		return -1;
-	const Tensor *T = &m->k->g->tensors[tensor];
-	const KBuf *B = &m->k->bufs[b];
-	int64_t dims[IR_MAXRANK];
-	for (int i = 0; i < T->rank; i++)
-		dims[i] = T->dims[i].value;
-	if (ht_alloc(t, dt, T->rank, dims)) {
-		diag_set(d, 3, "vulkan backend: out of memory for output %s", T->name);
-		return -1;
-	}
-	const void *p = m->map + m->off[b];
-	if (dt == B->fmt) {
-		memcpy(t->data, p, (size_t)B->n * (size_t)dt_info(dt)->bytes);
-		return 0;
-	}
-	for (int64_t i = 0; i < B->n; i++)
-		ht_set(t, i, get(p, B->fmt, i));
+	be_out_fill(t, m->map + m->off[b], &m->k->bufs[b]);
 	return 0;
 }
 
@@ -699,28 +573,6 @@ static int record(BeModule *m, Diag *d)
 	return 0;
 }
 
-static void runtime_error(const BeModule *m, int64_t site, int64_t v, Diag *d)
-{
-	const Graph *g = m->k->g;
-	const KSite *s = &m->k->sites[site];
-	const char *def = g->tensors[g->defs[s->def].out[0]].name;
-	switch (s->kind) {
-	case KE_INDEX:
-		diag_set(d, 2, "indirect read of '%s' out of range: index %d (read from '%s') is %lld, "
-			 "outside [0, %lld), in '%s'", g->tensors[s->tensor].name, s->dim,
-			 g->tensors[s->idx_tensor].name, (long long)v, (long long)s->bound, def);
-		return;
-	case KE_TOPK:
-		diag_set(d, 2, "topk '%s' over a range of %lld terms, fewer than K = %lld", def,
-			 (long long)v, (long long)s->bound);
-		return;
-	case KE_INT32:
-		diag_set(d, 2, "integer value %lld of '%s' does not fit in 32 bits", (long long)v,
-			 g->tensors[s->tensor].name);
-		return;
-	}
-}
-
 static int vk_launch(BeModule *m, Diag *d)
 {
 	VkRt *r = &m->r;
@@ -747,14 +599,14 @@ static int vk_launch(BeModule *m, Diag *d)
 	for (int i = 0; i < m->nk; i++) {
 		const uint32_t *e = err + (size_t)i * VK_ERR_WORDS;
 		if (e[0] && e[0] <= (uint32_t)m->k->nsites) {
-			runtime_error(m, (int64_t)e[0] - 1, (int64_t)((uint64_t)e[2] << 32 | e[1]), d);
+			be_runtime_error(m->k, (int64_t)e[0] - 1, (int64_t)((uint64_t)e[2] << 32 | e[1]), d);
 			return -1;
 		}
 	}
 	return 0;
 }
 
-/* Every byte outside the data regions must still be GUARD_BYTE. */
+/* Every byte outside the data regions must still be BE_GUARD_BYTE. */
 static int vk_guards(BeModule *m, Diag *d)
 {
 	int R = m->k->nbufs + 2;
@@ -762,7 +614,7 @@ static int vk_guards(BeModule *m, Diag *d)
 	for (int b = 0; m->map && b <= R; b++) {
 		VkDeviceSize end = b < R ? m->off[b] : m->total;
 		for (; i < end; i++) {
-			if (m->map[i] == GUARD_BYTE)
+			if (m->map[i] == BE_GUARD_BYTE)
 				continue;
 			/* the nearer of the region before (b - 1) and the one after (b) */
 			VkDeviceSize past = b > 0 ? i - (m->off[b - 1] + m->bytes[b - 1]) : ~(VkDeviceSize)0;
@@ -832,7 +684,7 @@ static int vk_available(char *why, size_t n)
 		return -1;
 	Shaderc sc;
 	char dir[4096];
-	rc = shaderc_open(&sc, vk_cache_dir(NULL, dir, sizeof dir) ? NULL : dir, why, n);
+	rc = shaderc_open(&sc, be_cache_dir(NULL, dir, sizeof dir) ? NULL : dir, why, n);
 	shaderc_close(&sc);
 	return rc;
 }

@@ -10,17 +10,12 @@
  * for; run.c turns them into the shader symbols of vulkan.h.
  */
 #include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "vkrt.h"
-
-extern char **environ;
+#include "../berun.h"
 
 static const char *const loader_names[] = {"libvulkan.so.1", "libvulkan.so"};
 /* Debian's libshaderc1 installs libshaderc.so.1; upstream builds call it libshaderc_shared */
@@ -261,25 +256,6 @@ char *vkrt_describe(const VkRt *r)
 	return out;
 }
 
-/* Runs argv (output discarded); its exit status, or -1 if it could not start. */
-static int run_cmd(char *const *argv)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	pid_t pid;
-	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc)
-		return -1;
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
 /* Debian 12's libshaderc.so.1 (2023.2-1) is unusable: it leaves glslang and SPIRV-Tools
  * symbols undefined without naming a library that has them. The same release's static
  * archives (libshaderc-dev, glslang-dev, spirv-tools) are complete and position
@@ -379,7 +355,7 @@ static void *build_shaderc(const char *dir, char *err, size_t en)
 	}
 	argv[n++] = "-lpthread";
 	argv[n] = NULL;
-	int rc = run_cmd(argv);
+	int rc = be_run_cmd(argv, NULL);
 	unlink(src);
 	if (rc != 0 || rename(tmp, so)) {
 		unlink(tmp);

@@ -85,8 +85,6 @@ typedef struct {
 
 /* The system's libshaderc, else one built into dir from its static archives (vkrt.c). */
 int shaderc_open(Shaderc *s, const char *dir, char *why, size_t n);
-/* The default cache directory (BeOpts.cache_dir NULL), created; 0 or -1. */
-int vk_cache_dir(const BeOpts *o, char *dir, size_t n);
 void shaderc_close(Shaderc *s);
 
 #endif

@@ -19,6 +19,14 @@
  * meet is either a write at a constant index (the initialisation) or inside a lane loop:
  * a loop over L whose body only sets A[L] from values reading A at L only. Anything else
  * runs WM_ITEM.
+ *
+ * Local arrays (wgsl.h, "Scratch"): every array longer than WGSL_PRIVATE_MAX bytes goes to
+ * scratch, then, while the kernel's private arrays together exceed WGSL_PRIVATE_BUDGET, the
+ * longest remaining one (the first declared among equals); the partials of WM_LANES stay
+ * private (at most WGSL_MAX_WG elements: within both bounds). Every element is one 32-bit
+ * word. The pairwise trees of a kernel share one set of stacks, as deep as its longest
+ * term array needs: a tree over n terms has frames nested 1 + ceil(log2 n) deep, and holds
+ * at most as many pending values.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -536,17 +544,83 @@ static bool try_lanes(P *p, int ki)
 	return false;
 }
 
+/* ------------------------------------------------------------ local arrays */
+
+/* Frames of the pairwise tree over n terms: 1 + ceil(log2 n). */
+static int tree_frames(int64_t n)
+{
+	int d = 1;
+	for (int64_t m = 1; m < n; m *= 2)
+		d++;
+	return d;
+}
+
+/* The local arrays declared under s, each once, in order, into list; the trees' depth. */
+static void arrays(const Kernels *k, int32_t s, int32_t *list, int *n, uint8_t *seen, int *depth)
+{
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		if (t->kind == KS_DECL && k->vars[t->v].n > 0 && !seen[t->v]) {
+			seen[t->v] = 1;
+			list[(*n)++] = t->v;
+		}
+		if (t->kind == KS_TREE) {
+			int d = tree_frames(k->vars[t->c].n);
+			*depth = d > *depth ? d : *depth;
+		}
+		arrays(k, t->body, list, n, seen, depth);
+		arrays(k, t->body2, list, n, seen, depth);
+	}
+}
+
+static void to_scratch(WgslPlan *w, WgslKPlan *kp, int32_t v)
+{
+	w->soff[v] = kp->scratch;
+	kp->scratch += w->k->vars[v].n;
+}
+
+/* Which of kernel ki's local arrays live in scratch (the file comment). */
+static void place_arrays(WgslPlan *w, int ki, int32_t *list, uint8_t *seen)
+{
+	const Kernels *k = w->k;
+	WgslKPlan *kp = &w->kp[ki];
+	int n = 0;
+	arrays(k, k->k[ki].body, list, &n, seen, &kp->tree_depth);
+	int64_t priv = 0;
+	for (int j = 0; j < n; j++) {
+		int32_t v = list[j];
+		if (v != kp->lane_arr && k->vars[v].n > WGSL_PRIVATE_MAX / 4)
+			to_scratch(w, kp, v);
+		else
+			priv += k->vars[v].n * 4;
+	}
+	while (priv > WGSL_PRIVATE_BUDGET) {
+		int32_t big = -1;
+		for (int j = 0; j < n; j++)
+			if (w->soff[list[j]] < 0 && list[j] != kp->lane_arr &&
+			    (big < 0 || k->vars[list[j]].n > k->vars[big].n))
+				big = list[j];
+		IR_ASSERT(big >= 0);   /* the partials alone are within the budget */
+		to_scratch(w, kp, big);
+		priv -= k->vars[big].n * 4;
+	}
+}
+
 /* ------------------------------------------------------------ plans */
 
 static void plan_kernel(P *p, int ki)
 {
 	const Kernel *kn = &p->k->k[ki];
 	WgslKPlan *kp = &p->p->kp[ki];
-	*kp = (WgslKPlan){WM_ITEM, WGSL_ITEM_WG, (kn->nitems + WGSL_ITEM_WG - 1) / WGSL_ITEM_WG, -1, -1};
+	*kp = (WgslKPlan){WM_ITEM, WGSL_ITEM_WG, (kn->nitems + WGSL_ITEM_WG - 1) / WGSL_ITEM_WG, -1, -1, 0, 0};
 	int64_t most = find_nests(p, kn->body, true);
 	if (most >= 2 && owners_ok(p, kn->body)) {
 		kp->mode = WM_GROUP;
-		kp->wg = (int)(most < WGSL_MAX_WG ? most : WGSL_MAX_WG);
+		/* whole subgroups, as the vulkan backend does (compiler/vulkan/plan.c) */
+		int64_t wg = 32;
+		while (wg < most && wg < WGSL_MAX_WG)
+			wg *= 2;
+		kp->wg = (int)wg;
 		kp->groups = kn->nitems;
 		return;
 	}
@@ -565,14 +639,23 @@ WgslPlan *wgsl_plan(const Kernels *k)
 	w->srole = calloc((size_t)k->ns + 1, 1);
 	w->slevels = calloc((size_t)k->ns + 1, 1);
 	w->kp = calloc((size_t)k->nk + 1, sizeof *w->kp);
+	w->soff = malloc(((size_t)k->nvars + 1) * sizeof *w->soff);
 	P p = {k, w, calloc((size_t)k->nvars + 1, sizeof(WgslIvl)),
 	       calloc((size_t)k->nx + 1, sizeof(WgslIvl)), calloc((size_t)k->nx + 1, sizeof(uint32_t)),
 	       0, calloc((size_t)k->nvars + 1, 1), calloc((size_t)k->nvars + 1, 1)};
-	IR_ASSERT(w->xiv && w->xwide && w->srole && w->slevels && w->kp && p.viv && p.raw &&
-		  p.stamp && p.origin && p.uloop);
+	int32_t *list = malloc(((size_t)k->ns + 1) * sizeof *list);
+	uint8_t *seen = calloc((size_t)k->nvars + 1, 1);
+	IR_ASSERT(w->xiv && w->xwide && w->srole && w->slevels && w->kp && w->soff && p.viv && p.raw &&
+		  p.stamp && p.origin && p.uloop && list && seen);
+	for (int v = 0; v <= k->nvars; v++)
+		w->soff[v] = -1;
 	intervals(&p);
-	for (int i = 0; i < k->nk; i++)
+	for (int i = 0; i < k->nk; i++) {
 		plan_kernel(&p, i);
+		place_arrays(w, i, list, seen);
+	}
+	free(list);
+	free(seen);
 	free(p.viv);
 	free(p.raw);
 	free(p.stamp);
@@ -590,5 +673,6 @@ void wgsl_plan_free(WgslPlan *p)
 	free(p->srole);
 	free(p->slevels);
 	free(p->kp);
+	free(p->soff);
 	free(p);
 }

@@ -13,14 +13,23 @@
  * this backend and int64 arithmetic differ. guards and download read buffers back whole
  * (guards included), cached until the next upload or launch.
  *
+ * A kernel with scratch (wgsl.h, "Scratch") runs in one dispatch, or in chunks of as many
+ * work-groups as the scratch budget holds (WGSL_SCRATCH_MAX, the device's storage binding
+ * size and its buffer size); compile works the chunks out and tells the helper, which
+ * makes the scratch buffer (the largest any kernel needs) and the chunk entries. A kernel
+ * whose one work-group needs more scratch than the budget is unsupported on the device
+ * (code 2). ASSAY_WGSL_SCRATCH_MAX (bytes) lowers the budget, to test the chunks.
+ *
  * Nothing is cached between processes: Tint and the driver compile a module in well under
  * a second, and the helper holds no state worth keeping across programs.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "wgsl.h"
+#include "../berun.h"
+
+_Static_assert((int)WGSL_GUARD_BYTE == (int)BE_GUARD_BYTE, "wg_guards uses be_guard_check");
 
 struct BeModule {
 	const Kernels *k;
@@ -30,13 +39,6 @@ struct BeModule {
 	size_t *rawn;
 	bool alloced;
 };
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* A request whose reply must be ok: -1 with d otherwise (code 3 unless said). */
 static int request(const char *head, const void *data, size_t n, WgslReply *r, Diag *d)
@@ -115,30 +117,100 @@ static void put(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 	*len += (size_t)n;
 }
 
-/* The module request: the source, and the kernels of its manifest. */
+/* The bytes of scratch one dispatch may bind on the helper's device (wgsl.h), a multiple
+ * of 4; 0 with d when the device's limits cannot be read. */
+static int64_t scratch_budget(Diag *d)
+{
+	WgslReply r;
+	if (request("{\"cmd\":\"info\"}", NULL, 0, &r, d))
+		return 0;
+	char *lim = wgsl_json_str(r.head, "limits");
+	double bind = 0, size = 0;
+	bool ok = lim && wgsl_json_num(lim, "maxStorageBufferBindingSize", &bind) &&
+		  wgsl_json_num(lim, "maxBufferSize", &size) && bind >= 4 && size >= 4;
+	free(lim);
+	wgsl_reply_free(&r);
+	if (!ok) {
+		diag_set(d, 3, "wgsl backend: the helper's device reports no storage buffer limits");
+		return 0;
+	}
+	double b = bind < size ? bind : size;
+	if (b > WGSL_SCRATCH_MAX)
+		b = WGSL_SCRATCH_MAX;
+	/* a smaller budget, so that tests can make a kernel run in several chunks */
+	const char *env = getenv("ASSAY_WGSL_SCRATCH_MAX");
+	if (env && atof(env) >= 4 && atof(env) < b)
+		b = atof(env);
+	return (int64_t)b / 4 * 4;
+}
+
+/* The chunks of kernel i with scratch (wgsl.h): `scratch` bytes per invocation, wg
+ * invocations per work-group, slots live invocations in all; the work-groups of a chunk
+ * and the slots its scratch holds into *chunk and *stride: one chunk when the live
+ * invocations fit the budget, else chunks of whole work-groups. -1 with d if one
+ * work-group needs more than the budget. */
+static int chunks(int i, long long groups, long long scratch, int wg, long long slots,
+		  int64_t budget, int64_t *chunk, int64_t *stride, Diag *d)
+{
+	if (slots <= budget / scratch) {   /* every live invocation at once */
+		*chunk = groups;
+		*stride = slots;
+		return 0;
+	}
+	if (scratch > budget || scratch * wg > budget) {
+		diag_set(d, 2, "wgsl backend: unsupported: kernel %d needs %lld bytes of scratch per "
+			 "work-group (%lld per invocation), more than the %lld a dispatch may bind here",
+			 i, scratch > budget ? scratch : scratch * wg, scratch, (long long)budget);
+		return -1;
+	}
+	int64_t per_group = (int64_t)scratch * wg;
+	*chunk = budget / per_group < groups ? budget / per_group : groups;
+	*stride = *chunk * wg < slots ? *chunk * wg : slots;
+	return 0;
+}
+
+/* The module request: the source, and the kernels of its manifest (with the chunks and
+ * scratch of those that have scratch). */
 static char *module_request(const Kernels *k, const char *src, Diag *d)
 {
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
+	int64_t budget = -1, most = 0;
 	put(&buf, &len, &cap, "{\"cmd\":\"module\",\"src\":");
 	wgsl_json_quote(&buf, &len, &cap, src);
 	put(&buf, &len, &cap, ",\"kernels\":[");
 	int nk = 0;
 	for (const char *p = strstr(src, "\n//! kernel "); p; p = strstr(p + 1, "\n//! kernel ")) {
-		int i;
-		long long groups;
+		int i, wg = 0;
+		long long groups, scratch = 0, slots = 0;
 		char bind[4096] = "";
+		const char *eol = strchr(p + 1, '\n'), *sc = strstr(p + 1, " scratch=");
+		bool has = sc && (!eol || sc < eol);
 		if (sscanf(p, "\n//! kernel k%d groups=%lld bindings=%4095[0-9,]", &i, &groups, bind) < 2 ||
-		    i != nk) {
+		    i != nk || (has && (sscanf(sc, " scratch=%lld wg=%d slots=%lld", &scratch, &wg, &slots) != 3 ||
+					scratch <= 0 || scratch % 4 || wg < 1 || slots < 1))) {
 			diag_set(d, 3, "wgsl backend: a bad launch manifest line in the source (kernel %d)", nk);
 			free(buf);
 			return NULL;
 		}
-		put(&buf, &len, &cap, "%s{\"entry\":\"k%d\",\"groups\":%lld,\"bindings\":[%s]}",
+		put(&buf, &len, &cap, "%s{\"entry\":\"k%d\",\"groups\":%lld,\"bindings\":[%s]",
 		    nk ? "," : "", i, groups, bind);
+		if (has) {
+			int64_t chunk, stride;
+			if (budget < 0)
+				budget = scratch_budget(d);
+			if (!budget || chunks(i, groups, scratch, wg, slots, budget, &chunk, &stride, d)) {
+				free(buf);
+				return NULL;
+			}
+			put(&buf, &len, &cap, ",\"chunk\":%lld,\"stride\":%lld", (long long)chunk,
+			    (long long)stride);
+			most = stride * scratch > most ? stride * scratch : most;
+		}
+		put(&buf, &len, &cap, "}");
 		nk++;
 	}
-	put(&buf, &len, &cap, "]}");
+	put(&buf, &len, &cap, "],\"scratch\":%lld,\"sbind\":%d}", (long long)most, k->nbufs + 1);
 	if (nk != k->nk) {
 		diag_set(d, 3, "wgsl backend: the source's manifest has %d kernels, the program %d", nk, k->nk);
 		free(buf);
@@ -151,7 +223,7 @@ static BeModule *wg_compile(const Kernels *k, const char *src, const BeOpts *o, 
 			    Diag *d)
 {
 	(void)o;
-	double t0 = now();
+	double t0 = be_now();
 	char *req = module_request(k, src, d);
 	if (!req)
 		return NULL;
@@ -167,19 +239,11 @@ static BeModule *wg_compile(const Kernels *k, const char *src, const BeOpts *o, 
 	IR_ASSERT(m);
 	m->k = k;
 	m->id = (int)id;
-	if (st) {
-		st->cache_hit = false;
-		st->compile_s = now() - t0;
-	}
+	be_stats(st, false, t0);
 	return m;
 }
 
 /* ------------------------------------------------------------ buffers */
-
-static size_t elem_bytes(Dtype f)
-{
-	return (size_t)dt_info(f)->bytes;
-}
 
 static void drop_raw(BeModule *m)
 {
@@ -202,7 +266,7 @@ static int wg_alloc(BeModule *m, Diag *d)
 	put(&buf, &len, &cap, "{\"cmd\":\"alloc\",\"id\":%d,\"guard\":%d,\"pattern\":%d,\"sizes\":[", m->id,
 	    WGSL_GUARD, WGSL_GUARD_BYTE);
 	for (int b = 0; b < k->nbufs; b++) {
-		m->bytes[b] = (size_t)(k->bufs[b].n ? k->bufs[b].n : 1) * elem_bytes(k->bufs[b].fmt);
+		m->bytes[b] = be_buf_bytes(&k->bufs[b]);
 		put(&buf, &len, &cap, "%s%zu", b ? "," : "", m->bytes[b]);
 	}
 	put(&buf, &len, &cap, "]}");
@@ -216,33 +280,18 @@ static int wg_alloc(BeModule *m, Diag *d)
 	return 0;
 }
 
-static int buffer_of(BeModule *m, int tensor, Diag *d)
-{
-	if (tensor < 0 || tensor >= m->k->g->ntensors || m->k->tbuf[tensor] < 0 || !m->alloced) {
-		diag_set(d, 3, "wgsl backend: tensor %d has no buffer (inlined, or not allocated)", tensor);
-		return -1;
-	}
-	return m->k->tbuf[tensor];
-}
-
 static int wg_upload(BeModule *m, int tensor, const HostTensor *t, Diag *d)
 {
-	int b = buffer_of(m, tensor, d);
+	int b = be_input_buffer(m->k, tensor, m->alloced, t, "wgsl", d);
 	if (b < 0)
 		return -1;
 	const KBuf *B = &m->k->bufs[b];
-	if (t->dtype != B->fmt || t->n != B->n) {
-		diag_set(d, 2, "wgsl backend: input %s is %s with %lld elements, the graph wants %s with %lld",
-			 m->k->g->tensors[tensor].name, dt_name(t->dtype), (long long)t->n,
-			 dt_name(B->fmt), (long long)B->n);
-		return -1;
-	}
 	drop_raw(m);
 	char head[128];
 	snprintf(head, sizeof head, "{\"cmd\":\"upload\",\"id\":%d,\"buf\":%d}", m->id, b);
 	unsigned char *data = calloc(1, m->bytes[b]);
 	IR_ASSERT(data);
-	memcpy(data, t->data, (size_t)B->n * elem_bytes(B->fmt));
+	memcpy(data, t->data, (size_t)B->n * (size_t)dt_info(B->fmt)->bytes);
 	WgslReply r;
 	int rc = request(head, data, m->bytes[b], &r, d);
 	free(data);
@@ -275,38 +324,12 @@ static int fetch(BeModule *m, int b, Diag *d)
 	return 0;
 }
 
-static double get(const void *p, Dtype f, int64_t i)
-{
-	switch (f) {
-	case DT_F32: return ((const float *)p)[i];
-	case DT_F16: return fmt_f16_to_double(((const uint16_t *)p)[i]);
-	case DT_BF16: return fmt_bf16_to_double(((const uint16_t *)p)[i]);
-	case DT_I32: return ((const int32_t *)p)[i];
-	default: IR_ASSERT(!"get: no storage format");
-	}
-}
-
 static int wg_download(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *d)
 {
-	int b = buffer_of(m, tensor, d);
-	if (b < 0 || fetch(m, b, d))
+	int b = be_buffer_of(m->k, tensor, m->alloced, "wgsl", d);
+	if (b < 0 || fetch(m, b, d) || be_out_alloc(m->k, tensor, dt, t, "wgsl", d))
 		return -1;
-	const Tensor *T = &m->k->g->tensors[tensor];
-	const KBuf *B = &m->k->bufs[b];
-	int64_t dims[IR_MAXRANK];
-	for (int i = 0; i < T->rank; i++)
-		dims[i] = T->dims[i].value;
-	if (ht_alloc(t, dt, T->rank, dims)) {
-		diag_set(d, 3, "wgsl backend: out of memory for output %s", T->name);
-		return -1;
-	}
-	const unsigned char *data = m->raw[b] + WGSL_GUARD;
-	if (dt == B->fmt) {
-		memcpy(t->data, data, (size_t)B->n * elem_bytes(dt));
-		return 0;
-	}
-	for (int64_t i = 0; i < B->n; i++)
-		ht_set(t, i, get(data, B->fmt, i));
+	be_out_fill(t, m->raw[b] + WGSL_GUARD, &m->k->bufs[b]);
 	return 0;
 }
 
@@ -318,20 +341,9 @@ static int wg_guards(BeModule *m, Diag *d)
 	for (int b = 0; b < m->k->nbufs; b++) {
 		if (m->k->bufs[b].input)
 			continue;
-		if (fetch(m, b, d))
+		if (fetch(m, b, d) || be_guard_check(m->raw[b], WGSL_GUARD, m->bytes[b], m->rawn[b],
+						     m->k->g->tensors[m->k->bufs[b].tensor].name, d))
 			return -1;
-		size_t total = m->rawn[b], end = WGSL_GUARD + m->bytes[b];
-		for (size_t i = 0; i < total; i++) {
-			if (i == WGSL_GUARD)
-				i = end;
-			if (i < total && m->raw[b][i] != WGSL_GUARD_BYTE) {
-				diag_set(d, 1, "a write outside buffer %s (%s %zu bytes from its start)",
-					 m->k->g->tensors[m->k->bufs[b].tensor].name,
-					 i < WGSL_GUARD ? "before it," : "past its end,",
-					 i < WGSL_GUARD ? WGSL_GUARD - i : i - end);
-				return -1;
-			}
-		}
 	}
 	return 0;
 }
@@ -348,23 +360,7 @@ static void runtime_error(const BeModule *m, int64_t site, int64_t v, Diag *d)
 			 "wgsl backend computes integers in i32, WGSL having no i64)", def);
 		return;
 	}
-	const KSite *s = &m->k->sites[site];
-	const char *def = g->tensors[g->defs[s->def].out[0]].name;
-	switch (s->kind) {
-	case KE_INDEX:
-		diag_set(d, 2, "indirect read of '%s' out of range: index %d (read from '%s') is %lld, "
-			 "outside [0, %lld), in '%s'", g->tensors[s->tensor].name, s->dim,
-			 g->tensors[s->idx_tensor].name, (long long)v, (long long)s->bound, def);
-		return;
-	case KE_TOPK:
-		diag_set(d, 2, "topk '%s' over a range of %lld terms, fewer than K = %lld", def,
-			 (long long)v, (long long)s->bound);
-		return;
-	case KE_INT32:
-		diag_set(d, 2, "integer value %lld of '%s' does not fit in 32 bits", (long long)v,
-			 g->tensors[s->tensor].name);
-		return;
-	}
+	be_runtime_error(m->k, site, v, d);
 }
 
 static int wg_launch(BeModule *m, Diag *d)

@@ -5,11 +5,29 @@
  *   i32 is emitted checked, reporting an error instead of wrapping), and how each kernel's
  *   items map onto work-groups (WgslMode).
  * - emit.c writes the WGSL module: one compute entry point per kernel, and after the code a
- *   launch manifest, one line per kernel ("//! kernel k0 groups=N bindings=0,1,3") that
- *   run.c reads back, so the source alone says how it is launched.
+ *   launch manifest, one line per kernel ("//! kernel k0 groups=N bindings=0,1,3", and for
+ *   a kernel with scratch " scratch=BYTES wg=W slots=S") that run.c reads back, so the
+ *   source alone says how it is launched.
  * - helper.c runs the Node helper process (node/helper.mjs, Dawn through the npm package
  *   `webgpu`) and speaks its framed protocol.
  * - run.c is the Backend.
+ *
+ * Scratch. A local array longer than WGSL_PRIVATE_MAX bytes, or the largest ones while a
+ * kernel's private arrays together exceed WGSL_PRIVATE_BUDGET bytes, lives in the scratch
+ * buffer `scr` (array<u32>, binding nbufs + 1) instead of private memory: NVIDIA's Vulkan
+ * driver refuses a pipeline with a 16 KiB private array (VK_ERROR_UNKNOWN), and a GPU keeps
+ * dynamically indexed private arrays in memory anyway. Each invocation owns a column of
+ * `scratch` words (manifest: bytes per invocation): element i of a scratch array at word
+ * offset o (WgslPlan.soff) is scr[(o + i) * stride + slot], slot = the invocation's index
+ * in its dispatch (work-group in the dispatch * wg + local index), stride = the slots the
+ * buffer holds, so neighbouring invocations touch neighbouring words. f32 and i32 elements
+ * are stored as their bits, bool as 0u/1u; a column is never initialised (KS_DECL declares
+ * a local uninitialised). Such a kernel runs in one dispatch when all its live invocations
+ * fit the scratch budget (run.c: at most WGSL_SCRATCH_MAX bytes and the device's binding
+ * size), else in chunks of as many work-groups as fit; the uniform `chunk` (binding
+ * nbufs + 2, one entry per dispatch, WGSL_CHUNK_STRIDE bytes apart) holds the dispatch's
+ * first work-group, its work-groups and the stride. Kernels without scratch keep their
+ * single dispatch and their text.
  */
 #ifndef ASSAY_WGSL_WGSL_H
 #define ASSAY_WGSL_WGSL_H
@@ -21,6 +39,10 @@ enum {
 	WGSL_GUARD_BYTE = 0xa5,
 	WGSL_ITEM_WG = 64,       /* work-group size of WM_ITEM kernels */
 	WGSL_MAX_WG = 256,       /* WebGPU's default maxComputeInvocationsPerWorkgroup */
+	WGSL_PRIVATE_MAX = 1024,     /* bytes: a longer local array lives in scratch */
+	WGSL_PRIVATE_BUDGET = 4096,  /* bytes of private local arrays per invocation */
+	WGSL_SCRATCH_MAX = 256 << 20,  /* bytes of scratch one dispatch may bind */
+	WGSL_CHUNK_STRIDE = 256,     /* bytes between chunk entries (WebGPU's largest offset alignment) */
 };
 
 /* How a kernel's items (kir.h) run:
@@ -41,6 +63,8 @@ typedef struct {
 	int64_t groups;          /* work-groups of one launch */
 	int32_t lane_arr;        /* WM_LANES: the partials (a local array of wg elements) */
 	int32_t gather_after;    /* WM_LANES: the top-level statement the partials meet after */
+	int64_t scratch;         /* scratch words per invocation (its local arrays in scratch) */
+	int tree_depth;          /* frames of its pairwise trees' shared stacks; 0: no tree */
 } WgslKPlan;
 
 typedef struct {
@@ -54,6 +78,7 @@ typedef struct {
 	uint8_t *srole;          /* per statement: WS_NEST (head of a distributed nest), WS_LANE */
 	uint8_t *slevels;        /* WS_NEST: how many par loops the nest flattens */
 	WgslKPlan *kp;           /* per kernel */
+	int64_t *soff;           /* per variable: word offset of a scratch array, -1: private */
 } WgslPlan;
 
 WgslPlan *wgsl_plan(const Kernels *k);

@@ -10,12 +10,17 @@
 //
 // Requests (header fields; the payload is empty unless said):
 //   info                          -> {adapter, backend, fallback, dawn, node, features, limits}
-//   module  {src, kernels: [{entry, bindings: [n...], groups}]}
+//   module  {src, kernels: [{entry, bindings: [n...], groups, chunk?, stride?}], scratch, sbind}
 //                                 -> {id}; Tint's messages as kind "compile"
 //   alloc   {id, sizes: [bytes...], guard, pattern}
 //           one GPU buffer per size: guard bytes, the data (zeroed), padding to 4 bytes and
 //           guard bytes again, every byte outside the data set to pattern; binding 0 is the
-//           error slot (4 i32, zeroed at each launch), binding b + 1 is buffer b
+//           error slot (4 i32, zeroed at each launch), binding b + 1 is buffer b. With
+//           scratch > 0 also the scratch buffer (scratch bytes, uninitialised) and the chunk
+//           entries: a kernel with a chunk (work-groups per dispatch) runs in dispatches of
+//           that many work-groups, each with the scratch buffer at binding sbind and at
+//           sbind + 1 its uniform entry (first work-group, work-groups, stride, 0: u32),
+//           entries CHUNK_STRIDE bytes apart (compiler/wgsl/wgsl.h, "Scratch")
 //   upload  {id, buf} + data      writes data at the buffer's data offset
 //   launch  {id}                  -> {err: [slot0, slot1], ms}: every kernel in order in
 //                                    one compute pass (a dispatch sees the writes of the
@@ -164,6 +169,7 @@ async function popScopes(dev, what) {
 
 const modules = new Map();
 let nextId = 1;
+const CHUNK_STRIDE = 256;   // WGSL_CHUNK_STRIDE: WebGPU's largest minUniformBufferOffsetAlignment
 
 async function info() {
 	const dev = await device();
@@ -195,7 +201,8 @@ async function makeModule(req) {
 	try {
 		const pipes = await Promise.all(req.kernels.map((k) => dev.createComputePipelineAsync({
 			layout: 'auto', compute: { module: mod, entryPoint: k.entry } })));
-		kernels = req.kernels.map((k, i) => ({ pipe: pipes[i], bindings: k.bindings, groups: k.groups }));
+		kernels = req.kernels.map((k, i) => ({ pipe: pipes[i], bindings: k.bindings, groups: k.groups,
+			chunk: k.chunk || 0, stride: k.stride || 0 }));
 	} catch (e) {
 		await popScopes(dev, 'pipeline').catch(() => {});
 		throw new Failure('compile', String(e && e.message ? e.message : e));
@@ -206,7 +213,8 @@ async function makeModule(req) {
 		throw new Failure('compile', e.message);
 	}
 	const id = nextId++;
-	modules.set(id, { kernels, bufs: null, guard: 0, sizes: null, pattern: 0, groups: null });
+	modules.set(id, { kernels, bufs: null, guard: 0, sizes: null, pattern: 0, groups: null,
+		scratch: req.scratch || 0, sbind: req.sbind || 0, extra: [] });
 	return { id };
 }
 
@@ -239,10 +247,36 @@ async function alloc(req) {
 		b.unmap();
 		return b;
 	});
-	m.groups = m.kernels.map((k) => dev.createBindGroup({
-		layout: k.pipe.getBindGroupLayout(0),
-		entries: k.bindings.map((n) => ({ binding: n, resource: { buffer: m.bufs[n] } })),
-	}));
+	// per kernel, its dispatches: [first work-group, work-groups, bind group]
+	const entries = (k) => k.bindings.map((n) => ({ binding: n, resource: { buffer: m.bufs[n] } }));
+	const chunked = m.kernels.map((k) => k.chunk > 0 && k.groups > 0 ? Math.ceil(k.groups / k.chunk) : 0);
+	const nchunks = chunked.reduce((a, b) => a + b, 0);
+	let scr = null, ubuf = null, at = 0;
+	if (nchunks) {
+		scr = dev.createBuffer({ size: round4(Math.max(m.scratch, 4)), usage: GPUBufferUsage.STORAGE });
+		ubuf = dev.createBuffer({ size: nchunks * CHUNK_STRIDE, usage: GPUBufferUsage.UNIFORM,
+			mappedAtCreation: true });
+		m.extra = [scr, ubuf];
+	}
+	const u32 = ubuf ? new Uint32Array(ubuf.getMappedRange()) : null;
+	m.groups = m.kernels.map((k, i) => {
+		if (k.groups <= 0)
+			return [];
+		const layout = k.pipe.getBindGroupLayout(0);
+		if (!chunked[i])
+			return [[0, k.groups, dev.createBindGroup({ layout, entries: entries(k) })]];
+		const out = [];
+		for (let c = 0; c < chunked[i]; c++, at++) {
+			const first = c * k.chunk, n = Math.min(k.chunk, k.groups - first);
+			u32.set([first, n, k.stride, 0], at * CHUNK_STRIDE / 4);
+			out.push([first, n, dev.createBindGroup({ layout, entries: [...entries(k),
+				{ binding: m.sbind, resource: { buffer: scr } },
+				{ binding: m.sbind + 1, resource: { buffer: ubuf, offset: at * CHUNK_STRIDE, size: 16 } }] })]);
+		}
+		return out;
+	});
+	if (ubuf)
+		ubuf.unmap();
 	await popScopes(dev, 'alloc');
 	return {};
 }
@@ -288,11 +322,13 @@ async function launch(req) {
 		if (k.groups <= 0)
 			return;
 		pass.setPipeline(k.pipe);
-		pass.setBindGroup(0, m.groups[i]);
-		const x = Math.min(k.groups, maxDim), y = Math.ceil(k.groups / x);
-		if (y > maxDim)
-			throw new Failure('error', `kernel ${i}: ${k.groups} work-groups are more than a dispatch holds`);
-		pass.dispatchWorkgroups(x, y);
+		for (const [, n, group] of m.groups[i]) {
+			pass.setBindGroup(0, group);
+			const x = Math.min(n, maxDim), y = Math.ceil(n / x);
+			if (y > maxDim)
+				throw new Failure('error', `kernel ${i}: ${n} work-groups are more than a dispatch holds`);
+			pass.dispatchWorkgroups(x, y);
+		}
 	});
 	pass.end();
 	dev.queue.submit([enc.finish()]);
@@ -316,7 +352,7 @@ async function read(req) {
 function free(req) {
 	const m = modules.get(req.id);
 	if (m && m.bufs)
-		for (const b of m.bufs)
+		for (const b of [...m.bufs, ...m.extra])
 			b.destroy();
 	modules.delete(req.id);
 	return {};

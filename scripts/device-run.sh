@@ -14,10 +14,10 @@
 #   scripts/device-run.sh [STEP...]     there: sets up OpenCL (NVIDIA's ICD) and Vulkan
 #                                       (VK_DRIVER_FILES), then runs the steps, in order:
 #     backends   `assay backends`
-#     check      `assay check examples/*.tg` on c, opencl, vulkan and cuda with
-#                $SCHEDULES (default 2) sampled schedules, then one table: passing results /
-#                results per example and backend
-#     tests      the Check suites test_cuda, test_opencl and test_vulkan (on the GPU)
+#     check      `assay check examples/*.tg tests/regress/*.tg` on c, opencl, vulkan, cuda and
+#                wgsl with $SCHEDULES (default 2) sampled schedules, then one table: passing
+#                results / results per example and backend
+#     tests      the Check suites test_cuda, test_opencl, test_vulkan and test_wgsl
 #     bench      bench_gpu (kernel times beside C, the derived matmul/softmax/layernorm
 #                beside cuBLAS and copy bandwidth) and bench_ulp on the GPU backends
 #     fuzz       a $FUZZ_SECONDS (default 60) campaign over every available backend, then
@@ -112,7 +112,7 @@ for step in $steps; do
 		;;
 	check)
 		list=${BACKENDS:-c,opencl,vulkan,cuda,wgsl}
-		"$A" check examples/*.tg --backends "$list" --schedules "${SCHEDULES:-2}" \
+		"$A" check examples/*.tg tests/regress/*.tg --backends "$list" --schedules "${SCHEDULES:-2}" \
 			--threads "$(nproc)" -o "$LOG/check" >"$LOG/check.log" 2>&1
 		rc=$?
 		grep -v -E ' pass ' "$LOG/check.log" | head -60

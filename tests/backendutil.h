@@ -72,8 +72,8 @@ static inline bool bt_near(double a, double c, Dtype f, double scale, double can
 {
 	if (tu_same(a, c))
 		return true;
-	if (isnan(a) || isnan(c) || isinf(a) || isinf(c))
-		return false;
+	if (isnan(a) || isnan(c) || isinf(a) || isinf(c) || (a == 0 && c == 0))
+		return false;   /* zeros of opposite signs too: expm1(-0) is -0 */
 	double eps = ldexp(1.0, 1 - dt_info(f)->prec), m = fmax(fabs(a), fabs(c));
 	double ulps = fabs(a - c) / (eps * fmax(m, ldexp(1.0, (int)dt_info(f)->emin)));
 	*worst = fmax(*worst, ulps);

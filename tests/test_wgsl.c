@@ -108,8 +108,8 @@ static double ulp_of(Dtype f, double x)
  * 2^-18 of the output's largest magnitude (cancellation after a library function). */
 static bool near(double a, double b, Dtype f, double scale)
 {
-	if (isnan(a) || isnan(b) || isinf(a) || isinf(b))
-		return same(a, b);
+	if (isnan(a) || isnan(b) || isinf(a) || isinf(b) || (a == 0 && b == 0))
+		return same(a, b);   /* zeros too: tanh(-0) and expm1(-0) are -0 (a fuzz find: wgsl and vulkan gave +0) */
 	double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
 	return fabs(a - b) <= CLOSE_ULPS * ulp_of(f, m) || fabs(a - b) <= 0x1p-18 * scale;
 }

@@ -263,6 +263,8 @@ static const Helper helpers[] = {
 	{VH_EXPM1, 0,
 	 "float expm1_f(float x)\n"
 	 "{\n"
+	 "\tif (x == 0.0)\n"
+	 "\t\treturn x;   /* -0 stays -0 (x + x*x*p gives +0) */\n"
 	 "\tif (!(abs(x) < 0.5))\n"
 	 "\t\treturn isnan(x) ? x : (x > 88.75 ? uintBitsToFloat(0x7f800000u) : exp(x) - 1.0);\n"
 	 "\tprecise float p = 2.7557319223985893e-6;\n"
@@ -468,6 +470,8 @@ static const Helper helpers[] = {
 	 "/* Taylor polynomial of degree 16 for |x| < 1/2 (truncation below 2^-60), exp(x) - 1 beyond */\n"
 	 "double expm1_d(double x)\n"
 	 "{\n"
+	 "\tif (x == 0.0lf)\n"
+	 "\t\treturn x;   /* -0 stays -0 (x + x*x*p gives +0) */\n"
 	 "\tif (!(abs(x) < 0.5lf))\n"
 	 "\t\treturn isnan(x) ? x : exp_d(x) - 1.0lf;\n"
 	 "\tprecise double p = 4.7794773323873853e-14lf;\n"

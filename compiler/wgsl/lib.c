@@ -297,6 +297,9 @@ const char *const wgsl_lib[] = {
 	"\treturn 1.0f / (1.0f + exp_f(-x));\n"
 	"}\n",
 	"fn tanh_f(x: f32) -> f32 {\n"
+	"\tif (x == 0.0f) {\n"
+	"\t\treturn x;   // the sign of zero: x + x * (x2 * p) gives +0 for -0\n"
+	"\t}\n"
 	"\tlet a = abs(x);\n"
 	"\tif (a < 0.5f) {\n"
 	"\t\tlet x2 = x * x;\n"
@@ -345,6 +348,9 @@ const char *const wgsl_lib[] = {
 	"\treturn select(r, -r, yodd && signbit(x));\n"
 	"}\n",
 	"fn expm1_f(x: f32) -> f32 {\n"
+	"\tif (x == 0.0f) {\n"
+	"\t\treturn x;   // the sign of zero: x + x * (x2 * p) gives +0 for -0\n"
+	"\t}\n"
 	"\tif (abs(x) < 0.3465735902799727f) {\n"
 	"\t\tvar p = 2.7557319223985893e-6f;\n"
 	"\t\tp = p * x + 2.48015873015873e-5f;\n"
@@ -376,6 +382,9 @@ const char *const wgsl_lib[] = {
 	"\treturn log(1.0f + x);\n"
 	"}\n",
 	"fn erf_f(x: f32) -> f32 {\n"
+	"\tif (x == 0.0f) {\n"
+	"\t\treturn x;   // the sign of zero: x + x * (x2 * p) gives +0 for -0\n"
+	"\t}\n"
 	"\tlet a = abs(x);\n"
 	"\tif (a < 0.5f) {\n"
 	"\t\tlet x2 = x * x;\n"

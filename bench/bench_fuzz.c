@@ -18,13 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "../fuzz/fuzz.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench.h"
 
 static void die(Diag *d)
 {

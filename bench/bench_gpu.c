@@ -36,29 +36,11 @@
 #include <unistd.h>
 #include "../compiler/compiler.h"
 #include "../interp/interp.h"
+#include "bench.h"
 
 enum { REPS = 5, LONG_S = 2, MAXB = 8 };
 
 /* ------------------------------------------------------------ small helpers */
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmpd);
-	return v[n / 2];
-}
 
 /* A growable text (JSON fragments). */
 typedef struct {

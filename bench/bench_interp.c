@@ -12,27 +12,9 @@
 #include <time.h>
 #include "../compiler/compiler.h"
 #include "../interp/interp.h"
+#include "bench.h"
 
 enum { REPS = 3, PREC = 64 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmpd);
-	return v[n / 2];
-}
 
 /* Raw rate of mpfr_fma or mpfr_exp on operands like the oracle's (f32 inputs). */
 static double raw_rate(bool exp)

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 #include "../verify/verify.h"
+#include "bench.h"
 
 static void usage(FILE *f)
 {
@@ -46,13 +47,6 @@ static int bad(const char *fmt, const char *arg)
 	fprintf(stderr, "\n");
 	usage(stderr);
 	return 2;
-}
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* x (a value of format f) as the shortest %g that reads back as x in f. */

@@ -720,14 +720,7 @@ static int compare(Ctx *c, const Node *n)
 		int s;
 		if ((s = ev_int(c, n->a[0], &a)) != 0 || (s = ev_int(c, n->a[1], &b)) != 0)
 			return s < 0 ? -1 : IV_UND;
-		switch (n->op) {
-		case OP_EQ: return a == b;
-		case OP_NE: return a != b;
-		case OP_LT: return a < b;
-		case OP_LE: return a <= b;
-		case OP_GT: return a > b;
-		default: return a >= b;
-		}
+		return mp_int_compare((Op)n->op, a, b);
 	}
 	size_t mark = c->top;
 	const Iv *a = ev(c, n->a[0], push(c));

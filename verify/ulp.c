@@ -509,7 +509,7 @@ static int run_backend(const Backend *b, const Sweep *w, Dtype f, const Graph *g
 	if (b->available(why, sizeof why) != 0) {
 		for (int i = 0; i < w->nf; i++) {
 			rows[i].status = WK_UNSUPPORTED;
-			snprintf(rows[i].reason, sizeof rows[i].reason, "unavailable: %s", why);
+			snprintf(rows[i].reason, sizeof rows[i].reason, "unavailable: %.200s", why);
 		}
 		return 0;
 	}

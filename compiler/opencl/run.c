@@ -29,6 +29,7 @@
 #include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -416,7 +417,25 @@ static int build(BeModule *m, const char *src, Diag *d)
 	char opts[128];
 	snprintf(opts, sizeof opts, "-cl-std=CL1.2%s",
 		 m->dev.cr_divsqrt ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+	/* PoCL's embedded clang writes its warnings ("N warnings generated.") straight to fd 2,
+	 * into the terminal of a campaign; the build log keeps them (build_log) for a failure.
+	 * ASSAY_CL_STDERR=1 leaves fd 2 alone. */
+	int saved = -1;
+	if (!getenv("ASSAY_CL_STDERR")) {
+		int null = open("/dev/null", O_WRONLY);
+		fflush(stderr);
+		if (null >= 0 && (saved = dup(2)) >= 0 && dup2(null, 2) < 0) {
+			close(saved);
+			saved = -1;
+		}
+		if (null >= 0)
+			close(null);
+	}
 	rc = cl->clBuildProgram(m->prog, 1, &m->dev.dev, opts, NULL, NULL);
+	if (saved >= 0) {
+		dup2(saved, 2);
+		close(saved);
+	}
 	if (rc != CL_SUCCESS) {
 		char *log = build_log(m);
 		diag_set(d, 3, "opencl backend: clBuildProgram failed (%d) on %s with '%s':\n%s", rc,

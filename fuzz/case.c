@@ -53,24 +53,6 @@ void fz_campaign_defaults(FzCampaign *c)
 
 /* ------------------------------------------------------------------ JSON out */
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 static void json_num(FILE *f, const char *key, double x)
 {
 	fprintf(f, ",\"%s\":%.6g", key, isfinite(x) ? x : 0);
@@ -87,11 +69,11 @@ int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
 	fprintf(f, "{\"version\":1,\"seed\":%llu,\"cases\":%lld,\"seconds\":%.17g,\"jobs\":%d",
 		(unsigned long long)c->seed, (long long)c->cases, c->seconds, c->jobs);
 	fputs(",\"backends\":", f);
-	json_str(f, c->backends);
+	vf_json_str(f, c->backends);
 	fputs(",\"inputs\":", f);
-	json_str(f, c->inputs);
+	vf_json_str(f, c->inputs);
 	fputs(",\"faults\":", f);
-	json_str(f, vf_faults_name(c->faults, faults, sizeof faults));
+	vf_json_str(f, vf_faults_name(c->faults, faults, sizeof faults));
 	fprintf(f, ",\"hooks\":%u,\"timeout_s\":%.17g,\"reduce\":%s,\"reduce_tests\":%d", c->hooks,
 		c->timeout_s, c->reduce ? "true" : "false", c->reduce_tests);
 	fprintf(f, ",\"until_failure\":%s,\"case_limit_s\":%.17g", c->until_failure ? "true" : "false",
@@ -266,7 +248,7 @@ static void fails_json(FILE *f, const FzResult *res, const FzSig *sigs)
 		char item[600];
 		snprintf(item, sizeof item, "%s@%s", key, sigs[k].output);
 		fputs(n++ ? "," : "", f);
-		json_str(f, item);
+		vf_json_str(f, item);
 	}
 	fputc(']', f);
 }
@@ -281,9 +263,9 @@ static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
 		      const FzSig *sigs, const CaseInfo *ci)
 {
 	fprintf(f, "{\"done\":%llu,\"graph\":", (unsigned long long)n);
-	json_str(f, ci->gname);
+	vf_json_str(f, ci->gname);
 	fprintf(f, ",\"status\":\"%s\",\"error\":", ci->error ? "error" : "ok");
-	json_str(f, ci->error ? ci->error : "");
+	vf_json_str(f, ci->error ? ci->error : "");
 	fprintf(f, ",\"inputs\":\"%s\",\"seed\":%llu,\"specials\":%s", dist_name(r->dist),
 		(unsigned long long)r->seed, r->specials ? "true" : "false");
 	fails_json(f, res, sigs);

@@ -71,27 +71,27 @@ static void distinct(FILE *f, const RpRun *run, const RpSummary *s)
 		const RpRecord *r = &run->recs[D->first];
 		const RpFailure *F = D->folder >= 0 ? &run->fails[D->folder] : NULL;
 		fputs(k ? ",{\"signature\":" : "{\"signature\":", f);
-		rp_json_str(f, D->signature);
+		vf_json_str(f, D->signature);
 		fprintf(f, ",\"count\":%lld,\"cases\":%lld,\"verdict\":", (long long)D->count,
 			(long long)D->hits);
-		rp_json_str(f, vf_verdict_name(r->verdict));
-		fputs(",\"graph\":", f), rp_json_str(f, r->graph);
-		fputs(",\"backend\":", f), rp_json_str(f, r->backend);
-		fputs(",\"schedule\":", f), rp_json_str(f, r->sched);
-		fputs(",\"output\":", f), rp_json_str(f, r->output);
-		fputs(",\"reason\":", f), rp_json_str(f, r->reason);
-		fputs(",\"folder\":", f), rp_json_str(f, F ? F->name : r->case_dir);
-		fputs(",\"repro\":", f), rp_json_str(f, F && F->repro_path ? F->repro_path : "");
+		vf_json_str(f, vf_verdict_name(r->verdict));
+		fputs(",\"graph\":", f), vf_json_str(f, r->graph);
+		fputs(",\"backend\":", f), vf_json_str(f, r->backend);
+		fputs(",\"schedule\":", f), vf_json_str(f, r->sched);
+		fputs(",\"output\":", f), vf_json_str(f, r->output);
+		fputs(",\"reason\":", f), vf_json_str(f, r->reason);
+		fputs(",\"folder\":", f), vf_json_str(f, F ? F->name : r->case_dir);
+		fputs(",\"repro\":", f), vf_json_str(f, F && F->repro_path ? F->repro_path : "");
 		fputc('}', f);
 	}
 	fputs("],\"failure_folders\":[", f);
 	for (int i = 0; i < run->nfails; i++) {
 		const RpFailure *F = &run->fails[i];
 		fputs(i ? ",{\"name\":" : "{\"name\":", f);
-		rp_json_str(f, F->name);
-		fputs(",\"repro\":", f), rp_json_str(f, F->repro_path);
+		vf_json_str(f, F->name);
+		fputs(",\"repro\":", f), vf_json_str(f, F->repro_path);
 		fprintf(f, ",\"count\":%lld,\"signature\":", (long long)F->count);
-		rp_json_str(f, F->signature);
+		vf_json_str(f, F->signature);
 		fputc('}', f);
 	}
 	fputc(']', f);
@@ -103,26 +103,26 @@ static void coverage(FILE *f, const RpSummary *s)
 	for (int i = 0, k = 0; i < s->ndirs; i++)
 		if (s->dirs[i].count) {
 			fputs(k++ ? "," : "", f);
-			rp_json_str(f, s->dirs[i].name);
+			vf_json_str(f, s->dirs[i].name);
 			fprintf(f, ":%lld", (long long)s->dirs[i].count);
 		}
 	fputs("},\"never\":[", f);
 	for (int i = 0; i < s->ndirs_never; i++) {
 		fputs(i ? "," : "", f);
-		rp_json_str(f, s->dirs_never[i]);
+		vf_json_str(f, s->dirs_never[i]);
 	}
 	fprintf(f, "]},\"rules\":{\"recorded\":%s,\"cases\":%lld,\"firings\":{",
 		s->rules_recorded ? "true" : "false", (long long)s->rule_cases);
 	for (int i = 0; i < s->nrules; i++) {
 		fputs(i ? "," : "", f);
-		rp_json_str(f, s->rules[i].name);
+		vf_json_str(f, s->rules[i].name);
 		fprintf(f, ":%lld", (long long)s->rules[i].count);
 	}
 	fputs("},\"exercised\":{", f);
 	for (int i = 0, k = 0; i < s->nrules; i++)
 		if (s->rules[i].count) {
 			fputs(k++ ? "," : "", f);
-			rp_json_str(f, s->rules[i].name);
+			vf_json_str(f, s->rules[i].name);
 			fprintf(f, ":{\"firings\":%lld,\"cases\":%lld}", (long long)s->rules[i].count,
 				(long long)s->rules[i].cases);
 		}
@@ -130,14 +130,14 @@ static void coverage(FILE *f, const RpSummary *s)
 	for (int i = 0, k = 0; i < s->nrules; i++)
 		if (!s->rules[i].count) {
 			fputs(k++ ? "," : "", f);
-			rp_json_str(f, s->rules[i].name);
+			vf_json_str(f, s->rules[i].name);
 		}
 	fputs("],\"domains\":{", f);
 	for (int i = 0; i < s->nrules; i++) {
 		fputs(i ? "," : "", f);
-		rp_json_str(f, s->rules[i].name);
+		vf_json_str(f, s->rules[i].name);
 		fputc(':', f);
-		rp_json_str(f, rp_rule_domain(s->rules[i].domain));
+		vf_json_str(f, rp_rule_domain(s->rules[i].domain));
 	}
 	fputs("}}", f);
 }
@@ -148,12 +148,12 @@ static void results(FILE *f, const RpRun *run)
 	for (int i = 0; i < run->nrecs; i++) {
 		const RpRecord *r = &run->recs[i];
 		fputs(i ? ",\n{\"graph\":" : "\n{\"graph\":", f);
-		rp_json_str(f, r->graph);
-		fputs(",\"backend\":", f), rp_json_str(f, r->backend);
-		fputs(",\"schedule\":", f), rp_json_str(f, r->sched);
-		fputs(",\"output\":", f), rp_json_str(f, r->output);
-		fputs(",\"dtype\":", f), rp_json_str(f, r->dtype);
-		fputs(",\"verdict\":", f), rp_json_str(f, vf_verdict_name(r->verdict));
+		vf_json_str(f, r->graph);
+		fputs(",\"backend\":", f), vf_json_str(f, r->backend);
+		fputs(",\"schedule\":", f), vf_json_str(f, r->sched);
+		fputs(",\"output\":", f), vf_json_str(f, r->output);
+		fputs(",\"dtype\":", f), vf_json_str(f, r->dtype);
+		fputs(",\"verdict\":", f), vf_json_str(f, vf_verdict_name(r->verdict));
 		fputs(",\"max_ulp\":", f), rp_json_num_out(f, r->max_ulp);
 		fputs(",\"max_ratio\":", f);
 		rp_json_num_out(f, r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio);
@@ -161,7 +161,7 @@ static void results(FILE *f, const RpRun *run)
 		fputs(",\"argmax_agree\":", f), frac(f, r->argmax_agree);
 		fputs(",\"topk_agree\":", f), frac(f, r->topk_agree);
 		fprintf(f, ",\"red_len\":%lld,\"case_dir\":", (long long)r->red_len);
-		rp_json_str(f, r->case_dir);
+		vf_json_str(f, r->case_dir);
 		fprintf(f, ",\"line\":%d}", r->line);
 	}
 	fputs("]", f);
@@ -210,16 +210,16 @@ static void distributions(FILE *f, const RpRun *run, const RpGroup *g)
 void rp_json_report(FILE *f, const RpRun *run, const RpSummary *s)
 {
 	fputs("{\"dir\":", f);
-	rp_json_str(f, run->dir);
+	vf_json_str(f, run->dir);
 	fprintf(f, ",\"kind\":\"%s\",\"graphs\":%d,\"cases\":%d,\"totals\":{",
 		run->settings ? "campaign" : "check", s->ngraphs, s->ncases);
 	fig(f, &s->all, true);
 	fputs("},\"groups\":[", f);
 	for (int g = 0; g < s->ngroups; g++) {
 		fputs(g ? ",{\"backend\":" : "{\"backend\":", f);
-		rp_json_str(f, s->groups[g].backend);
+		vf_json_str(f, s->groups[g].backend);
 		fputs(",\"dtype\":", f);
-		rp_json_str(f, s->groups[g].dtype);
+		vf_json_str(f, s->groups[g].dtype);
 		fig(f, &s->groups[g].fig, false);
 		distributions(f, run, &s->groups[g]);
 		fputc('}', f);

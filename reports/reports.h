@@ -54,8 +54,6 @@ void rp_json_free(JsVal *v);
 const JsVal *rp_json_get(const JsVal *obj, const char *key);
 /* A number, accepting the strings "inf", "-inf", "nan"; dflt for null or absent. */
 double rp_json_num(const JsVal *v, double dflt);
-/* Writes s as a JSON string. */
-void rp_json_str(FILE *f, const char *s);
 /* Writes x as a JSON number (non-finite as "inf", "-inf", "nan"). */
 void rp_json_num_out(FILE *f, double x);
 

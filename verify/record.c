@@ -36,7 +36,7 @@
 #include <unistd.h>
 #include "verify.h"
 
-static void json_str(FILE *f, const char *s)
+void vf_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
@@ -116,7 +116,7 @@ static void agreement(FILE *f, const VfRecord *r)
 		key(f, "argmax_agree"), json_num(f, (double)a->argmax_ok / (double)a->rows);
 		key(f, "topk_agree"), json_num(f, (double)a->topk_ok / (double)a->rows);
 	}
-	key(f, "agree_ref"), json_str(f, a->rows > 0 && a->ref ? a->ref : "");
+	key(f, "agree_ref"), vf_json_str(f, a->rows > 0 && a->ref ? a->ref : "");
 }
 
 static void rules(FILE *f, const RwStats *st)
@@ -128,7 +128,7 @@ static void rules(FILE *f, const RwStats *st)
 	for (int i = 0, n = 0; i < st->nrules; i++)
 		if (st->fired[i]) {
 			fputs(n++ ? "," : "", f);
-			json_str(f, st->name[i]);
+			vf_json_str(f, st->name[i]);
 			fprintf(f, ":%llu", (unsigned long long)st->fired[i]);
 		}
 	fputc('}', f);
@@ -139,16 +139,16 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	const VfMetrics *m = &r->m;
 	char fb[512];
 	fputs("{\"graph\":", f);
-	json_str(f, r->graph);
-	key(f, "file"), json_str(f, r->file);
-	key(f, "backend"), json_str(f, r->backend);
-	key(f, "schedule"), json_str(f, r->sched);
-	key(f, "schedule_text"), json_str(f, r->sched_text);
+	vf_json_str(f, r->graph);
+	key(f, "file"), vf_json_str(f, r->file);
+	key(f, "backend"), vf_json_str(f, r->backend);
+	key(f, "schedule"), vf_json_str(f, r->sched);
+	key(f, "schedule_text"), vf_json_str(f, r->sched_text);
 	key(f, "sched_seed"), fprintf(f, "%llu", (unsigned long long)r->sched_seed);
-	key(f, "output"), json_str(f, r->output);
-	key(f, "dtype"), json_str(f, dt_name(r->dtype));
-	key(f, "verdict"), json_str(f, vf_verdict_name(r->verdict));
-	key(f, "reason"), json_str(f, r->reason);
+	key(f, "output"), vf_json_str(f, r->output);
+	key(f, "dtype"), vf_json_str(f, dt_name(r->dtype));
+	key(f, "verdict"), vf_json_str(f, vf_verdict_name(r->verdict));
+	key(f, "reason"), vf_json_str(f, r->reason);
 	key(f, "max_ulp"), json_num(f, m->max_ulp);
 	key(f, "max_abs"), json_num(f, m->max_abs);
 	key(f, "max_rel"), json_num(f, m->max_rel);
@@ -170,7 +170,7 @@ void vf_record_json(FILE *f, const VfRecord *r)
 		char ex[64];
 		snprintf(ex, sizeof ex, "sampled %lld, all vs f64",
 			 (long long)(m->n_checked + m->n_unsamplable));
-		json_str(f, ex);
+		vf_json_str(f, ex);
 		key(f, "f64");
 		fputs("{\"max_ratio\":", f);
 		json_num(f, r->m64.max_ratio);
@@ -178,15 +178,15 @@ void vf_record_json(FILE *f, const VfRecord *r)
 		json_num(f, r->m64.max_ulp);
 		fprintf(f, ",\"n_special\":%lld,\"n_over\":%lld,\"by\":", (long long)r->m64.n_special,
 			(long long)r->m64.n_over);
-		json_str(f, r->ref64_by);
+		vf_json_str(f, r->ref64_by);
 		fputc('}', f);
 	} else {
-		json_str(f, "all");
+		vf_json_str(f, "all");
 	}
 	key(f, "seed"), fprintf(f, "%llu", (unsigned long long)r->seed);
-	key(f, "inputs"), json_str(f, r->dist);
-	key(f, "faults"), json_str(f, vf_faults_name(r->faults, fb, sizeof fb));
-	key(f, "case_dir"), json_str(f, r->case_dir);
+	key(f, "inputs"), vf_json_str(f, r->dist);
+	key(f, "faults"), vf_json_str(f, vf_faults_name(r->faults, fb, sizeof fb));
+	key(f, "case_dir"), vf_json_str(f, r->case_dir);
 	timings(f, r);
 	agreement(f, r);
 	rules(f, r->rules);

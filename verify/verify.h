@@ -360,4 +360,7 @@ int vf_write_text(const char *path, const char *text, Diag *d);
 /* Appends r to DIR/results.jsonl, flushed and fsync'ed. */
 int vf_append_record(const char *dir, const VfRecord *r, Diag *d);
 
+/* s (NULL: "") as a JSON string literal, quotes included (records, campaign logs, reports). */
+void vf_json_str(FILE *f, const char *s);
+
 #endif

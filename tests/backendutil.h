@@ -185,6 +185,36 @@ static inline Graph *bt_topk_short_graph(void)
 	return g;
 }
 
+/* bt_gather_src on backend `name` under each schedule of sch: within range the results
+ * agree with c bit for bit (cancel as in bt_diff_vs_c); an index out of range is the c
+ * backend's error, message and code (2). */
+static inline void bt_gather_errors(const char *name, double cancel, const char *const *sch,
+				    size_t nsch)
+{
+	Graph *g = tu_parse(bt_gather_src);
+	HostTensor *in = bt_inputs(g, 12), out[3];
+	static const int ok[6] = {3, 4, 0, 9, 5, 1}, bad[6] = {3, 4, 0, 12, 5, 1};
+	for (size_t i = 0; i < nsch; i++) {
+		Schedule s;
+		bt_sched_of(g, sch[i], &s);
+		memcpy(in[0].data, ok, sizeof ok);
+		bt_diff_vs_c(name, cancel, g, &s, in, true, sch[i]);
+		memcpy(in[0].data, bad, sizeof bad);
+		Diag d1 = {0}, d2 = {0};
+		ck_assert_int_eq(bt_run_on(name, be_find(name), g, &s, in, out, &d1), -1);
+		ck_assert_int_eq(bt_run_on(name, be_find("c"), g, &s, in, out, &d2), -1);
+		ck_assert_msg(d1.msg && strstr(d1.msg, "indirect read of 'w' out of range") &&
+			      strstr(d1.msg, "is 12"), "message: %s", d1.msg);
+		ck_assert_int_eq(d1.code, 2);
+		ck_assert_str_eq(d1.msg, d2.msg);
+		diag_clear(&d1);
+		diag_clear(&d2);
+		sched_free(&s);
+	}
+	tu_free_tensors(in, 2);
+	ir_free(g);
+}
+
 /* bt_topk_short_graph on backend `name` under the default schedule: the graph's error
  * (code 2), as the c backend reports it. */
 static inline void bt_expect_topk_short(const char *name)

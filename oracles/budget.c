@@ -110,6 +110,22 @@ static uint32_t ftz_mask(const char *backend)
 	return m;
 }
 
+/* The backends whose kernels propagate a NaN operand through + - * / fma, max and min, so
+ * that a NaN the oracle computes from a NaN input or literal is claimed (bv_nan): the
+ * emulator, C (IEEE 754 arithmetic, the emitted max/min test for NaN), OpenCL C (IEEE
+ * arithmetic without -cl-fast-relaxed-math or -cl-finite-math-only) and CUDA (IEEE
+ * arithmetic, no fast-math flags). Not vulkan: SPIR-V may assume operands are not NaN
+ * unless SignedZeroInfNanPreserve is in force, which not every device offers; not wgsl:
+ * WGSL lets an implementation assume NaN and infinity absent (WGSL §14.6). */
+static bool nan_claims(const char *backend)
+{
+	static const char *const yes[] = {"emul", "c", "opencl", "cuda"};
+	for (size_t i = 0; backend && i < ARRAY_LEN(yes); i++)
+		if (strcmp(yes[i], backend) == 0)
+			return true;
+	return !backend;
+}
+
 bool orc_may_flush(const char *backend, Dtype f, const char **source)
 {
 	if (!backend || al_backend(backend) < 0 || f < 0 || f == DT_I32 || f >= DT__COUNT)
@@ -206,6 +222,8 @@ static Bv int_real(Ba *b, Bi v, Dtype f)
 /* A literal's exact value, not yet rounded. */
 static Bv lit_exact(const Lit *l)
 {
+	if (isnan(l->approx))
+		return bv_nan(false);
 	if (!isfinite(l->approx))
 		return bv_unbounded(false);
 	Bv r = bv_exact(l->approx, DT_NONE);
@@ -637,7 +655,7 @@ static Bv lse(Ba *b, const Bv *t, size_t n)
 	}
 	mlo = bv_add_dn(mlo, -slack);
 	mhi = bv_add_up(mhi, slack);
-	Bv m = {mlo, mhi, 0, (int8_t)b->opf, tie};
+	Bv m = {mlo, mhi, 0, (int8_t)b->opf, tie, false};
 	Bv *x = malloc(n * sizeof *x);
 	IR_ASSERT(x);
 	for (size_t i = 0; i < n; i++) {
@@ -807,7 +825,7 @@ static void topk_values(Ba *b, int t, int64_t e, int64_t K, double slack)
 	qsort(hi, n, sizeof *hi, cmp_desc);
 	for (int64_t k = 0; k < K; k++) {
 		Bv v = ok ? (Bv){lo[k], hi[k], slack > 0 ? (emax + slack) * INFL : emax,
-				 (int8_t)b->opf, tie} : bv_unbounded(tie);
+				 (int8_t)b->opf, tie, false} : bv_unbounded(tie);
 		b->rv[t][e * K + k] = bv_round(&b->c, v, b->stf);
 	}
 	free(lo);
@@ -1034,7 +1052,7 @@ static int deliver(Ba *b, int k, HostTensor *out, uint8_t **ties, Diag *d)
 				tie[i] = b->itie[o->tensor][i];
 		} else {
 			const Bv *v = &b->rv[o->tensor][i];
-			bud[i] = bv_budget(v, o->dtype);
+			bud[i] = v->nan && !b->c.nan_claims ? INFINITY : bv_budget(v, o->dtype);
 			if (tie)
 				tie[i] = v->tie;
 		}
@@ -1066,6 +1084,7 @@ int orc_budget_ties(const Graph *g, const Schedule *s, const char *backend,
 	if (ba_init(&b, g, s, be, inputs, d) < 0)
 		goto out;
 	bv_set_ftz(&b.c, ftz_mask(backend));
+	b.c.nan_claims = nan_claims(backend);
 	if (run_defs(&b) < 0)
 		goto out;
 	for (; nout < g->noutputs; nout++)

@@ -222,14 +222,23 @@ static double pow_dir(BvCtx *c, double x, double y, bool up)
 
 Bv bv_unbounded(bool tie)
 {
-	return (Bv){-INFINITY, INFINITY, INFINITY, DT_NONE, tie};
+	return (Bv){-INFINITY, INFINITY, INFINITY, DT_NONE, tie, false};
+}
+
+Bv bv_nan(bool tie)
+{
+	Bv r = bv_unbounded(tie);
+	r.nan = true;
+	return r;
 }
 
 Bv bv_exact(double x, Dtype f)
 {
+	if (isnan(x))
+		return bv_nan(false);
 	if (!isfinite(x))
 		return bv_unbounded(false);
-	return (Bv){x, x, 0, (int8_t)f, false};
+	return (Bv){x, x, 0, (int8_t)f, false, false};
 }
 
 static bool point(const Bv *a)
@@ -344,12 +353,14 @@ Bv bv_round(BvCtx *c, Bv a, Dtype f)
 Bv bv_add(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f, bool sub)
 {
 	bool tie = a0->tie || b0->tie;
+	if (a0->nan || b0->nan)
+		return bv_nan(tie);
 	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
 	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
 	const Bv *a = &fa, *b = &fb;
 	double bl = sub ? -b->hi : b->lo, bh = sub ? -b->lo : b->hi;
-	Bv r = {bv_add_dn(a->lo, bl), bv_add_up(a->hi, bh), 0, (int8_t)f, tie};
+	Bv r = {bv_add_dn(a->lo, bl), bv_add_up(a->hi, bh), 0, (int8_t)f, tie, false};
 	double prop = a->e + b->e, loc;
 	if (point(a) && point(b) && r.lo == r.hi)
 		loc = exact_local(f, r.lo);
@@ -361,11 +372,13 @@ Bv bv_add(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f, bool sub)
 Bv bv_mul(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 {
 	bool tie = a0->tie || b0->tie;
+	if (a0->nan || b0->nan)
+		return bv_nan(tie);
 	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
 	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
 	const Bv *a = &fa, *b = &fb;
-	Bv r = {0, 0, 0, (int8_t)f, tie};
+	Bv r = {0, 0, 0, (int8_t)f, tie, false};
 	corners(false, a->lo, a->hi, b->lo, b->hi, &r.lo, &r.hi);
 	double prop = mag(a) * b->e + mag(b) * a->e + a->e * b->e, loc;
 	if (point(a) && point(b) && r.lo == r.hi)
@@ -378,6 +391,8 @@ Bv bv_mul(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 Bv bv_div(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 {
 	bool tie = a0->tie || b0->tie;
+	if (a0->nan || b0->nan)
+		return bv_nan(tie);
 	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
 	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
@@ -385,7 +400,7 @@ Bv bv_div(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 	double bl = bv_add_dn(b->lo, -b->e), bh = bv_add_up(b->hi, b->e);
 	if (bl <= 0 && bh >= 0)
 		return bv_unbounded(tie);
-	Bv r = {0, 0, 0, (int8_t)f, tie};
+	Bv r = {0, 0, 0, (int8_t)f, tie, false};
 	corners(true, a->lo, a->hi, b->lo, b->hi, &r.lo, &r.hi);
 	double bmin = fmin(fabs(bl), fabs(bh));
 	double prop = a->e == 0 && b->e == 0 ? 0 : (a->e + mag(&r) * b->e) / bmin, loc;
@@ -399,13 +414,15 @@ Bv bv_div(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 Bv bv_fma(BvCtx *c, const Bv *a0, const Bv *b0, const Bv *d0, Dtype f)
 {
 	bool tie = a0->tie || b0->tie || d0->tie;
+	if (a0->nan || b0->nan || d0->nan)
+		return bv_nan(tie);
 	if (!bv_bounded(a0) || !bv_bounded(b0) || !bv_bounded(d0))
 		return bv_unbounded(tie);
 	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f), fd = bv_flush(c, *d0, f);
 	const Bv *a = &fa, *b = &fb, *d = &fd;
 	double pl, ph;
 	corners(false, a->lo, a->hi, b->lo, b->hi, &pl, &ph);
-	Bv r = {bv_add_dn(pl, d->lo), bv_add_up(ph, d->hi), 0, (int8_t)f, tie};
+	Bv r = {bv_add_dn(pl, d->lo), bv_add_up(ph, d->hi), 0, (int8_t)f, tie, false};
 	double prop = mag(a) * b->e + mag(b) * a->e + a->e * b->e + d->e, loc;
 	if (point(a) && point(b) && point(d) && pl == ph && r.lo == r.hi &&
 	    al_is_cr(c->be, OP_FMA, f))
@@ -439,7 +456,7 @@ Bv bv_pow(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 		e.tie = e.tie || tie;
 		return e;
 	}
-	Bv r = {INFINITY, -INFINITY, 0, (int8_t)f, tie};
+	Bv r = {INFINITY, -INFINITY, 0, (int8_t)f, tie, false};
 	double cl = INFINITY, ch = -INFINITY, prop = 0;
 	if (point(a) && point(b)) {
 		r.lo = cl = pow_dir(c, a->lo, b->lo, false);
@@ -471,7 +488,7 @@ static Bv trig(BvCtx *c, Op op, const Bv *a, Dtype f)
 	double m = a->lo == a->hi ? a->lo : a->lo / 2 + a->hi / 2;
 	double rad = fmax(bv_add_up(a->hi, -m), bv_add_up(m, -a->lo));
 	Bv r = {fmax(-1, bv_add_dn(fn(c, op, m, false), -rad)), fmin(1, bv_add_up(fn(c, op, m, true), rad)),
-		0, (int8_t)f, a->tie};
+		0, (int8_t)f, a->tie, false};
 	double prop = point(a) ? 0 : fmin(a->e, 2);
 	double ymax = fmin(1, mag(&r) + prop);
 	double loc = local(c, op, f, bv_add_dn(a->lo, -a->e), bv_add_up(a->hi, a->e), ymax);
@@ -483,7 +500,7 @@ static Bv trig(BvCtx *c, Op op, const Bv *a, Dtype f)
 static Bv mono(BvCtx *c, Op op, const Bv *a, bool inc, double *ylo, double *yhi)
 {
 	double xl = bv_add_dn(a->lo, -a->e), xh = bv_add_up(a->hi, a->e);
-	Bv r = {0, 0, 0, DT_NONE, a->tie};
+	Bv r = {0, 0, 0, DT_NONE, a->tie, false};
 	if (inc) {
 		r.lo = fn(c, op, a->lo, false);
 		r.hi = fn(c, op, a->hi, true);
@@ -512,6 +529,9 @@ static bool in_domain(Op op, double xl, double xh)
 
 Bv bv_unary(BvCtx *c, Op op, const Bv *a0, Dtype f)
 {
+	Dtype cd = op_cast_dtype(op);
+	if (a0->nan && (op == OP_NEG || op == OP_ABS || (cd != DT_NONE && cd != DT_I32)))
+		return bv_nan(a0->tie);
 	if (!bv_bounded(a0))
 		return bv_unbounded(a0->tie);
 	/* every one of these may flush its operand (negation and abs too: SPIR-V's OpFNegate
@@ -545,6 +565,10 @@ Bv bv_unary(BvCtx *c, Op op, const Bv *a0, Dtype f)
 		/* exact operations: a cast is the rounding itself, floor and ceil of a value of
 		 * f are values of f */
 		r.fmt = (int8_t)(g != DT_NONE ? g : f);
+		/* rounding may take a computed argument of either sign to a zero (bf16(±2^-156)):
+		 * its sign is not known, so the bound stays nonzero (see bv_budget) */
+		if (r.e == 0 && !point(a) && xl <= 0 && xh >= 0)
+			r.e = 0x1p-1074;
 		return fin(r, r.e);
 	}
 	r.fmt = (int8_t)f;
@@ -554,12 +578,14 @@ Bv bv_unary(BvCtx *c, Op op, const Bv *a0, Dtype f)
 Bv bv_maxmin(BvCtx *c, const Bv *a0, const Bv *b0, bool max, Dtype f)
 {
 	bool tie = a0->tie || b0->tie;
+	if (a0->nan || b0->nan)
+		return bv_nan(tie);
 	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
 	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
 	const Bv *a = &fa, *b = &fb;
 	Bv r = {max ? fmax(a->lo, b->lo) : fmin(a->lo, b->lo),
-		max ? fmax(a->hi, b->hi) : fmin(a->hi, b->hi), fmax(a->e, b->e), DT_NONE, tie};
+		max ? fmax(a->hi, b->hi) : fmin(a->hi, b->hi), fmax(a->e, b->e), DT_NONE, tie, false};
 	if (a->fmt != DT_NONE && b->fmt != DT_NONE)
 		r.fmt = bv_within((Dtype)a->fmt, (Dtype)b->fmt) ? b->fmt :
 			bv_within((Dtype)b->fmt, (Dtype)a->fmt) ? a->fmt : DT_NONE;
@@ -624,6 +650,8 @@ Bv bv_select(const B3 *c, const Bv *a, const Bv *b)
 
 double bv_budget(const Bv *a, Dtype out)
 {
+	if (a->nan)
+		return 0;
 	if (!bv_bounded(a))
 		return INFINITY;
 	double cl = bv_add_dn(a->lo, -a->e), ch = bv_add_up(a->hi, a->e);
@@ -633,6 +661,12 @@ double bv_budget(const Bv *a, Dtype out)
 		return INFINITY;
 	double b = fmax(fmax(bv_add_up(rch, -rxl), bv_add_up(rxh, -rcl)),
 			fmax(bv_add_up(rch, -a->lo), bv_add_up(a->hi, -rcl)));
+	/* A bound of 0 claims the bits, a zero's sign included (verify's judge). The rules
+	 * bound values, not the signs of zeros: where the computed value is not exact and may
+	 * be zero (bf16(0 - 2^-156): the exact -2^-156 gives -0, a computed +0 rounds to +0),
+	 * the bound is the least nonzero one, which claims the value but not the sign. */
+	if (b <= 0 && a->e > 0 && cl <= 0 && ch >= 0)
+		return 0x1p-1074;
 	return fmax(b, 0);
 }
 

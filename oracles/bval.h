@@ -31,6 +31,7 @@ typedef struct {
 	double e;
 	int8_t fmt;
 	bool tie;
+	bool nan;   /* certainly NaN, exact and computed (an unbounded value besides: bv_nan) */
 } Bv;
 
 /* A boolean: its exact value (0, 1, or 2: undecided) and the values a correct kernel may
@@ -46,6 +47,7 @@ typedef struct {
 typedef struct {
 	int be;
 	double ftz[DT__COUNT];
+	bool nan_claims;   /* the backend propagates NaN through + - * / fma max min (bv_nan) */
 	mpfr_t x, y, z;
 } BvCtx;
 
@@ -74,6 +76,13 @@ static inline bool bv_bounded(const Bv *a)
 	       a->e <= 1.7976931348623157e308;
 }
 Bv bv_unbounded(bool tie);
+/* A NaN: an input element or a literal that is NaN, and what + - * / fma max min, negation,
+ * abs and the float casts make of one (IEEE 754 propagates it, and so do the backends whose
+ * BvCtx.nan_claims is set: for the others it is only unbounded). Every rule that does not
+ * know it sees an unbounded value (lo, hi, e infinite), so no claim is made by mistake; its
+ * budget (bv_budget) is 0 on a backend that claims NaNs, and the judge then holds a number
+ * where the oracle has NaN against the kernel. */
+Bv bv_nan(bool tie);
 /* An exact value (an input element, an exact integer); computed exactly, in format f. */
 Bv bv_exact(double x, Dtype f);
 /* The value as computed, then rounded into f (a load into the op format, a store). */

@@ -369,6 +369,66 @@ START_TEST(casts_are_monotone)
 }
 END_TEST
 
+/* A bound of 0 claims a zero's sign. 0.125^52 = 2^-156 underflows f32 storage to +0, so
+ * the computed 0 - d2 is +0 where the exact one is -2^-156, which bf16 rounds to -0: the
+ * cast must not claim the sign (fuzz campaign seed 9, case 854, reduced). x - x is exact,
+ * and its +0 stays claimed. */
+START_TEST(underflowed_zero_sign_not_claimed)
+{
+	Graph *g = parse("input x : f32[1]\nd2[i:1] = prod(r:13, s:0..4) 0.125\n"
+			 "d3[i:2] = bf16(0 - d2[0])\nz[i:2] = bf16(x[0] - x[0])\n"
+			 "output d3 : f16, z : f16\n");
+	Schedule s;
+	schedule(g, NULL, &s);
+	HostTensor *in = inputs_of(g, (double[]){3.0});
+	HostTensor *b = budget(g, &s, "c", in, NULL), *x = exact(g, in), *e = emulate(g, &s, in);
+	ck_assert(ht_get(&x[0], 0) == 0 && signbit(ht_get(&x[0], 0)));
+	ck_assert(ht_get(&e[0], 0) == 0 && !signbit(ht_get(&e[0], 0)));
+	ck_assert_msg(ht_get(&b[0], 0) > 0 && ht_get(&b[0], 0) < 0x1p-1000, "%a", ht_get(&b[0], 0));
+	ck_assert_msg(ht_get(&b[1], 0) == 0, "%a", ht_get(&b[1], 0));
+	free_tensors(b, 2);
+	free_tensors(x, 2);
+	free_tensors(e, 2);
+	free_tensors(in, 1);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
+/* A NaN input or literal is claimed through + - * / fma, max and min, negation and the
+ * casts (budget 0: a kernel's number against the oracle's NaN is a failure) on the backends
+ * that propagate NaN (c, opencl, cuda, the emulator), not on vulkan or wgsl (+inf: no
+ * claim); a select whose condition is decided passes the NaN it picks on; a function (exp)
+ * of a NaN claims nothing. */
+START_TEST(nan_is_claimed)
+{
+	Graph *g = parse("input x : f32[2, 3]\nm[i:2] = max(j:3) x[i, j]\n"
+			 "s[i:2] = sum(j:3) -x[i, j] * 2\nb[i:2] = bf16(min(x[i, 0], nan))\n"
+			 "q[i:2] = x[i, 0] > 0 ? x[i, 1] : 1\ne[i:2] = exp(x[i, 1])\n"
+			 "output m : f32, s : f32, b : f32, q : f32, e : f32\n");
+	Schedule s;
+	schedule(g, NULL, &s);
+	HostTensor *in = inputs_of(g, (double[]){1, NAN, 2, 3, 4, 5});
+	static const char *const be[] = {"c", "opencl", "cuda", "emul", "vulkan", "wgsl"};
+	for (size_t k = 0; k < ARRAY_LEN(be); k++) {
+		HostTensor *b = budget(g, &s, be[k], in, NULL);
+		bool claims = k < 4;
+		for (int o = 0; o < 4; o++) {
+			ck_assert_msg(claims ? ht_get(&b[o], 0) == 0 : isinf(ht_get(&b[o], 0)), "%s %d: %a",
+				      be[k], o, ht_get(&b[o], 0));
+			/* row 1 holds no NaN, but b's min meets the literal there too */
+			ck_assert_msg(o == 2 ? ht_get(&b[o], 1) == ht_get(&b[o], 0) : ht_get(&b[o], 1) < 1e-3,
+				      "%s %d: row 1 %a", be[k], o, ht_get(&b[o], 1));
+		}
+		ck_assert_msg(isinf(ht_get(&b[4], 0)), "%s: %a", be[k], ht_get(&b[4], 0));
+		free_tensors(b, 5);
+	}
+	free_tensors(in, 1);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
 /* The allowance table: every row cites a source and names a known backend; lookups pick
  * domains (Vulkan's sin promises nothing outside [-pi, pi]); unknown backends fail. */
 START_TEST(allowance_table)
@@ -931,6 +991,8 @@ static Suite *suite(void)
 	tcase_add_test(t, selections_and_near_ties);
 	tcase_add_test(t, near_ties_propagate);
 	tcase_add_test(t, casts_are_monotone);
+	tcase_add_test(t, underflowed_zero_sign_not_claimed);
+	tcase_add_test(t, nan_is_claimed);
 	tcase_add_test(t, allowance_table);
 	tcase_add_test(t, flushed_subnormals);
 	tcase_add_test(t, split_emulation_matches_c);

@@ -544,6 +544,11 @@ typedef struct {
 	char *(*emit)(const Kernels *k, Diag *d);
 	BeModule *(*compile)(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
 			     Diag *d);
+	/* Optional: readies, in a process that forks workers, what every compile would otherwise
+	 * redo in each (loads a compiler library, builds its tables), so that the workers
+	 * inherit it. It opens no device (a device context does not survive a fork), starts no
+	 * thread, reports nothing (compile says what is missing) and runs at most once. */
+	void (*warm)(void);
 	/* Allocates every buffer of the program, with guard regions around each. */
 	int (*alloc)(BeModule *m, Diag *d);
 	/* Copies input tensor `tensor` (in its declared dtype and shape) into its buffer. */

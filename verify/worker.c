@@ -17,6 +17,7 @@
  * (PR_SET_PDEATHSIG); it dumps no core. The parent must have no other threads when it
  * forks (the oracle's threads are joined before vf_worker_run is called).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -236,6 +237,34 @@ static const Graph *rewrite(const Graph *g, const WorkerOpts *o, Shm *h)
 	return rg;   /* not freed: the process ends with the case */
 }
 
+/* The whole of a text file, NUL-terminated (malloc'ed), or NULL. */
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t n = 0, cap = 1 << 16;
+	char *buf = malloc(cap);
+	for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+		n += k;
+		if (n + 1 == cap) {
+			char *more = realloc(buf, cap *= 2);
+			if (!more)
+				free(buf);
+			buf = more;
+		}
+	}
+	bool bad = ferror(f);
+	fclose(f);
+	if (buf && bad) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf)
+		buf[n] = 0;
+	return buf;
+}
+
 static void worker(const Backend *b, const Graph *g0, const Schedule *s, const HostTensor *in,
 		   const WorkerOpts *o, const Region *r)
 {
@@ -260,6 +289,22 @@ static void worker(const Backend *b, const Graph *g0, const Schedule *s, const H
 	if (!src) {
 		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
 		return;
+	}
+	/* $ASSAY_SOURCE_<BACKEND> (e.g. ASSAY_SOURCE_VULKAN): a file compiled in place of the
+	 * emitted program, for bisecting a driver's miscompile by hand-edited variants of it */
+	char var[64] = "ASSAY_SOURCE_";
+	for (const char *p = b->name; *p && strlen(var) < sizeof var - 1; p++)
+		var[strlen(var) + 1] = 0, var[strlen(var)] = (char)toupper((unsigned char)*p);
+	const char *alt = getenv(var);
+	if (alt && *alt) {
+		char *text = read_text(alt);
+		if (!text) {
+			finish(h, WK_COMPILE_ERROR, "%s=%s: cannot read it", var, alt);
+			free(src);
+			return;
+		}
+		free(src);
+		src = text;
 	}
 	size_t n = strlen(src);
 	h->src_len = n < SRC_CAP ? n : SRC_CAP;
@@ -394,6 +439,16 @@ int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
 	Region reg;
 	if (region_map(g, &reg, d))
 		return -1;
+	if (b->warm) {   /* once per backend and process: every worker after this inherits it */
+		static const Backend *warmed[16];
+		size_t i = 0;
+		while (i < ARRAY_LEN(warmed) && warmed[i] && warmed[i] != b)
+			i++;
+		if (i < ARRAY_LEN(warmed) && !warmed[i]) {
+			warmed[i] = b;
+			b->warm();
+		}
+	}
 	double timeout = o->timeout_s > 0 ? o->timeout_s : 20, t0 = now();
 	fflush(NULL);
 	pid_t pid = fork();

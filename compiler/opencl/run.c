@@ -476,7 +476,14 @@ static int kernels(BeModule *m, Diag *d)
 static BeModule *ocl_compile(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
 			     Diag *d)
 {
-	(void)o;
+	/* PoCL caches every program it builds, in ~/.cache/pocl by default; a campaign's job
+	 * (o->cache_dir, emptied after every case) would fill it with programs never seen
+	 * again, so PoCL's cache goes there too unless the user placed it */
+	char pc[4200];
+	if (o && o->cache_dir && !getenv("POCL_CACHE_DIR")) {
+		snprintf(pc, sizeof pc, "%s/pocl", o->cache_dir);
+		setenv("POCL_CACHE_DIR", pc, 1);
+	}
 	double t0 = be_now();
 	BeModule *m = calloc(1, sizeof *m);
 	IR_ASSERT(m);

@@ -121,9 +121,66 @@ static void symbols(const VkRt *r, bool f64, char *out, size_t n)
 			snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? " " : "", s[i].name);
 }
 
+/* libshaderc, opened once per process and kept, with one compiler: its first compile in a
+ * process builds glslang's built-in symbol tables (most of a small program's compile time;
+ * releasing the last compiler drops them), so a process
+ * that forks workers opens it and compiles once first (vk_warm), and the workers inherit
+ * both. The wrapper (vkrt.c) is built once per machine, in the user's cache, not in
+ * o->cache_dir: a campaign empties its jobs' caches after every case. */
+static Shaderc shaderc;
+static void *shaderc_cc;   /* kept: releasing the last compiler finalizes glslang, tables and all */
+
+static int shaderc_once(const char *dir, char *why, size_t n)
+{
+	char home[4096];
+	if (shaderc.lib)
+		return 0;
+	return shaderc_open(&shaderc, be_cache_dir(NULL, home, sizeof home) ? dir : home, why, n);
+}
+
+/* Compiles src for target env `env` into *res (released by the caller); 0 when it compiled. */
+static int shaderc_run(const char *src, size_t len, const char *name, uint32_t env, const char *syms,
+		       void **res)
+{
+	Shaderc *sc = &shaderc;
+	if (__lsan_disable)
+		__lsan_disable();
+	if (!shaderc_cc)
+		shaderc_cc = sc->compiler_initialize();
+	void *opt = sc->options_initialize();
+	sc->set_target_env(opt, 0 /* shaderc_target_env_vulkan */, env);
+	for (const char *p = syms, *e; *p; p = *e ? e + 1 : e) {
+		e = strchr(p, ' ');
+		if (!e)
+			e = p + strlen(p);
+		sc->add_macro(opt, p, (size_t)(e - p), "1", 1);
+	}
+	*res = sc->compile(shaderc_cc, src, len, 2 /* shaderc_compute_shader */, name, "main", opt);
+	sc->options_release(opt);
+	if (__lsan_enable)
+		__lsan_enable();
+	return *res && sc->status(*res) == 0 ? 0 : -1;
+}
+
+static void vk_warm(void)
+{
+	static const char tiny[] = "#version 450\n#extension GL_ARB_gpu_shader_int64 : require\n"
+				   "layout(local_size_x = 32) in;\nvoid main() {}\n";
+	char why[512];
+	void *res = NULL;
+	if (shaderc_once(NULL, why, sizeof why))
+		return;   /* compile says why, in the worker */
+	const uint32_t envs[] = {VK_API_VERSION_1_0, VK_API_VERSION_1_2};
+	for (size_t i = 0; i < ARRAY_LEN(envs); i++) {
+		shaderc_run(tiny, sizeof tiny - 1, "warm.comp", envs[i], "", &res);
+		if (res)
+			shaderc.result_release(res);
+	}
+}
+
 /* SPIR-V of one kernel: from the cache, else compiled (and cached). */
-static uint32_t *spirv(BeModule *m, Shaderc *sc, const KSrc *ks, int i, const char *dir,
-		       bool *hit, size_t *words, Diag *d)
+static uint32_t *spirv(BeModule *m, const KSrc *ks, int i, const char *dir, bool *hit,
+		       size_t *words, Diag *d)
 {
 	char syms[256], path[4200], why[256];
 	symbols(&m->r, ks->f64, syms, sizeof syms);
@@ -142,41 +199,27 @@ static uint32_t *spirv(BeModule *m, Shaderc *sc, const KSrc *ks, int i, const ch
 	}
 	free(code);
 	*hit = false;
-	if (!sc->lib && shaderc_open(sc, dir, why, sizeof why)) {
+	if (shaderc_once(dir, why, sizeof why)) {
 		diag_set(d, 3, "vulkan backend: %s", why);
 		return NULL;
 	}
-	if (__lsan_disable)
-		__lsan_disable();
-	void *cc = sc->compiler_initialize(), *opt = sc->options_initialize();
-	sc->set_target_env(opt, 0 /* shaderc_target_env_vulkan */, env);
-	for (char *p = syms, *e; *p; p = *e ? e + 1 : e) {
-		e = strchr(p, ' ');
-		if (!e)
-			e = p + strlen(p);
-		sc->add_macro(opt, p, (size_t)(e - p), "1", 1);
-	}
 	char name[64];
+	void *res = NULL;
 	snprintf(name, sizeof name, "kernel%d.comp", i);
-	void *res = sc->compile(cc, ks->text, ks->len, 2 /* shaderc_compute_shader */, name, "main", opt);
 	code = NULL;
-	if (!res || sc->status(res) != 0) {
+	if (shaderc_run(ks->text, ks->len, name, env, syms, &res)) {
 		diag_set(d, 3, "vulkan backend: libshaderc rejected kernel %d:\n%s", i,
-			 res ? sc->error(res) : "(no result)");
+			 res ? shaderc.error(res) : "(no result)");
 	} else {
-		n = sc->length(res);
+		n = shaderc.length(res);
 		code = malloc(n);
 		IR_ASSERT(code);
-		memcpy(code, sc->bytes(res), n);
+		memcpy(code, shaderc.bytes(res), n);
 		*words = n / 4;
 		be_write_atomic(path, code, n);
 	}
 	if (res)
-		sc->result_release(res);
-	sc->options_release(opt);
-	sc->compiler_release(cc);
-	if (__lsan_enable)
-		__lsan_enable();
+		shaderc.result_release(res);
 	return code;
 }
 
@@ -326,7 +369,6 @@ static BeModule *vk_compile(const Kernels *k, const char *src, const BeOpts *o, 
 	m->wg = calloc((size_t)k->nk + 1, sizeof *m->wg);
 	m->group = calloc((size_t)k->nk + 1, sizeof *m->group);
 	IR_ASSERT(ks && m->sm && m->pipe && m->chunk && m->scratch && m->wg && m->group);
-	Shaderc sc = {0};
 	bool hit = true;
 	int rc = 0;
 	if (split(k, src, ks)) {
@@ -340,7 +382,7 @@ static BeModule *vk_compile(const Kernels *k, const char *src, const BeOpts *o, 
 			break;
 		}
 		chunking(m, &ks[i], i);
-		uint32_t *code = spirv(m, &sc, &ks[i], i, dir, &hit, &words, d);
+		uint32_t *code = spirv(m, &ks[i], i, dir, &hit, &words, d);
 		if (!code) {
 			rc = -1;
 			break;
@@ -355,7 +397,6 @@ static BeModule *vk_compile(const Kernels *k, const char *src, const BeOpts *o, 
 			rc = -1;
 		}
 	}
-	shaderc_close(&sc);
 	free(ks);
 	if (rc == 0)
 		rc = pipelines(m, dir, d);
@@ -682,11 +723,7 @@ static int vk_available(char *why, size_t n)
 	vkrt_close(&r);
 	if (rc)
 		return -1;
-	Shaderc sc;
-	char dir[4096];
-	rc = shaderc_open(&sc, be_cache_dir(NULL, dir, sizeof dir) ? NULL : dir, why, n);
-	shaderc_close(&sc);
-	return rc;
+	return shaderc_once(NULL, why, n);
 }
 
 static char *vk_device(void)
@@ -711,6 +748,7 @@ const Backend vulkan_backend = {
 	.device = vk_device,
 	.emit = vk_emit,
 	.compile = vk_compile,
+	.warm = vk_warm,
 	.alloc = vk_alloc,
 	.upload = vk_upload,
 	.launch = vk_launch,

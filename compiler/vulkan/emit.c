@@ -508,10 +508,18 @@ static void chain_stmt(E *e, int32_t s)
 		ce_emit(c, " * n%d_%d", s, i);
 	ce_emit(c, ";\n");
 	ce_line(c, "int j%d = 0;", s);
-	ce_line(c, "for (int64_t f%d = lid; f%d < tot%d; f%d += WG, j%d++) {", s, s, s, s, s);
+	/* A 32-bit counter where the nest's count (plus one step) fits, here and in serial loops
+	 * (control): NVIDIA's Vulkan driver (580.159) lost the f64 stores after such a loop with
+	 * a 64-bit counter (tests/regress/vk_nvidia_tile5_f64.tg: the same shader with 32-bit
+	 * counters ran right), and 64-bit integers are emulated there. */
+	int64_t most = vk_chain_bound(k, e->pl, s);
+	if (most >= 0 && most <= (int64_t)INT32_MAX - e->pl->wg)
+		ce_line(c, "for (int f%d = int(lid); f%d < int(tot%d); f%d += int(WG), j%d++) {", s, s,
+			s, s, s);
+	else
+		ce_line(c, "for (int64_t f%d = lid; f%d < tot%d; f%d += WG, j%d++) {", s, s, s, s, s);
 	c->ind++;
 	/* 32-bit division where the nest's count fits (see kernel()) */
-	int64_t most = vk_chain_bound(k, e->pl, s);
 	bool narrow = most >= 0 && most <= UINT32_MAX;
 	ce_line(c, narrow ? "uint q%d = uint(f%d);" : "int64_t q%d = f%d;", s, s);
 	for (int i = L - 1; i >= 0; i--) {
@@ -540,8 +548,22 @@ static uint64_t control(E *e, int32_t id, uint64_t pending, bool rep)
 {
 	CEmit *c = &e->c;
 	const KStmt *s = &c->k->s[id];
-	bool open = s->kind == KS_LOOP ? ce_loop_open(c, s) : s->kind == KS_WHILE ? ce_while_open(c, s)
-		: ce_if_open(c, s);
+	bool open;
+	if (s->kind == KS_LOOP && vk_loop_narrow(c->k, id)) {
+		/* a 32-bit counter, the loop variable its 64-bit copy: see chain_stmt */
+		open = ce_open_stmt(c, s);
+		ce_indent(c);
+		ce_emit(c, "for (int lv%d = int(", s->v);
+		ce_ref(c, s->a);
+		ce_emit(c, "); lv%d < int(", s->v);
+		ce_ref(c, s->b);
+		ce_emit(c, "); lv%d++) {\n", s->v);
+		c->ind++;
+		ce_line(c, "const int64_t v%d = int64_t(lv%d);", s->v, s->v);
+	} else {
+		open = s->kind == KS_LOOP ? ce_loop_open(c, s) : s->kind == KS_WHILE ? ce_while_open(c, s)
+			: ce_if_open(c, s);
+	}
 	uint64_t end = stmts(e, s->body, pending, rep);
 	if (s->kind == KS_IF) {
 		uint64_t other = pending;

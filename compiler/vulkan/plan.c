@@ -350,6 +350,15 @@ static int64_t upper(const Kernels *k, int32_t e)
 	return -1;
 }
 
+bool vk_loop_narrow(const Kernels *k, int32_t s)
+{
+	const KStmt *t = &k->s[s];
+	if (t->kind != KS_LOOP || t->a < 0 || k->x[t->a].kind != KX_ICONST || k->x[t->a].i < 0)
+		return false;
+	int64_t hi = upper(k, t->b);
+	return hi >= 0 && hi < INT32_MAX;
+}
+
 /* An upper bound of the iterations of the nest rooted at s, or -1 where unknown. */
 int64_t vk_chain_bound(const Kernels *k, const VkPlan *pl, int32_t s)
 {

@@ -73,6 +73,9 @@ typedef struct {
 
 int vk_plan(const Kernels *k, int kernel, VkPlan *p, Diag *d);
 void vk_plan_free(VkPlan *p);
+/* Whether loop statement s counts from a constant >= 0 to a bound known below 2^31 - 1, so
+ * that its counter may be a 32-bit int (emit.c). */
+bool vk_loop_narrow(const Kernels *k, int32_t s);
 /* An upper bound of the iterations of the distributed nest rooted at s, or -1. */
 int64_t vk_chain_bound(const Kernels *k, const VkPlan *p, int32_t s);
 /* The number of private elements a VC_PART array keeps per invocation. */

@@ -1053,6 +1053,11 @@ static int deliver(Ba *b, int k, HostTensor *out, uint8_t **ties, Diag *d)
 		} else {
 			const Bv *v = &b->rv[o->tensor][i];
 			bud[i] = v->nan && !b->c.nan_claims ? INFINITY : bv_budget(v, o->dtype);
+			/* a zero's sign is claimed by a bound of 0: not where the backend may ignore
+			 * it (nan_claims' reading: SPIR-V without SignedZeroInfNanPreserve lets
+			 * lavapipe fold 0.0 - x into -x, so 0 - (+0) came back -0; WGSL likewise) */
+			if (bud[i] == 0 && !b->c.nan_claims && v->lo <= 0 && v->hi >= 0)
+				bud[i] = 0x1p-1074;
 			if (tie)
 				tie[i] = v->tie;
 		}

@@ -631,7 +631,7 @@ Bv bv_select(const B3 *c, const Bv *a, const Bv *b)
 	bool tie = c->tie || a->tie || b->tie;
 	if (!bv_bounded(a) || !bv_bounded(b))
 		return bv_unbounded(tie);
-	Bv r;
+	Bv r = *a;   /* every field set below; nan is false (a is bounded) */
 	if (c->ex != 2) {
 		/* the exact value takes one branch; the computed one may take the other */
 		const Bv *x = c->ex ? a : b, *y = c->ex ? b : a;

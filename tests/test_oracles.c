@@ -387,6 +387,14 @@ START_TEST(underflowed_zero_sign_not_claimed)
 	ck_assert_msg(ht_get(&b[0], 0) > 0 && ht_get(&b[0], 0) < 0x1p-1000, "%a", ht_get(&b[0], 0));
 	ck_assert_msg(ht_get(&b[1], 0) == 0, "%a", ht_get(&b[1], 0));
 	free_tensors(b, 2);
+	/* vulkan and wgsl may ignore a zero's sign (lavapipe folds 0.0 - x into -x): x - x's
+	 * +0 is not claimed there */
+	for (int k = 0; k < 2; k++) {
+		b = budget(g, &s, k ? "wgsl" : "vulkan", in, NULL);
+		ck_assert_msg(ht_get(&b[1], 0) > 0 && ht_get(&b[1], 0) < 0x1p-1000, "%a",
+			      ht_get(&b[1], 0));
+		free_tensors(b, 2);
+	}
 	free_tensors(x, 2);
 	free_tensors(e, 2);
 	free_tensors(in, 1);

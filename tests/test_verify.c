@@ -492,6 +492,51 @@ static void fake_cc(const char *path, const char *body)
 	ck_assert_int_eq(chmod(path, 0755), 0);
 }
 
+/* ASSAY_SOURCE_<BACKEND>: a file compiled in place of the emitted program (a variant that
+ * stores 7 where y belongs fails; an unreadable file is a compile error naming it). */
+START_TEST(source_override)
+{
+	Got got;
+	Run r = {affine_src, "", 0, 0, 0, 0, false, 0, 0, NULL};
+	char path[600];
+	snprintf(path, sizeof path, "%s/override-%ld.c", cache_dir(), (long)getpid());
+	mkdir(cache_dir(), 0777);
+	setenv("ASSAY_SOURCE_C", path, 1);
+	unlink(path);
+	run(&r, &got);
+	expect_all(&got, 1, V_COMPILE_ERROR, "ASSAY_SOURCE_C=");
+	unsetenv("ASSAY_SOURCE_C");
+	Graph *g = tu_parse(affine_src);
+	Schedule s;
+	Diag d = {0};
+	ck_assert_int_eq(sched_build(g, &s, &d), 0);
+	Kernels *k = kir_lower(g, &s, NULL, &d);
+	ck_assert_ptr_nonnull(k);
+	char *src = be_find("c")->emit(k, &d);
+	ck_assert_ptr_nonnull(src);
+	/* the stores of y: `= t...;` into its buffer becomes 7 */
+	char *at = strstr(src, "b1[");
+	ck_assert_ptr_nonnull(at);
+	char *eq = strstr(at, "= "), *semi = eq ? strchr(eq, ';') : NULL;
+	ck_assert_ptr_nonnull(semi);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%.*s= 7%s", (int)(eq - src), src, semi);
+	fclose(f);
+	free(src);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+	setenv("ASSAY_SOURCE_C", path, 1);
+	run(&r, &got);
+	unsetenv("ASSAY_SOURCE_C");
+	unlink(path);
+	expect_all(&got, 1, V_OVER_BUDGET, NULL);
+	run(&r, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+}
+END_TEST
+
 START_TEST(compile_failure_and_unavailable)
 {
 	Got got;
@@ -698,6 +743,7 @@ static Suite *suite(void)
 	tcase_add_test(w, clean_run_passes);
 	tcase_add_loop_test(w, failure_kinds, 0, (int)ARRAY_LEN(kinds));
 	tcase_add_test(w, compile_failure_and_unavailable);
+	tcase_add_test(w, source_override);
 	tcase_add_test(w, sampled_outputs);
 	tcase_add_test(w, records_and_files);
 	tcase_add_test(w, rewrite_recorded);

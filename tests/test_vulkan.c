@@ -478,6 +478,10 @@ START_TEST(emit_shape)
 	ck_assert_ptr_nonnull(strstr(a, "/* y; group plan"));
 	ck_assert_ptr_nonnull(strstr(a, "layout(local_size_x = 256) in;"));
 	ck_assert_ptr_null(strstr(a, "barrier();"));   /* independent point loops: no barrier */
+	/* 32-bit loop counters where the bounds fit (NVIDIA's driver and 64-bit counters) */
+	ck_assert_ptr_nonnull(strstr(a, "for (int lv"));
+	ck_assert_ptr_nonnull(strstr(a, "for (int f"));
+	ck_assert_ptr_null(strstr(a, "for (int64_t"));
 	free(a);
 	free(b);
 	sched_free(&s);

@@ -33,9 +33,6 @@ void be_hash_key(const char *const *parts, size_t n, char key[33]);
 /* The cache directory, created: BeOpts.cache_dir, else $XDG_CACHE_HOME/assay, else
  * $HOME/.cache/assay (o may be NULL). 0, or -1 with errno. */
 int be_cache_dir(const BeOpts *o, char *dir, size_t n);
-/* A whole non-empty file (malloc'ed, *len bytes and a NUL after them), or NULL with
- * *len = 0. */
-void *be_read_file(const char *path, size_t *len);
 /* Writes n bytes to path under a temporary name and renames it into place, so a reader
  * never sees part of a file; a failure leaves no file (the cache just misses). */
 void be_write_atomic(const char *path, const void *data, size_t n);

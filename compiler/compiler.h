@@ -567,6 +567,9 @@ typedef struct {
 	char *(*compile_only)(const Kernels *k, const char *target, Diag *d);
 } Backend;
 
+/* A whole non-empty file (malloc'ed, *len bytes and a NUL after them), or NULL with
+ * *len = 0 (compiler/berun.c; the backends' caches, verify's ASSAY_SOURCE_<BACKEND>). */
+void *be_read_file(const char *path, size_t *len);
 /* The backend called name, or NULL. */
 const Backend *be_find(const char *name);
 /* The k-th backend (0..), NULL past the last. */

@@ -237,34 +237,6 @@ static const Graph *rewrite(const Graph *g, const WorkerOpts *o, Shm *h)
 	return rg;   /* not freed: the process ends with the case */
 }
 
-/* The whole of a text file, NUL-terminated (malloc'ed), or NULL. */
-static char *read_text(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t n = 0, cap = 1 << 16;
-	char *buf = malloc(cap);
-	for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-		n += k;
-		if (n + 1 == cap) {
-			char *more = realloc(buf, cap *= 2);
-			if (!more)
-				free(buf);
-			buf = more;
-		}
-	}
-	bool bad = ferror(f);
-	fclose(f);
-	if (buf && bad) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf)
-		buf[n] = 0;
-	return buf;
-}
-
 static void worker(const Backend *b, const Graph *g0, const Schedule *s, const HostTensor *in,
 		   const WorkerOpts *o, const Region *r)
 {
@@ -297,7 +269,8 @@ static void worker(const Backend *b, const Graph *g0, const Schedule *s, const H
 		var[strlen(var) + 1] = 0, var[strlen(var)] = (char)toupper((unsigned char)*p);
 	const char *alt = getenv(var);
 	if (alt && *alt) {
-		char *text = read_text(alt);
+		size_t len;
+		char *text = be_read_file(alt, &len);
 		if (!text) {
 			finish(h, WK_COMPILE_ERROR, "%s=%s: cannot read it", var, alt);
 			free(src);

@@ -188,4 +188,13 @@ void kb_decl(Kernels *k, KBlk *b, int32_t var);
 KType kt_of(Dtype f);           /* f64 -> KT_F64, f32 f16 bf16 -> KT_F32, i32 -> KT_INT */
 const char *kt_name(KType t);
 
+/* Integer intervals (kivl.c) for backends with 32-bit integers. The graph format makes every
+ * integer value an i32; kir_int_ranges fills, per expression id (arrays of k->nx + 1),
+ * xiv: the values it can take (within i32), and xwide: true for an integer operation whose
+ * exact result may leave i32 (to be emitted checked, or in 64 bits). */
+typedef struct {
+	int64_t lo, hi;          /* hi < lo: empty */
+} KIvl;
+void kir_int_ranges(const Kernels *k, KIvl *xiv, bool *xwide);
+
 #endif

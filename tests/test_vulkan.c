@@ -478,13 +478,29 @@ START_TEST(emit_shape)
 	ck_assert_ptr_nonnull(strstr(a, "/* y; group plan"));
 	ck_assert_ptr_nonnull(strstr(a, "layout(local_size_x = 256) in;"));
 	ck_assert_ptr_null(strstr(a, "barrier();"));   /* independent point loops: no barrier */
-	/* 32-bit loop counters where the bounds fit (NVIDIA's driver and 64-bit counters) */
-	ck_assert_ptr_nonnull(strstr(a, "for (int lv"));
+	/* integers are ints where every integer operation is proved within i32 (NVIDIA's
+	 * driver miscompiled shaders indexing with int64_t: tests/regress/vk_nvidia_*.tg) */
+	ck_assert_ptr_nonnull(strstr(a, "const int WG = 64;"));
+	ck_assert_ptr_nonnull(strstr(a, "const int WG = 256;"));
+	ck_assert_ptr_nonnull(strstr(a, "int it = int(gl_WorkGroupID.y)"));
 	ck_assert_ptr_nonnull(strstr(a, "for (int f"));
+	ck_assert_ptr_nonnull(strstr(a, "for (int v"));
+	ck_assert_ptr_null(strstr(a, "int64_t WG"));
 	ck_assert_ptr_null(strstr(a, "for (int64_t"));
 	free(a);
 	free(b);
 	sched_free(&s);
+	/* the term counter of a pairwise sum and a split's partial indices stay ints */
+	Graph *g2 = parse("size R = 8, C = 1031\ninput x : f32[R, C]\ns[r:R] = sum(c:C) x[r, c]\n"
+			  "output s : f64\n");
+	sched_of(g2, "tile s : r=5\nsplit s : c=2\norder s : pairwise\naccum s : f64", &s);
+	a = emit_of(g2, &s);
+	ck_assert_ptr_nonnull(strstr(a, "int t"));
+	ck_assert_ptr_null(strstr(a, "int64_t WG"));
+	ck_assert_ptr_null(strstr(a, "int64_t t"));
+	free(a);
+	sched_free(&s);
+	ir_free(g2);
 	sched_of(g, "store m : f64\naccum m : f64\nsplit m : c=8", &s);
 	a = emit_of(g, &s);
 	/* 8 partials in a group of whole subgroups (vulkan/plan.c) */
@@ -498,6 +514,24 @@ START_TEST(emit_shape)
 	a = emit_of(g, &s);
 	ck_assert_ptr_nonnull(strstr(a, "double exp_d(double x)"));   /* GLSL has no 64-bit exp */
 	ck_assert_ptr_nonnull(strstr(a, "= exp_d(t"));
+	free(a);
+	sched_free(&s);
+	ir_free(g);
+	/* a top-k's insertion walks down its list in a while loop: still ints */
+	g = parse("size T = 3, E = 9, K = 2\ninput p : f32[T, E]\n"
+		  "v[t:T, r:K], i[t:T, r:K] = topk(e:E) p[t, e]\noutput v : f32, i : i32\n");
+	sched_default(g, &s);
+	a = emit_of(g, &s);
+	ck_assert_ptr_null(strstr(a, "int64_t WG"));
+	free(a);
+	sched_free(&s);
+	ir_free(g);
+	/* an integer product that may leave i32 keeps the kernel's integers int64_t */
+	g = parse("size N = 10\ninput x : i32[N]\ny[i:N] = (x[i] * 65536) % 7 + i * 3\noutput y : i32\n");
+	sched_default(g, &s);
+	a = emit_of(g, &s);
+	ck_assert_ptr_nonnull(strstr(a, "const int64_t WG"));
+	ck_assert_ptr_nonnull(strstr(a, "int64_t it = "));
 	free(a);
 	sched_free(&s);
 	ir_free(g);

@@ -9,9 +9,14 @@
  * expressions become one temporary per computing node, fully parenthesised, with explicit
  * conversions; a statement that needs temporaries gets its own block.
  *
- * Numerics: KT_F32 is GLSL float, KT_F64 double (shaderFloat64), KT_INT int64_t
- * (GL_ARB_gpu_shader_int64: the kernel IR's integers are exact int64, and an i32 result is
- * checked to fit after the fact). Every float temporary and local is `precise`, which makes
+ * Numerics: KT_F32 is GLSL float, KT_F64 double (shaderFloat64), KT_INT int where the
+ * kernel allows (plan.c vk_kernel_i32: every integer operation proved within i32 by the
+ * intervals of compiler/kivl.c, so no int can wrap; the graph format makes any integer
+ * outside i32 an error anyway), else int64_t (GL_ARB_gpu_shader_int64: the kernel IR's
+ * integers are exact int64, and an i32 result is checked to fit after the fact). The
+ * 32-bit form is not an optimisation: NVIDIA's Vulkan driver (580.159) miscompiled kernels
+ * doing their index arithmetic in int64_t (stores lost, sums of 0;
+ * tests/regress/vk_nvidia_*.tg), and the same kernels in int ran right. Every float temporary and local is `precise`, which makes
  * glslang mark its operations NoContraction: a*b+c stays a rounded product and a rounded
  * sum, never an fma (the only fma is the graph's own fma(), GLSL's fma). f16 and bf16 live
  * as 16-bit patterns (uint16_t under GL_EXT_shader_16bit_storage when the runtime says the
@@ -88,16 +93,19 @@ typedef struct {
 	int32_t chain;      /* the distributed nest being emitted (PART indices), 0 */
 	int64_t *soff;      /* per variable: byte offset in the invocation's scratch, -1: private */
 	int64_t scratch;    /* scratch bytes per invocation */
-	unsigned sused;     /* scratch views used: 1 float, 2 double, 4 int64 */
+	unsigned sused;     /* scratch views used: 1 float, 2 double, 4 int64 (int: i32) */
+	bool i32;           /* integers are 32-bit ints (vk_kernel_i32), else int64_t */
 } E;
 
-static const CLang lang;
+/* The integer type and literal suffix of e's kernel. */
+#define IT(e) ((e)->i32 ? "int" : "int64_t")
+#define LS(e) ((e)->i32 ? "" : "l")
 
 static const char *gtype(E *e, KType t)
 {
 	if (t == KT_F64)
 		e->f64 = true;
-	return lang.type[t];
+	return e->c.L->type[t];
 }
 
 /* "precise " for the types whose operations must not be contracted. */
@@ -185,7 +193,7 @@ static void load_text(CEmit *c, const KExpr *x)
 		ce_emit(c, "))");
 		return;
 	case DT_I32:
-		ce_emit(c, "int64_t(");
+		ce_emit(c, "%s(", IT((E *)c));
 		elem(c, x->v, x->a[0]);
 		ce_emit(c, ")");
 		return;
@@ -213,7 +221,7 @@ static void convert(E *e, KType to, KType from, int32_t a)
 	}
 	e->need |= from == KT_INT && to == KT_F32 ? VH_I2F : from == KT_INT && to == KT_F64 ? VH_I2D
 		: from == KT_F64 && to == KT_F32 ? VH_D2F : 0;
-	ce_emit(&e->c, "%s(", fn[from][to]);
+	ce_emit(&e->c, "%s(", to == KT_INT ? IT(e) : fn[from][to]);
 	ce_ref(&e->c, a);
 	ce_emit(&e->c, ")");
 }
@@ -250,6 +258,10 @@ static void round_text(CEmit *c, const KExpr *x)
 
 static void check_text(CEmit *c, const KExpr *x)
 {
+	if (((E *)c)->i32 && vk_i32_check(c->k, (int32_t)(x - c->k->x))) {
+		ce_ref(c, x->a[0]);   /* an int holds an i32 */
+		return;
+	}
 	((E *)c)->check = true;
 	ce_check(c, x);
 }
@@ -300,6 +312,25 @@ static const CLang lang = {
 	.check = check_text,
 };
 
+/* A kernel whose integers are ints (vk_kernel_i32): the integer max/min identities
+ * INT64_MIN/MAX become INT32_MIN/MAX, identities of i32 values too. */
+static const CLang lang32 = {
+	.name = "vulkan",
+	.type = {[KT_BOOL] = "bool", [KT_INT] = "int", [KT_F32] = "float", [KT_F64] = "double"},
+	.imin = "(-2147483647 - 1)", .imax = "2147483647", .ipre = "", .isfx = "",
+	.ivar = "int ", .ivar_end = "",
+	.forever = "for (;;) {",
+	.err = "", .truth = "true", .site = "u",
+	.temp = temp,
+	.fconst = fconst,
+	.elem = local_elem,
+	.load = load_text,
+	.op = op_text,
+	.cvt = cvt_text,
+	.round = round_text,
+	.check = check_text,
+};
+
 /* ------------------------------------------------------------ statements */
 
 static uint64_t stmts(E *e, int32_t s, uint64_t pending, bool rep);
@@ -313,7 +344,8 @@ static void merge_slot(E *e, int m, bool out)
 	long long n = c->k->vars[v].n;
 	if (e->pl->vclass[v] == VC_FLAG) {
 		if (out)
-			ce_line(c, "for (int i_ = 0; i_ < int(WG); i_++) v%d = max_i(v%d, int64_t(m%d[i_]));", v, v, m);
+			ce_line(c, "for (int i_ = 0; i_ < int(WG); i_++) v%d = max_i(v%d, %s(m%d[i_]));", v, v,
+				IT(e), m);
 		else
 			ce_line(c, "m%d[int(lid)] = int(v%d);", m, v);
 		return;
@@ -492,7 +524,7 @@ static void chain_stmt(E *e, int32_t s)
 		ce_temps(c, roots[i]);
 	for (int i = 0; i < L; i++) {
 		ce_indent(c);
-		ce_emit(c, "int64_t n%d_%d = (", s, i);
+		ce_emit(c, "%s n%d_%d = (", IT(e), s, i);
 		ce_ref(c, roots[2 * i + 1]);
 		ce_emit(c, " > ");
 		ce_ref(c, roots[2 * i]);
@@ -500,18 +532,16 @@ static void chain_stmt(E *e, int32_t s)
 		ce_ref(c, roots[2 * i + 1]);
 		ce_emit(c, " - ");
 		ce_ref(c, roots[2 * i]);
-		ce_emit(c, ") : 0l;\n");
+		ce_emit(c, ") : 0%s;\n", LS(e));
 	}
 	ce_indent(c);
-	ce_emit(c, "int64_t tot%d = n%d_0", s, s);
+	ce_emit(c, "%s tot%d = n%d_0", IT(e), s, s);
 	for (int i = 1; i < L; i++)
 		ce_emit(c, " * n%d_%d", s, i);
 	ce_emit(c, ";\n");
 	ce_line(c, "int j%d = 0;", s);
 	/* A 32-bit counter where the nest's count (plus one step) fits, here and in serial loops
-	 * (control): NVIDIA's Vulkan driver (580.159) lost the f64 stores after such a loop with
-	 * a 64-bit counter (tests/regress/vk_nvidia_tile5_f64.tg: the same shader with 32-bit
-	 * counters ran right), and 64-bit integers are emulated there. */
+	 * (control), in kernels that keep int64_t integers too (see the file's comment). */
 	int64_t most = vk_chain_bound(k, e->pl, s);
 	if (most >= 0 && most <= (int64_t)INT32_MAX - e->pl->wg)
 		ce_line(c, "for (int f%d = int(lid); f%d < int(tot%d); f%d += int(WG), j%d++) {", s, s,
@@ -524,13 +554,18 @@ static void chain_stmt(E *e, int32_t s)
 	ce_line(c, narrow ? "uint q%d = uint(f%d);" : "int64_t q%d = f%d;", s, s);
 	for (int i = L - 1; i >= 0; i--) {
 		ce_indent(c);
-		ce_emit(c, "int64_t v%d = ", k->s[ch[i]].v);
+		ce_emit(c, "%s v%d = ", IT(e), k->s[ch[i]].v);
 		ce_ref(c, roots[2 * i]);
 		if (i > 0) {
-			ce_emit(c, narrow ? " + int64_t(q%d %% uint(n%d_%d));\n" : " + q%d %% n%d_%d;\n", s, s, i);
+			if (narrow)
+				ce_emit(c, " + %s(q%d %% uint(n%d_%d));\n", IT(e), s, s, i);
+			else
+				ce_emit(c, " + q%d %% n%d_%d;\n", s, s, i);
 			ce_line(c, narrow ? "q%d /= uint(n%d_%d);" : "q%d /= n%d_%d;", s, s, i);
+		} else if (narrow) {
+			ce_emit(c, " + %s(q%d);\n", IT(e), s);
 		} else {
-			ce_emit(c, narrow ? " + int64_t(q%d);\n" : " + q%d;\n", s);
+			ce_emit(c, " + q%d;\n", s);
 		}
 	}
 	e->chain = s;
@@ -549,7 +584,7 @@ static uint64_t control(E *e, int32_t id, uint64_t pending, bool rep)
 	CEmit *c = &e->c;
 	const KStmt *s = &c->k->s[id];
 	bool open;
-	if (s->kind == KS_LOOP && vk_loop_narrow(c->k, id)) {
+	if (s->kind == KS_LOOP && !e->i32 && vk_loop_narrow(c->k, id)) {
 		/* a 32-bit counter, the loop variable its 64-bit copy: see chain_stmt */
 		open = ce_open_stmt(c, s);
 		ce_indent(c);
@@ -648,8 +683,8 @@ static void header(CEmit *o, const E *b, int i)
 		pl->group ? "group" : "serial",
 		pl->group ? "one item per work-group, distributed loop nests" : "one item per invocation");
 	ce_line(o, "layout(local_size_x = %d) in;", pl->wg);
-	ce_line(o, "const int64_t WG = %dl;", pl->wg);
-	ce_line(o, "const int64_t NITEMS = %lldl;", (long long)kn->nitems);
+	ce_line(o, "const %s WG = %d%s;", IT(b), pl->wg, LS(b));
+	ce_line(o, "const %s NITEMS = %lld%s;", IT(b), (long long)kn->nitems, LS(b));
 	ce_line(o, "layout(push_constant) uniform PC { int64_t base; } pc;   /* first item of this dispatch */");
 }
 
@@ -671,7 +706,7 @@ static void buffers(CEmit *o, const E *b, const uint8_t *use)
 	for (int v = 0; v < 3; v++)
 		if (b->sused >> v & 1)
 			ce_line(o, "layout(std430, set = 0, binding = %d) restrict buffer S%c { %s d[]; } s%c;  /* scratch */",
-				k->nbufs + 1 + v, "FDI"[v], v == 0 ? "float" : v == 1 ? "double" : "int64_t", "fdi"[v]);
+				k->nbufs + 1 + v, "FDI"[v], v == 0 ? "float" : v == 1 ? "double" : IT(b), "fdi"[v]);
 	for (int i = 0; i < k->nbufs; i++) {
 		if (!use[i])
 			continue;
@@ -699,6 +734,16 @@ static void buffers(CEmit *o, const E *b, const uint8_t *use)
 	ce_line(o, "\t\treturn v;");
 	ce_line(o, "\tif (g)");
 	ce_line(o, "\t\trep(site, v);");
+	ce_line(o, "\treturn lo;");
+	ce_line(o, "}");
+	if (!b->i32)
+		return;
+	ce_line(o, "int chk(int v, int lo, int hi, bool g, uint site)");
+	ce_line(o, "{");
+	ce_line(o, "\tif (v >= lo && v < hi)");
+	ce_line(o, "\t\treturn v;");
+	ce_line(o, "\tif (g)");
+	ce_line(o, "\t\trep(site, int64_t(v));");
 	ce_line(o, "\treturn lo;");
 	ce_line(o, "}");
 }
@@ -735,15 +780,16 @@ static void scratch_plan(E *b, int i)
 		if (V->type == KT_BOOL || len <= VK_PRIVATE_MAX || b->soff[list[j]] >= 0)
 			continue;
 		b->soff[list[j]] = b->scratch;
-		b->scratch += (len * (V->type == KT_F32 ? 4 : 8) + 7) / 8 * 8;
+		b->scratch += (len * (V->type == KT_F32 || (V->type == KT_INT && b->i32) ? 4 : 8) + 7) / 8 * 8;
 	}
 	free(list);
 }
 
-/* q is an int64_t, or a uint where it fits */
-static const CTiles tiles[2] = {
+/* q is an int64_t, or a uint where it fits; [2]: integers are ints */
+static const CTiles tiles[3] = {
 	{"const int64_t v%d = 0l;", "const int64_t v%d = int64_t(q %% %lldl) * %lldl;", "q /= %lldl;"},
 	{"const int64_t v%d = 0l;", "const int64_t v%d = int64_t(q %% %lldu) * %lldl;", "q /= %lldu;"},
+	{"const int v%d = 0;", "const int v%d = int(q %% %lldu) * %lld;", "q /= %lldu;"},
 };
 
 /* main's statements (into b), then the whole shader around them (into o). */
@@ -755,29 +801,35 @@ static void kernel(CEmit *o, E *b, int i)
 	const VkPlan *pl = b->pl;
 	c->ind = 1;
 	scratch_plan(b, i);
-	ce_line(c, "int64_t it = int64_t(gl_WorkGroupID.y) * int64_t(gl_NumWorkGroups.x) + "
-		"int64_t(gl_WorkGroupID.x);");
+	const char *it = IT(b);
+	ce_line(c, "%s it = %s(gl_WorkGroupID.y) * %s(gl_NumWorkGroups.x) + %s(gl_WorkGroupID.x);", it,
+		it, it, it);
 	if (!pl->group)
-		ce_line(c, "it = it * WG + int64_t(gl_LocalInvocationID.x);");
-	ce_line(c, "it += pc.base;");
-	ce_line(c, "const int64_t lid = int64_t(gl_LocalInvocationID.x);");
+		ce_line(c, "it = it * WG + %s(gl_LocalInvocationID.x);", it);
+	ce_line(c, b->i32 ? "it += int(pc.base);" : "it += pc.base;");
+	ce_line(c, "const %s lid = %s(gl_LocalInvocationID.x);", it, it);
 	ce_line(c, "if (it >= NITEMS)");
 	ce_line(c, "\treturn;");
 	if (b->scratch) {
-		ce_line(c, "const int64_t slot = %s;   /* this invocation's scratch */",
-			pl->group ? "(it - pc.base) * WG + lid" : "it - pc.base");
+		const char *base = b->i32 ? "int(pc.base)" : "pc.base";
+		if (pl->group)
+			ce_line(c, "const %s slot = (it - %s) * WG + lid;   /* this invocation's scratch */", it,
+				base);
+		else
+			ce_line(c, "const %s slot = it - %s;   /* this invocation's scratch */", it, base);
 		for (int32_t v = 0; v < k->nvars; v++)
 			if (b->soff[v] >= 0) {
-				int sz = k->vars[v].type == KT_F32 ? 4 : 8;
-				ce_line(c, "const int64_t sb%d = slot * %lldl + %lldl;", v,
-					(long long)(b->scratch / sz), (long long)(b->soff[v] / sz));
+				KType t = (KType)k->vars[v].type;
+				int sz = t == KT_F32 || (t == KT_INT && b->i32) ? 4 : 8;
+				ce_line(c, "const %s sb%d = slot * %lld%s + %lld%s;", it, v,
+					(long long)(b->scratch / sz), LS(b), (long long)(b->soff[v] / sz), LS(b));
 			}
 	}
 	/* 32-bit division where the item ids fit: NVIDIA's driver (580) was seen to compute 64-bit
 	 * division and remainder by constants wrongly */
 	bool narrow = kn->nitems <= UINT32_MAX;
 	ce_line(c, narrow ? "uint q = uint(it);" : "int64_t q = it;");
-	ce_tiles(c, kn, &tiles[narrow]);
+	ce_tiles(c, kn, &tiles[b->i32 ? 2 : narrow]);
 	stmts(b, kn->body, 0, pl->group);
 	uint8_t *use = ce_buffer_use(k, kn->body);
 	for (int j = 0; j < k->nbufs; j++) {
@@ -792,7 +844,7 @@ static void kernel(CEmit *o, E *b, int i)
 		if (pl->vclass[v] == VC_FLAG)
 			ce_line(o, "shared int m%d[%d];", m, pl->wg);
 		else
-			ce_line(o, "shared %s m%d[%lld];", lang.type[k->vars[v].type], m, (long long)k->vars[v].n);
+			ce_line(o, "shared %s m%d[%lld];", c->L->type[k->vars[v].type], m, (long long)k->vars[v].n);
 	}
 	vk_lib(b->need, put_text, o);
 	ce_line(o, "void main()");
@@ -812,10 +864,16 @@ char *vk_emit(const Kernels *k, Diag *d)
 	if (k->faults)
 		ce_line(&o, "// SEEDED FAULTS 0x%x: this program is wrong on purpose.", k->faults);
 	ce_schedule(&o, NULL, "// schedule: ");
+	KIvl *xiv = calloc((size_t)k->nx + 1, sizeof *xiv);
+	bool *wide = calloc((size_t)k->nx + 1, sizeof *wide);
+	IR_ASSERT(xiv && wide);
+	kir_int_ranges(k, xiv, wide);
 	for (int i = 0; i < k->nk && !o.failed; i++) {
 		VkPlan pl;
 		vk_plan(k, i, &pl, d);
-		E b = {.c = {.k = k, .L = &lang, .d = d, .mark = o.mark, .stamp = o.stamp}, .pl = &pl, .kernel = i};
+		bool i32 = vk_kernel_i32(k, i, &pl, wide);
+		E b = {.c = {.k = k, .L = i32 ? &lang32 : &lang, .d = d, .mark = o.mark, .stamp = o.stamp},
+		       .pl = &pl, .kernel = i, .i32 = i32};
 		kernel(&o, &b, i);
 		o.failed |= b.c.failed;
 		o.stamp = b.c.stamp;
@@ -823,5 +881,7 @@ char *vk_emit(const Kernels *k, Diag *d)
 		free(b.c.buf);
 		vk_plan_free(&pl);
 	}
+	free(xiv);
+	free(wide);
 	return ce_finish(&o);
 }

@@ -117,7 +117,8 @@ static const Helper helpers[] = {
 	 "\t\tf = float(uint(rne_shr64(a, sh))) * uintBitsToFloat((127u + sh) << 23);\n"
 	 "\t}\n"
 	 "\treturn x < 0l ? -f : f;\n"
-	 "}\n"},
+	 "}\n"
+	 "float i2f(int x) { return i2f(int64_t(x)); }\n"},
 	{VH_I2D, VH_RNE64,
 	 "/* int64 -> double, round to nearest even */\n"
 	 "double i2d(int64_t x)\n"
@@ -131,7 +132,8 @@ static const Helper helpers[] = {
 	 "\t\tf = double(rne_shr64(a, sh)) * uint64BitsToDouble(uint64_t(1023u + sh) << 52);\n"
 	 "\t}\n"
 	 "\treturn x < 0l ? -f : f;\n"
-	 "}\n"},
+	 "}\n"
+	 "double i2d(int x) { return double(x); }   /* exact */\n"},
 	{VH_D2F, VH_RNE64,
 	 "/* double -> float, round to nearest even */\n"
 	 "float d2f(double x)\n"
@@ -208,6 +210,16 @@ static const Helper helpers[] = {
 	 "\tif ((a < 0l) == (b < 0l))\n"
 	 "\t\treturn int64_t(q);\n"
 	 "\treturn r != 0ul ? -int64_t(q) - 1l : -int64_t(q);\n"
+	 "}\n"
+	 "/* the same on ints (kernels whose integers are ints: plan.c vk_kernel_i32) */\n"
+	 "int fdiv_i(int a, int b)\n"
+	 "{\n"
+	 "\tif (b == 0)\n"
+	 "\t\treturn 0;\n"
+	 "\tuint ua = a < 0 ? uint(-a) : uint(a), ub = b < 0 ? uint(-b) : uint(b), q = ua / ub, r = ua - q * ub;\n"
+	 "\tif ((a < 0) == (b < 0))\n"
+	 "\t\treturn int(q);\n"
+	 "\treturn r != 0u ? -int(q) - 1 : -int(q);\n"
 	 "}\n"},
 	{VH_IMOD, 0,
 	 "int64_t fmod_i(int64_t a, int64_t b)\n"
@@ -220,11 +232,21 @@ static const Helper helpers[] = {
 	 "\telse\n"
 	 "\t\tr = ua - (ua / ub) * ub;\n"
 	 "\treturn int64_t(a < 0l && r != 0ul ? ub - r : r);\n"
+	 "}\n"
+	 "int fmod_i(int a, int b)\n"
+	 "{\n"
+	 "\tif (b == 0)\n"
+	 "\t\treturn 0;\n"
+	 "\tuint ua = a < 0 ? uint(-a) : uint(a), ub = b < 0 ? uint(-b) : uint(b), r = ua % ub;\n"
+	 "\treturn int(a < 0 && r != 0u ? ub - r : r);\n"
 	 "}\n"},
 	{VH_IMINMAX, 0,
 	 "int64_t abs_i(int64_t a) { return a < 0l ? -a : a; }\n"
 	 "int64_t max_i(int64_t a, int64_t b) { return a > b ? a : b; }\n"
-	 "int64_t min_i(int64_t a, int64_t b) { return a < b ? a : b; }\n"},
+	 "int64_t min_i(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+	 "int abs_i(int a) { return a < 0 ? -a : a; }\n"
+	 "int max_i(int a, int b) { return a > b ? a : b; }\n"
+	 "int min_i(int a, int b) { return a < b ? a : b; }\n"},
 	{VH_FMINMAX, 0,
 	 "/* IEEE 754-2019 maximum and minimum: NaN if either is NaN, -0 below +0 */\n"
 	 "float max_f(float a, float b)\n"

@@ -532,3 +532,77 @@ int64_t vk_part_len(const Kernels *k, const VkPlan *p, int32_t var)
 {
 	return (k->vars[var].n + p->wg - 1) / p->wg;
 }
+
+/* ------------------------------------------------------------ 32-bit integers */
+
+bool vk_i32_check(const Kernels *k, int32_t id)
+{
+	const KExpr *x = &k->x[id];
+	return x->kind == KX_CHECK && is_const(k, x->a[1], INT32_MIN) &&
+	       is_const(k, x->a[2], (int64_t)INT32_MAX + 1);
+}
+
+typedef struct {
+	const Kernels *k;
+	const bool *xwide;
+	uint8_t *seen;      /* per expression */
+	bool ok;
+} N32;
+
+static void n32_expr(N32 *n, int32_t id)
+{
+	if (id <= 0 || !n->ok || n->seen[id])
+		return;
+	n->seen[id] = 1;
+	const KExpr *x = &n->k->x[id];
+	if (x->kind == KX_ICONST) {
+		/* integer max/min identities: INT32_MIN/MAX are identities of i32 values too */
+		if (x->i != INT64_MIN && x->i != INT64_MAX && (x->i < INT32_MIN || x->i > INT32_MAX))
+			n->ok = false;
+		return;
+	}
+	if (x->kind == KX_FCONST || x->kind == KX_VAR)
+		return;
+	if (n->xwide[id]) {
+		n->ok = false;
+		return;
+	}
+	if (vk_i32_check(n->k, id)) {   /* an int holds an i32: emitted as its operand */
+		n32_expr(n, x->a[0]);
+		return;
+	}
+	int na = x->kind == KX_OP ? op_info((Op)x->op)->arity : x->kind == KX_CHECK ? 4 : 1;
+	for (int i = 0; i < na; i++)
+		n32_expr(n, x->a[i]);
+}
+
+static void n32_stmts(N32 *n, const VkPlan *pl, int32_t s)
+{
+	for (; s > 0 && n->ok; s = n->k->s[s].next) {
+		const KStmt *t = &n->k->s[s];
+		n32_expr(n, t->a);
+		n32_expr(n, t->b);
+		if (pl->role[s] == VR_CHAIN) {
+			int64_t most = vk_chain_bound(n->k, pl, s);
+			if (most < 0 || most > (int64_t)INT32_MAX - pl->wg)
+				n->ok = false;
+		}
+		n32_stmts(n, pl, t->body);
+		n32_stmts(n, pl, t->body2);
+	}
+}
+
+bool vk_kernel_i32(const Kernels *k, int kernel, const VkPlan *pl, const bool *xwide)
+{
+	const Kernel *kn = &k->k[kernel];
+	if (kn->nitems > (int64_t)INT32_MAX - VK_WG_MAX)
+		return false;
+	for (int b = 0; b < k->nbufs; b++)
+		if (k->bufs[b].n > INT32_MAX)
+			return false;
+	N32 n = {k, xwide, calloc((size_t)k->nx + 1, 1), true};
+	IR_ASSERT(n.seen);
+	n32_stmts(&n, pl, kn->body);
+	free(n.seen);
+	return n.ok;
+}

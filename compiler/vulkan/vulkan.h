@@ -78,6 +78,16 @@ void vk_plan_free(VkPlan *p);
 bool vk_loop_narrow(const Kernels *k, int32_t s);
 /* An upper bound of the iterations of the distributed nest rooted at s, or -1. */
 int64_t vk_chain_bound(const Kernels *k, const VkPlan *p, int32_t s);
+/* Whether kernel `kernel` may hold its integers as 32-bit ints (emit.c: NVIDIA's Vulkan
+ * driver miscompiled shaders doing their index arithmetic in int64_t, tests/regress/
+ * vk_nvidia_tile5_f64.tg): no integer operation of it may leave i32 (xwide: kir_int_ranges),
+ * no constant lies outside i32 but the identities INT64_MIN/MAX of integer max/min (held
+ * as INT32_MIN/MAX, identities of i32 values too), and its items, loop counters and
+ * buffers' elements fit. */
+bool vk_kernel_i32(const Kernels *k, int kernel, const VkPlan *p, const bool *xwide);
+/* Whether expression id checks that an integer fits in i32 (KE_INT32): in a kernel whose
+ * integers are ints it cannot fail, and is emitted as its operand. */
+bool vk_i32_check(const Kernels *k, int32_t id);
 /* The number of private elements a VC_PART array keeps per invocation. */
 int64_t vk_part_len(const Kernels *k, const VkPlan *p, int32_t var);
 

@@ -383,7 +383,9 @@ const char *const wgsl_lib[] = {
 	"}\n",
 	"fn erf_f(x: f32) -> f32 {\n"
 	"\tif (x == 0.0f) {\n"
-	"\t\treturn x;   // the sign of zero: x + x * (x2 * p) gives +0 for -0\n"
+	"\t\t// a zero of x's sign (x + x * (x2 * p) gives +0 for -0); not x itself: a device\n"
+	"\t\t// that flushes takes a subnormal x for 0 here, and erf(x) is 1.128 x, not x\n"
+	"\t\treturn bitcast<f32>(bitcast<u32>(x) & 0x80000000u);\n"
 	"\t}\n"
 	"\tlet a = abs(x);\n"
 	"\tif (a < 0.5f) {\n"

@@ -1,14 +1,10 @@
 /* compiler/wgsl/plan.c: what the WGSL emitter needs to know about a program before it
  * writes a line: integer ranges, and how each kernel's items become work-groups.
  *
- * Integer ranges. The kernel IR's integers are int64; WGSL has i32 only. Every integer
- * value the emitted code holds is an exact i32 (an operation that could leave i32 is
- * emitted checked: on overflow it reports an error instead of wrapping), so operand
- * intervals are clamped to i32 and an operation is "wide" when its exact result interval
- * is not inside i32. Intervals are a fixpoint over the program: tile origins span their
- * extent, a loop variable spans its bounds, an integer local joins everything assigned to
- * it (after a few rounds a local still growing widens to all of i32), an i32 load is any
- * i32, a checked index its range.
+ * Integer ranges (compiler/kivl.c, kir_int_ranges): WGSL has i32 only; every integer
+ * value the emitted code holds is an exact i32, and an operation whose result could leave
+ * i32 (WgslPlan.xwide) is emitted checked: on overflow it reports an error instead of
+ * wrapping.
  *
  * Work-groups (wgsl.h WgslMode). WM_GROUP needs every par nest in uniform position (its
  * bounds, and the conditions and loops around it, depend on tile origins and constants
@@ -32,17 +28,9 @@
 #include <string.h>
 #include "wgsl.h"
 
-enum { ROUNDS = 8, WIDEN_AFTER = 5 };
-
-static const WgslIvl EMPTY = {1, 0}, I32 = {INT32_MIN, INT32_MAX};
-
 typedef struct {
 	const Kernels *k;
 	WgslPlan *p;
-	WgslIvl *viv;          /* per variable */
-	WgslIvl *raw;          /* per expression: before clamping */
-	uint32_t *stamp;       /* per expression: round it was computed in */
-	uint32_t round;
 	bool *origin;          /* per variable: a tile origin */
 	bool *uloop;           /* per variable: a loop variable of a uniform loop */
 } P;
@@ -50,196 +38,6 @@ typedef struct {
 static bool empty(WgslIvl a)
 {
 	return a.hi < a.lo;
-}
-
-static WgslIvl join(WgslIvl a, WgslIvl b)
-{
-	if (empty(a))
-		return b;
-	if (empty(b))
-		return a;
-	return (WgslIvl){a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
-}
-
-static WgslIvl clamp32(WgslIvl a)
-{
-	if (empty(a))
-		return a;
-	if (a.lo < INT32_MIN)
-		a.lo = INT32_MIN;
-	if (a.hi > INT32_MAX)
-		a.hi = INT32_MAX;
-	if (a.lo > INT32_MAX || a.hi < INT32_MIN)
-		return I32;
-	return a;
-}
-
-static int64_t min4(int64_t a, int64_t b, int64_t c, int64_t d)
-{
-	int64_t m = a < b ? a : b;
-	m = m < c ? m : c;
-	return m < d ? m : d;
-}
-
-static int64_t max4(int64_t a, int64_t b, int64_t c, int64_t d)
-{
-	int64_t m = a > b ? a : b;
-	m = m > c ? m : c;
-	return m > d ? m : d;
-}
-
-static int64_t fdiv(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-/* The exact interval of an integer op on operands within i32 (products fit in int64). */
-static WgslIvl int_op(Op op, WgslIvl a, WgslIvl b, WgslIvl c)
-{
-	switch (op) {
-	case OP_ADD: return (WgslIvl){a.lo + b.lo, a.hi + b.hi};
-	case OP_SUB: return (WgslIvl){a.lo - b.hi, a.hi - b.lo};
-	case OP_NEG: return (WgslIvl){-a.hi, -a.lo};
-	case OP_MUL:
-		return (WgslIvl){min4(a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi),
-				 max4(a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)};
-	case OP_ABS:
-		if (a.lo >= 0)
-			return a;
-		if (a.hi <= 0)
-			return (WgslIvl){-a.hi, -a.lo};
-		return (WgslIvl){0, -a.lo > a.hi ? -a.lo : a.hi};
-	case OP_MAX: return (WgslIvl){a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
-	case OP_MIN: return (WgslIvl){a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
-	case OP_IDIV:
-		if (b.lo > 0)   /* floor(a / b) is monotone in a and in b > 0: the corners */
-			return (WgslIvl){min4(fdiv(a.lo, b.lo), fdiv(a.lo, b.hi), fdiv(a.hi, b.lo), fdiv(a.hi, b.hi)),
-					 max4(fdiv(a.lo, b.lo), fdiv(a.lo, b.hi), fdiv(a.hi, b.lo), fdiv(a.hi, b.hi))};
-		{
-			int64_t m = -a.lo > a.hi ? -a.lo : a.hi;
-			return (WgslIvl){-m - 1, m + 1};
-		}
-	case OP_MOD: {
-		int64_t m = (b.lo < 0 ? -b.lo : b.lo) > (b.hi < 0 ? -b.hi : b.hi) ?
-			    (b.lo < 0 ? -b.lo : b.lo) : (b.hi < 0 ? -b.hi : b.hi);
-		return (WgslIvl){0, m > 0 ? m - 1 : 0};
-	}
-	case OP_SELECT: return join(b, c);
-	default: return I32;
-	}
-}
-
-static WgslIvl iv(P *p, int32_t id);
-
-static WgslIvl iv_op(P *p, const KExpr *x)
-{
-	WgslIvl a[3] = {EMPTY, EMPTY, EMPTY};
-	int n = op_info((Op)x->op)->arity;
-	for (int i = 0; i < n; i++) {
-		a[i] = iv(p, x->a[i]);
-		if (x->op == OP_SELECT && i == 0)
-			continue;   /* the condition is a boolean */
-		if (empty(a[i]))
-			return EMPTY;
-	}
-	return int_op((Op)x->op, a[0], a[1], a[2]);
-}
-
-/* The interval of integer expression id (clamped to i32); raw keeps the exact one. */
-static WgslIvl iv(P *p, int32_t id)
-{
-	if (id < 0)
-		return EMPTY;
-	if (p->stamp[id] == p->round)
-		return p->p->xiv[id];
-	const KExpr *x = &p->k->x[id];
-	WgslIvl r = I32;
-	if (x->type != KT_INT) {
-		r = (WgslIvl){0, 1};
-	} else {
-		switch (x->kind) {
-		case KX_ICONST: r = (WgslIvl){x->i, x->i}; break;
-		case KX_VAR: case KX_ELEM: r = p->viv[x->v]; break;
-		case KX_LOAD: r = I32; break;
-		case KX_OP: r = iv_op(p, x); break;
-		case KX_CHECK: {
-			WgslIvl lo = iv(p, x->a[1]), hi = iv(p, x->a[2]);
-			r = empty(lo) || empty(hi) ? EMPTY : join((WgslIvl){lo.lo, hi.hi - 1}, lo);
-			iv(p, x->a[0]);
-			break;
-		}
-		default: r = I32; break;   /* conversions from reals */
-		}
-	}
-	p->raw[id] = r;
-	p->p->xiv[id] = clamp32(r);
-	p->stamp[id] = p->round;
-	return p->p->xiv[id];
-}
-
-/* One round over statements s..: joins loop and local intervals; true if any grew. */
-static bool vround(P *p, int32_t s, bool widen)
-{
-	bool grew = false;
-	for (; s > 0; s = p->k->s[s].next) {
-		const KStmt *t = &p->k->s[s];
-		WgslIvl add = EMPTY;
-		int32_t v = -1;
-		if (t->kind == KS_LOOP) {
-			WgslIvl a = iv(p, t->a), b = iv(p, t->b);
-			v = t->v;
-			if (!empty(a) && !empty(b) && b.hi - 1 >= a.lo)
-				add = (WgslIvl){a.lo, b.hi - 1};
-		} else if (t->kind == KS_SET && p->k->vars[t->v].type == KT_INT) {
-			v = t->v;
-			add = iv(p, t->b);
-			iv(p, t->a);
-		} else {
-			iv(p, t->a);
-			iv(p, t->b);
-		}
-		if (v >= 0) {
-			WgslIvl n = clamp32(join(p->viv[v], add));
-			if (n.lo != p->viv[v].lo || n.hi != p->viv[v].hi) {
-				p->viv[v] = widen ? I32 : n;
-				grew = true;
-			}
-		}
-		grew |= vround(p, t->body, widen);
-		grew |= vround(p, t->body2, widen);
-	}
-	return grew;
-}
-
-static void intervals(P *p)
-{
-	const Kernels *k = p->k;
-	for (int v = 0; v < k->nvars; v++)
-		p->viv[v] = EMPTY;
-	for (int i = 0; i < k->nk; i++)
-		for (int d = 0; d < k->k[i].npar; d++) {
-			const KPar *P_ = &k->k[i].par[d];
-			p->viv[P_->origin] = (WgslIvl){0, P_->extent - 1};
-			p->origin[P_->origin] = true;
-		}
-	for (int r = 0; r < ROUNDS + 4; r++) {
-		p->round++;
-		bool grew = false;
-		for (int i = 0; i < k->nk; i++)
-			grew |= vround(p, k->k[i].body, r >= WIDEN_AFTER);
-		if (!grew)
-			break;
-	}
-	p->round++;   /* a last pass with the final variable intervals */
-	for (int i = 0; i < k->nk; i++)
-		vround(p, k->k[i].body, false);
-	for (int32_t x = 1; x < k->nx; x++) {
-		iv(p, x);
-		const KExpr *e = &k->x[x];
-		p->p->xwide[x] = e->type == KT_INT && !empty(p->raw[x]) &&
-				 (p->raw[x].lo < INT32_MIN || p->raw[x].hi > INT32_MAX);
-	}
 }
 
 /* ------------------------------------------------------------ uniformity */
@@ -640,25 +438,22 @@ WgslPlan *wgsl_plan(const Kernels *k)
 	w->slevels = calloc((size_t)k->ns + 1, 1);
 	w->kp = calloc((size_t)k->nk + 1, sizeof *w->kp);
 	w->soff = malloc(((size_t)k->nvars + 1) * sizeof *w->soff);
-	P p = {k, w, calloc((size_t)k->nvars + 1, sizeof(WgslIvl)),
-	       calloc((size_t)k->nx + 1, sizeof(WgslIvl)), calloc((size_t)k->nx + 1, sizeof(uint32_t)),
-	       0, calloc((size_t)k->nvars + 1, 1), calloc((size_t)k->nvars + 1, 1)};
+	P p = {k, w, calloc((size_t)k->nvars + 1, 1), calloc((size_t)k->nvars + 1, 1)};
 	int32_t *list = malloc(((size_t)k->ns + 1) * sizeof *list);
 	uint8_t *seen = calloc((size_t)k->nvars + 1, 1);
-	IR_ASSERT(w->xiv && w->xwide && w->srole && w->slevels && w->kp && w->soff && p.viv && p.raw &&
-		  p.stamp && p.origin && p.uloop && list && seen);
+	IR_ASSERT(w->xiv && w->xwide && w->srole && w->slevels && w->kp && w->soff && p.origin && p.uloop && list && seen);
 	for (int v = 0; v <= k->nvars; v++)
 		w->soff[v] = -1;
-	intervals(&p);
+	kir_int_ranges(k, w->xiv, w->xwide);
+	for (int i = 0; i < k->nk; i++)
+		for (int d = 0; d < k->k[i].npar; d++)
+			p.origin[k->k[i].par[d].origin] = true;
 	for (int i = 0; i < k->nk; i++) {
 		plan_kernel(&p, i);
 		place_arrays(w, i, list, seen);
 	}
 	free(list);
 	free(seen);
-	free(p.viv);
-	free(p.raw);
-	free(p.stamp);
 	free(p.origin);
 	free(p.uloop);
 	return w;

@@ -67,9 +67,7 @@ typedef struct {
 	int tree_depth;          /* frames of its pairwise trees' shared stacks; 0: no tree */
 } WgslKPlan;
 
-typedef struct {
-	int64_t lo, hi;          /* hi < lo: empty */
-} WgslIvl;
+typedef KIvl WgslIvl;
 
 typedef struct {
 	const Kernels *k;

@@ -517,6 +517,16 @@ START_TEST(emit_shape)
 	free(a);
 	sched_free(&s);
 	ir_free(g);
+	/* a split causal reduction: its tail's distributed nest counts up to a run-time bound,
+	 * which the intervals bound */
+	g = parse("size N = 64\ninput x : f32[N, N]\nm[i:N] = max(j: 0..i+1) x[i, j]\noutput m : f32\n");
+	sched_of(g, "split m : j=3", &s);
+	a = emit_of(g, &s);
+	ck_assert_ptr_nonnull(strstr(a, "barrier();"));
+	ck_assert_ptr_null(strstr(a, "int64_t WG"));
+	free(a);
+	sched_free(&s);
+	ir_free(g);
 	/* a top-k's insertion walks down its list in a while loop: still ints */
 	g = parse("size T = 3, E = 9, K = 2\ninput p : f32[T, E]\n"
 		  "v[t:T, r:K], i[t:T, r:K] = topk(e:E) p[t, e]\noutput v : f32, i : i32\n");

@@ -543,14 +543,14 @@ static void chain_stmt(E *e, int32_t s)
 	/* A 32-bit counter where the nest's count (plus one step) fits, here and in serial loops
 	 * (control), in kernels that keep int64_t integers too (see the file's comment). */
 	int64_t most = vk_chain_bound(k, e->pl, s);
-	if (most >= 0 && most <= (int64_t)INT32_MAX - e->pl->wg)
+	if (e->i32 || (most >= 0 && most <= (int64_t)INT32_MAX - e->pl->wg))
 		ce_line(c, "for (int f%d = int(lid); f%d < int(tot%d); f%d += int(WG), j%d++) {", s, s,
 			s, s, s);
 	else
 		ce_line(c, "for (int64_t f%d = lid; f%d < tot%d; f%d += WG, j%d++) {", s, s, s, s, s);
 	c->ind++;
 	/* 32-bit division where the nest's count fits (see kernel()) */
-	bool narrow = most >= 0 && most <= UINT32_MAX;
+	bool narrow = e->i32 || (most >= 0 && most <= UINT32_MAX);   /* i32: its count fits (plan.c) */
 	ce_line(c, narrow ? "uint q%d = uint(f%d);" : "int64_t q%d = f%d;", s, s);
 	for (int i = L - 1; i >= 0; i--) {
 		ce_indent(c);
@@ -871,7 +871,7 @@ char *vk_emit(const Kernels *k, Diag *d)
 	for (int i = 0; i < k->nk && !o.failed; i++) {
 		VkPlan pl;
 		vk_plan(k, i, &pl, d);
-		bool i32 = vk_kernel_i32(k, i, &pl, wide);
+		bool i32 = vk_kernel_i32(k, i, &pl, xiv, wide);
 		E b = {.c = {.k = k, .L = i32 ? &lang32 : &lang, .d = d, .mark = o.mark, .stamp = o.stamp},
 		       .pl = &pl, .kernel = i, .i32 = i32};
 		kernel(&o, &b, i);

@@ -544,10 +544,29 @@ bool vk_i32_check(const Kernels *k, int32_t id)
 
 typedef struct {
 	const Kernels *k;
+	const KIvl *xiv;
 	const bool *xwide;
 	uint8_t *seen;      /* per expression */
 	bool ok;
 } N32;
+
+/* An upper bound of the iterations of the distributed nest rooted at s from the intervals
+ * of its bounds, or -1 beyond INT32_MAX. */
+static int64_t chain_count(const N32 *n, const VkPlan *pl, int32_t s)
+{
+	int64_t most = 1;
+	int32_t c = s;
+	for (int i = 0; i < pl->chainlen[s]; i++, c = n->k->s[c].body) {
+		KIvl a = n->xiv[n->k->s[c].a], b = n->xiv[n->k->s[c].b];
+		if (a.hi < a.lo || b.hi < b.lo)
+			return -1;
+		int64_t d = b.hi - a.lo > 0 ? b.hi - a.lo : 0;
+		if (d > INT32_MAX || (d > 0 && most > INT32_MAX / d))
+			return -1;
+		most *= d;
+	}
+	return most;
+}
 
 static void n32_expr(N32 *n, int32_t id)
 {
@@ -583,7 +602,7 @@ static void n32_stmts(N32 *n, const VkPlan *pl, int32_t s)
 		n32_expr(n, t->a);
 		n32_expr(n, t->b);
 		if (pl->role[s] == VR_CHAIN) {
-			int64_t most = vk_chain_bound(n->k, pl, s);
+			int64_t most = chain_count(n, pl, s);
 			if (most < 0 || most > (int64_t)INT32_MAX - pl->wg)
 				n->ok = false;
 		}
@@ -592,7 +611,7 @@ static void n32_stmts(N32 *n, const VkPlan *pl, int32_t s)
 	}
 }
 
-bool vk_kernel_i32(const Kernels *k, int kernel, const VkPlan *pl, const bool *xwide)
+bool vk_kernel_i32(const Kernels *k, int kernel, const VkPlan *pl, const KIvl *xiv, const bool *xwide)
 {
 	const Kernel *kn = &k->k[kernel];
 	if (kn->nitems > (int64_t)INT32_MAX - VK_WG_MAX)
@@ -600,7 +619,7 @@ bool vk_kernel_i32(const Kernels *k, int kernel, const VkPlan *pl, const bool *x
 	for (int b = 0; b < k->nbufs; b++)
 		if (k->bufs[b].n > INT32_MAX)
 			return false;
-	N32 n = {k, xwide, calloc((size_t)k->nx + 1, 1), true};
+	N32 n = {k, xiv, xwide, calloc((size_t)k->nx + 1, 1), true};
 	IR_ASSERT(n.seen);
 	n32_stmts(&n, pl, kn->body);
 	free(n.seen);

@@ -82,9 +82,9 @@ int64_t vk_chain_bound(const Kernels *k, const VkPlan *p, int32_t s);
  * driver miscompiled shaders doing their index arithmetic in int64_t, tests/regress/
  * vk_nvidia_tile5_f64.tg): no integer operation of it may leave i32 (xwide: kir_int_ranges),
  * no constant lies outside i32 but the identities INT64_MIN/MAX of integer max/min (held
- * as INT32_MIN/MAX, identities of i32 values too), and its items, loop counters and
- * buffers' elements fit. */
-bool vk_kernel_i32(const Kernels *k, int kernel, const VkPlan *p, const bool *xwide);
+ * as INT32_MIN/MAX, identities of i32 values too), and its items, its distributed nests'
+ * iteration counts (from the intervals xiv of their bounds) and buffers' elements fit. */
+bool vk_kernel_i32(const Kernels *k, int kernel, const VkPlan *p, const KIvl *xiv, const bool *xwide);
 /* Whether expression id checks that an integer fits in i32 (KE_INT32): in a kernel whose
  * integers are ints it cannot fail, and is emitted as its operand. */
 bool vk_i32_check(const Kernels *k, int32_t id);

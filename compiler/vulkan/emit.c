@@ -295,41 +295,19 @@ static void local_elem(CEmit *c, int32_t v, int32_t idx)
 	arr((E *)c, v, idx, NULL);
 }
 
-static const CLang lang = {
-	.name = "vulkan",
-	.type = {[KT_BOOL] = "bool", [KT_INT] = "int64_t", [KT_F32] = "float", [KT_F64] = "double"},
-	.imin = "(-9223372036854775807l - 1l)", .ipre = "", .isfx = "l",
-	.ivar = "int64_t ", .ivar_end = "",
-	.forever = "for (;;) {",
-	.err = "", .truth = "true", .site = "u",
-	.temp = temp,
-	.fconst = fconst,
-	.elem = local_elem,
-	.load = load_text,
-	.op = op_text,
-	.cvt = cvt_text,
-	.round = round_text,
-	.check = check_text,
-};
-
-/* A kernel whose integers are ints (vk_kernel_i32): the integer max/min identities
- * INT64_MIN/MAX become INT32_MIN/MAX, identities of i32 values too. */
-static const CLang lang32 = {
-	.name = "vulkan",
-	.type = {[KT_BOOL] = "bool", [KT_INT] = "int", [KT_F32] = "float", [KT_F64] = "double"},
-	.imin = "(-2147483647 - 1)", .imax = "2147483647", .ipre = "", .isfx = "",
-	.ivar = "int ", .ivar_end = "",
-	.forever = "for (;;) {",
-	.err = "", .truth = "true", .site = "u",
-	.temp = temp,
-	.fconst = fconst,
-	.elem = local_elem,
-	.load = load_text,
-	.op = op_text,
-	.cvt = cvt_text,
-	.round = round_text,
-	.check = check_text,
-};
+/* GLSL's table; two, by the kernel's integer type (lang32: vk_kernel_i32, its integer
+ * max/min identities INT64_MIN/MAX held as INT32_MIN/MAX, identities of i32 values too). */
+#define GLSL_LANG(INT, IMIN, IMAX, ISFX)                                                       \
+	{                                                                                      \
+		.name = "vulkan",                                                              \
+		.type = {[KT_BOOL] = "bool", [KT_INT] = INT, [KT_F32] = "float", [KT_F64] = "double"}, \
+		.imin = IMIN, .imax = IMAX, .ipre = "", .isfx = ISFX, .ivar = INT " ", .ivar_end = "", \
+		.forever = "for (;;) {", .err = "", .truth = "true", .site = "u", .temp = temp,  \
+		.fconst = fconst, .elem = local_elem, .load = load_text, .op = op_text,           \
+		.cvt = cvt_text, .round = round_text, .check = check_text,                        \
+	}
+static const CLang lang = GLSL_LANG("int64_t", "(-9223372036854775807l - 1l)", NULL, "l");
+static const CLang lang32 = GLSL_LANG("int", "(-2147483647 - 1)", "2147483647", "");
 
 /* ------------------------------------------------------------ statements */
 

@@ -35,7 +35,7 @@ static const int dash[] = {1, 2, 4, 3, 5}, point[] = {7, 5, 9, 13, 11};
 static const char *const verdict_color[V__COUNT] = {
 	[V_PASS] = "#4daf4a", [V_OVER_BUDGET] = "#ff7f00", [V_SPECIAL_MISMATCH] = "#e41a1c",
 	[V_CRASH] = "#984ea3", [V_TIMEOUT] = "#a65628", [V_OOB_WRITE] = "#f781bf",
-	[V_COMPILE_ERROR] = "#555555", [V_UNSUPPORTED] = "#bbbbbb",
+	[V_COMPILE_ERROR] = "#555555", [V_UNSUPPORTED] = "#bbbbbb", [V_FLAKY] = "#dede00",
 };
 
 typedef struct {

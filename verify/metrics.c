@@ -30,6 +30,7 @@ static const char *const verdict_names[V__COUNT] = {
 	[V_OOB_WRITE] = "oob-write",
 	[V_COMPILE_ERROR] = "compile-error",
 	[V_UNSUPPORTED] = "unsupported",
+	[V_FLAKY] = "flaky",
 };
 _Static_assert(ARRAY_LEN(verdict_names) == V__COUNT, "one name per verdict");
 
@@ -40,7 +41,7 @@ const char *vf_verdict_name(Verdict v)
 
 bool vf_verdict_fails(Verdict v)
 {
-	return v != V_PASS && v != V_UNSUPPORTED;
+	return v != V_PASS && v != V_UNSUPPORTED && v != V_FLAKY;
 }
 
 /* The sign-magnitude bit pattern of x in format f, split into sign and magnitude. */

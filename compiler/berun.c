@@ -110,6 +110,66 @@ void be_write_atomic(const char *path, const void *data, size_t n)
 	unlink(tmp);
 }
 
+static void seal_text(const void *data, size_t n, char *out, size_t cap)
+{
+	snprintf(out, cap, "assay-cache 1 %zu %016llx\n", n,
+		 (unsigned long long)be_fnv(0xcbf29ce484222325ull, data, n));
+}
+
+/* Whether data (n bytes) matches the seal of path; a corrupt entry is removed. */
+static bool sealed(const char *path, const void *data, size_t n)
+{
+	char sum[4400], want[96];
+	snprintf(sum, sizeof sum, "%s.sum", path);
+	size_t sn;
+	char *got = be_read_file(sum, &sn);
+	seal_text(data, n, want, sizeof want);
+	bool ok = got && strcmp(got, want) == 0;
+	free(got);
+	if (!ok) {
+		unlink(path);
+		unlink(sum);
+	}
+	return ok;
+}
+
+void *be_cache_get(const char *path, size_t *len)
+{
+	char *data = be_read_file(path, len);
+	if (data && !sealed(path, data, *len)) {
+		free(data);
+		data = NULL;
+		*len = 0;
+	}
+	return data;
+}
+
+bool be_cache_check(const char *path)
+{
+	size_t n;
+	void *data = be_cache_get(path, &n);
+	free(data);
+	return data != NULL;
+}
+
+void be_cache_seal(const char *path)
+{
+	size_t n;
+	char *data = be_read_file(path, &n), sum[4400], text[96];
+	if (!data)
+		return;
+	snprintf(sum, sizeof sum, "%s.sum", path);
+	seal_text(data, n, text, sizeof text);
+	be_write_atomic(sum, text, strlen(text));
+	free(data);
+}
+
+void be_cache_put(const char *path, const void *data, size_t n)
+{
+	be_write_atomic(path, data, n);
+	be_cache_seal(path);
+}
+
 /* ------------------------------------------------------------ buffers */
 
 size_t be_buf_bytes(const KBuf *B)

@@ -30,12 +30,22 @@ uint64_t be_fnv(uint64_t h, const void *p, size_t n);
 /* A cache key of 32 hex digits into key: two FNV-1a lanes over each of the n strings and
  * its NUL, the second lane salted with the string's position. */
 void be_hash_key(const char *const *parts, size_t n, char key[33]);
-/* The cache directory, created: BeOpts.cache_dir, else $XDG_CACHE_HOME/assay, else
- * $HOME/.cache/assay (o may be NULL). 0, or -1 with errno. */
-int be_cache_dir(const BeOpts *o, char *dir, size_t n);
 /* Writes n bytes to path under a temporary name and renames it into place, so a reader
  * never sees part of a file; a failure leaves no file (the cache just misses). */
 void be_write_atomic(const char *path, const void *data, size_t n);
+/* The verified cache of compiled programs. An entry is the file PATH and its seal
+ * PATH.sum ("assay-cache 1 SIZE FNV64"), written after PATH is in place. An entry whose
+ * file is missing or unsealed, or whose size or hash differs from its seal (a truncated
+ * file, a disk that filled up, a file overwritten in place) is never trusted: it is
+ * removed and counts as a miss, so it is rebuilt, never loaded.
+ * be_cache_get: the entry's bytes (malloc'ed, a NUL after them), or NULL for a miss.
+ * be_cache_put: writes the file and then its seal (a failure leaves a miss).
+ * be_cache_check: whether the entry at path is intact (for files loaded by path, dlopen).
+ * be_cache_seal: seals the file now at path (a failure leaves it unsealed: a miss). */
+void *be_cache_get(const char *path, size_t *len);
+void be_cache_put(const char *path, const void *data, size_t n);
+bool be_cache_check(const char *path);
+void be_cache_seal(const char *path);
 
 /* ------------------------------------------------------------ buffers */
 

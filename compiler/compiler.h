@@ -76,10 +76,13 @@ typedef struct {
 /* An error message. msg is heap-allocated, already formatted as
  * "file:line:col: error: message\n<source line>\n<caret line>\n" (or just "message\n"
  * when there is no position). code is the exit code the error deserves (2: user input,
- * 3: internal). */
+ * 3: internal). env marks a failure of the environment (spec/cli.md v2: a full disk, an
+ * unwritable directory, memory exhausted, a lost device): code 3, and never a verdict
+ * about a kernel: verify and fuzz stop on it instead of recording it. */
 typedef struct {
 	char *msg;
 	int code;
+	bool env;
 } Diag;
 
 void diag_clear(Diag *d);
@@ -88,6 +91,14 @@ void diag_at(Diag *d, SrcPos pos, const char *src, size_t srclen, const char *fm
 	__attribute__((format(printf, 5, 6)));
 void diag_set(Diag *d, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* diag_set with code 3 and env set: the environment failed (see Diag). */
+void diag_env(Diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether errno value e is the environment's failure when writing or allocating (ENOSPC,
+ * EDQUOT, EROFS, EACCES, EPERM, EIO, ENOMEM, EMFILE, ENFILE, EFBIG). */
+bool diag_errno_env(int e);
+/* A failed file operation with errno e: env (code 3) when diag_errno_env(e), else the
+ * user's (code 2: a path that is not a directory, a missing folder). */
+void diag_io(Diag *d, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------------- op table */
 
@@ -567,6 +578,9 @@ typedef struct {
 	char *(*compile_only)(const Kernels *k, const char *target, Diag *d);
 } Backend;
 
+/* The cache directory of compiled programs, created: BeOpts.cache_dir, else
+ * $XDG_CACHE_HOME/assay, else $HOME/.cache/assay (o may be NULL). 0, or -1 with errno. */
+int be_cache_dir(const BeOpts *o, char *dir, size_t n);
 /* A whole non-empty file (malloc'ed, *len bytes and a NUL after them), or NULL with
  * *len = 0 (compiler/berun.c; the backends' caches, verify's ASSAY_SOURCE_<BACKEND>). */
 void *be_read_file(const char *path, size_t *len);

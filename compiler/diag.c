@@ -2,6 +2,8 @@
  * then the source line and a caret under the column. A Diag owns its message; diag_clear
  * frees it. Setting a Diag that already holds a message keeps the first (the first error
  * is the one a user wants to read). */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@ void diag_clear(Diag *d)
 	free(d->msg);
 	d->msg = NULL;
 	d->code = 0;
+	d->env = false;
 }
 
 /* Appends to a heap string; returns the new string. */
@@ -56,6 +59,38 @@ void diag_set(Diag *d, int code, const char *fmt, ...)
 	va_end(ap);
 	d->msg = appendf(d->msg, "\n");
 	d->code = code;
+}
+
+void diag_env(Diag *d, const char *fmt, ...)
+{
+	if (!d || d->msg)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	d->msg = append(NULL, fmt, ap);
+	va_end(ap);
+	d->msg = appendf(d->msg, "\n");
+	d->code = 3;
+	d->env = true;
+}
+
+bool diag_errno_env(int e)
+{
+	return e == ENOSPC || e == EDQUOT || e == EROFS || e == EACCES || e == EPERM ||
+	       e == EIO || e == ENOMEM || e == EMFILE || e == ENFILE || e == EFBIG;
+}
+
+void diag_io(Diag *d, int e, const char *fmt, ...)
+{
+	if (!d || d->msg)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	d->msg = append(NULL, fmt, ap);
+	va_end(ap);
+	d->msg = appendf(d->msg, "\n");
+	d->env = diag_errno_env(e);
+	d->code = d->env ? 3 : 2;
 }
 
 void diag_at(Diag *d, SrcPos pos, const char *src, size_t srclen, const char *fmt, ...)

@@ -95,7 +95,7 @@ int npy_write(const char *path, const HostTensor *t, Diag *d)
 
 	FILE *f = fopen(path, "wb");
 	if (!f) {
-		diag_set(d, 2, "%s: cannot write: %s", path, strerror(errno));
+		diag_io(d, errno, "%s: cannot write: %s", path, strerror(errno));
 		return -1;
 	}
 	int w = dt_info(t->dtype)->bytes;
@@ -119,7 +119,7 @@ int npy_write(const char *path, const HostTensor *t, Diag *d)
 		err = errno;
 	}
 	if (!ok) {
-		diag_set(d, 2, "%s: cannot write: %s", path, strerror(err));
+		diag_io(d, err, "%s: cannot write: %s", path, strerror(err));
 		remove(path);
 		return -1;
 	}

@@ -206,7 +206,7 @@ int vf_mkdirs(const char *path, Diag *d)
 			continue;
 		*p = 0;
 		if (mkdir(buf, 0777) && errno != EEXIST) {
-			diag_set(d, 2, "cannot create directory %s: %s", buf, strerror(errno));
+			diag_io(d, errno, "cannot create directory %s: %s", buf, strerror(errno));
 			rc = -1;
 			break;
 		}
@@ -222,13 +222,13 @@ int vf_write_text(const char *path, const char *text, Diag *d)
 {
 	FILE *f = fopen(path, "w");
 	if (!f) {
-		diag_set(d, 2, "cannot write %s: %s", path, strerror(errno));
+		diag_io(d, errno, "cannot write %s: %s", path, strerror(errno));
 		return -1;
 	}
 	size_t n = strlen(text);
 	bool bad = fwrite(text, 1, n, f) != n;
 	if (fclose(f) || bad) {
-		diag_set(d, 2, "cannot write %s: %s", path, strerror(errno));
+		diag_io(d, errno, "cannot write %s: %s", path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -243,13 +243,13 @@ int vf_append_record(const char *dir, const VfRecord *r, Diag *d)
 	int rc = -1;
 	FILE *f = fopen(path, "a");
 	if (!f) {
-		diag_set(d, 2, "cannot append to %s: %s", path, strerror(errno));
+		diag_io(d, errno, "cannot append to %s: %s", path, strerror(errno));
 		goto out;
 	}
 	vf_record_json(f, r);
 	bool bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
 	if (fclose(f) || bad) {
-		diag_set(d, 2, "cannot write %s: %s", path, strerror(errno));
+		diag_io(d, errno, "cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}
 	rc = 0;

@@ -12,7 +12,9 @@
  * Cache: DIR/c-<hash>.so where DIR is BeOpts.cache_dir, else $XDG_CACHE_HOME/assay, else
  * $HOME/.cache/assay, and the hash covers the source, the compiler command and this CPU's
  * identification (-march=native). A shared object is built under a temporary name and
- * renamed into place, so concurrent workers never load a partial file.
+ * renamed into place, so concurrent workers never load a partial file, then sealed with
+ * its size and hash (berun.h): a cached object that does not match its seal (truncated,
+ * overwritten) is rebuilt, never loaded.
  *
  * Threads: each kernel's items are cut into one contiguous chunk per thread; kernels run
  * in order (a kernel starts when the previous one has finished).
@@ -103,7 +105,10 @@ static int build(const char *src, const char *dir, const char *key, const char *
 	snprintf(tmp, sizeof tmp, "%s/c-%s.%ld.so", dir, key, (long)getpid());
 	snprintf(log, sizeof log, "%s/c-%s.%ld.log", dir, key, (long)getpid());
 	if (write_file(c, src)) {
-		diag_set(d, 3, "c backend: cannot write %s: %s", c, strerror(errno));
+		int e = errno;
+		diag_io(d, e, "c backend: cannot write %s: %s", c, strerror(e));
+		d->code = 3;
+		unlink(c);
 		return -1;
 	}
 	char *argv[32];
@@ -128,8 +133,11 @@ static int build(const char *src, const char *dir, const char *key, const char *
 	unlink(log);
 	if (rename(tmp, so)) {
 		diag_set(d, 3, "c backend: cannot rename %s to %s: %s", tmp, so, strerror(errno));
+		unlink(tmp);
+		unlink(c);
 		return -1;
 	}
+	be_cache_seal(so);
 	/* keep the source beside the object, for a reader of the cache */
 	snprintf(tmp, sizeof tmp, "%s/c-%s.c", dir, key);
 	rename(c, tmp);
@@ -150,10 +158,19 @@ static BeModule *c_compile(const Kernels *k, const char *src, const BeOpts *o, B
 	be_hash_key(parts, ARRAY_LEN(parts), key);
 	free(cpu);
 	snprintf(so, sizeof so, "%s/c-%s.so", dir, key);
-	bool hit = access(so, R_OK) == 0;
+	/* a cached object is loaded only when its seal vouches for it (berun.h); one that
+	 * still fails to load is rebuilt once */
+	bool hit = be_cache_check(so);
 	if (!hit && build(src, dir, key, so, d))
 		return NULL;
 	void *dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	if (!dl && hit) {
+		unlink(so);
+		hit = false;
+		if (build(src, dir, key, so, d))
+			return NULL;
+		dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	}
 	if (!dl) {
 		diag_set(d, 3, "c backend: cannot load %s: %s", so, dlerror());
 		return NULL;

@@ -45,7 +45,6 @@ struct BeModule {
 	const Kernels *k;
 	CuDriver cu;
 	CUdevice dev;
-	bool ctx_held;
 	CUmodule mod;
 	CUfunction *fn;
 	Launch *launch;
@@ -83,12 +82,12 @@ static char *cubin_of(const char *src, const char *arch, const BeOpts *o, bool *
 	be_hash_key(parts, ARRAY_LEN(parts), key);
 	bool cached = be_cache_dir(o, dir, sizeof dir) == 0;
 	snprintf(path, sizeof path, "%s/cuda-%s-%s.cubin", dir, key, arch);
-	char *img = cached ? be_read_file(path, len) : NULL;
+	char *img = cached ? be_cache_get(path, len) : NULL;
 	*hit = img != NULL;
 	if (!img && !have_nv)
 		diag_set(d, 3, "cuda backend: %s", why);
 	else if (!img && (img = cu_nvrtc_compile(&nv, src, arch, len, d)) && cached)
-		be_write_atomic(path, img, *len);
+		be_cache_put(path, img, *len);
 	if (have_nv)
 		cu_nvrtc_close(&nv);
 	return img;
@@ -96,35 +95,65 @@ static char *cubin_of(const char *src, const char *arch, const BeOpts *o, bool *
 
 /* ------------------------------------------------------------ compile */
 
-/* Driver, device 0, its primary context made current. */
-static int open_device(BeModule *m, char *why, size_t n)
+/* The process's CUDA session: the driver, device 0 and its primary context, retained at
+ * the first compile and kept for the life of the process, so that a persistent worker
+ * (verify/worker.c) makes the context once (releasing the last reference destroys it).
+ * A worker whose kernel faulted is retired by verify, so a context a fault left unusable
+ * serves no other run. A process made by fork() makes its own session (owner). */
+static struct {
+	pid_t owner;
+	CuDriver cu;
+	CUdevice dev;
+	CUcontext ctx;
+	int sms;
+} csess;
+
+static int session(char *why, size_t n)
 {
+	if (csess.owner == getpid())
+		return 0;
+	memset(&csess, 0, sizeof csess);   /* a parent's: not ours to release */
 	char buf[256];
-	if (cu_driver_load(&m->cu, why, n))
+	if (cu_driver_load(&csess.cu, why, n))
 		return -1;
-	CUresult r = m->cu.Init(0);
+	CUresult r = csess.cu.Init(0);
 	int count = 0;
 	if (r == 0)
-		r = m->cu.DeviceGetCount(&count);
+		r = csess.cu.DeviceGetCount(&count);
 	if (r) {
-		snprintf(why, n, "the CUDA driver refused: cuInit: %s", cu_errstr(&m->cu, r, buf, sizeof buf));
+		snprintf(why, n, "the CUDA driver refused: cuInit: %s",
+			 cu_errstr(&csess.cu, r, buf, sizeof buf));
 		return -1;
 	}
 	if (count == 0) {
 		snprintf(why, n, "no CUDA device (the driver is there, it sees no GPU)");
 		return -1;
 	}
-	CUcontext ctx;
-	if ((r = m->cu.DeviceGet(&m->dev, 0)) || (r = m->cu.DevicePrimaryCtxRetain(&ctx, m->dev))) {
-		snprintf(why, n, "the CUDA driver refused device 0: %s", cu_errstr(&m->cu, r, buf, sizeof buf));
+	if ((r = csess.cu.DeviceGet(&csess.dev, 0)) ||
+	    (r = csess.cu.DevicePrimaryCtxRetain(&csess.ctx, csess.dev))) {
+		snprintf(why, n, "the CUDA driver refused device 0: %s",
+			 cu_errstr(&csess.cu, r, buf, sizeof buf));
 		return -1;
 	}
-	m->ctx_held = true;
-	if ((r = m->cu.CtxSetCurrent(ctx))) {
+	csess.cu.DeviceGetAttribute(&csess.sms, CU_ATTR_MULTIPROCESSOR_COUNT, csess.dev);
+	csess.owner = getpid();
+	return 0;
+}
+
+/* The session's driver and device in m, its primary context made current. */
+static int open_device(BeModule *m, char *why, size_t n)
+{
+	if (session(why, n))
+		return -1;
+	m->cu = csess.cu;
+	m->dev = csess.dev;
+	m->sms = csess.sms;
+	char buf[256];
+	CUresult r = m->cu.CtxSetCurrent(csess.ctx);
+	if (r) {
 		snprintf(why, n, "cuCtxSetCurrent: %s", cu_errstr(&m->cu, r, buf, sizeof buf));
 		return -1;
 	}
-	m->cu.DeviceGetAttribute(&m->sms, CU_ATTR_MULTIPROCESSOR_COUNT, m->dev);
 	return 0;
 }
 
@@ -382,9 +411,7 @@ static void cuda_free(BeModule *m)
 		m->cu.MemFree(m->scratch);
 	if (m->mod)
 		m->cu.ModuleUnload(m->mod);
-	if (m->ctx_held)
-		m->cu.DevicePrimaryCtxRelease(m->dev);
-	cu_driver_close(&m->cu);
+	/* the driver and the primary context are the process's session's */
 	free(m->raw);
 	free(m->bytes);
 	free(m->fn);

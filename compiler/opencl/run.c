@@ -18,7 +18,8 @@
  * Processes: available() and device() probe in a forked child, so the calling process never
  * initialises an OpenCL implementation (verify forks workers from it, and a fork after
  * an implementation has started its threads is not safe). Everything else runs in the
- * caller's process: compile() loads the library and creates the context for its module.
+ * caller's process: the first compile() loads the library and creates the context and
+ * queue of the process's session (session() below), which every later module shares.
  *
  * Buffers: each is one cl_mem of GUARD + data + GUARD bytes (GUARD a multiple of the
  * device's base address alignment), the data reached through a sub-buffer; the guards are
@@ -366,11 +367,7 @@ static void ocl_free(BeModule *m)
 		cl->clReleaseMemObject(m->scr);
 	if (m->prog)
 		cl->clReleaseProgram(m->prog);
-	if (m->q)
-		cl->clReleaseCommandQueue(m->q);
-	if (m->ctx)
-		cl->clReleaseContext(m->ctx);
-	/* the library stays loaded: an implementation's threads may outlive its context */
+	/* the context and the queue are the process's session's; the library stays loaded */
 	free(m->kern);
 	free(m->ki);
 	free(m->raw);
@@ -394,21 +391,48 @@ static char *build_log(const BeModule *m)
 	return log;
 }
 
+/* The process's OpenCL session: the library, the device, one context and one in-order
+ * queue, made at the first compile and kept for the life of the process, so that a
+ * persistent worker (verify/worker.c) builds program after program in one context (PoCL's
+ * first build in a context costs about half a second, every later one a fraction of it).
+ * A process made by fork() finds its parent's session and makes its own (owner). */
+static struct {
+	pid_t owner;
+	Cl cl;
+	Dev dev;
+	cl_context ctx;
+	cl_command_queue q;
+} sess;
+
+static int session(char *why, size_t n)
+{
+	if (sess.owner == getpid())
+		return 0;
+	memset(&sess, 0, sizeof sess);   /* a parent's: not ours to release */
+	if (cl_load(&sess.cl, why, n) || pick(&sess.cl, &sess.dev, why, n))
+		return -1;
+	cl_int rc;
+	cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)sess.dev.plat, 0};
+	sess.ctx = sess.cl.clCreateContext(props, 1, &sess.dev.dev, NULL, NULL, &rc);
+	if (!sess.ctx) {
+		snprintf(why, n, "clCreateContext failed (%d) on %s", rc, sess.dev.name);
+		return -1;
+	}
+	sess.q = sess.cl.clCreateCommandQueue(sess.ctx, sess.dev.dev, 0, &rc);
+	if (!sess.q) {
+		sess.cl.clReleaseContext(sess.ctx);
+		sess.ctx = NULL;
+		snprintf(why, n, "clCreateCommandQueue failed (%d)", rc);
+		return -1;
+	}
+	sess.owner = getpid();
+	return 0;
+}
+
 static int build(BeModule *m, const char *src, Diag *d)
 {
 	const Cl *cl = &m->cl;
 	cl_int rc;
-	cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)m->dev.plat, 0};
-	m->ctx = cl->clCreateContext(props, 1, &m->dev.dev, NULL, NULL, &rc);
-	if (!m->ctx) {
-		diag_set(d, 3, "opencl backend: clCreateContext failed (%d) on %s", rc, m->dev.name);
-		return -1;
-	}
-	m->q = cl->clCreateCommandQueue(m->ctx, m->dev.dev, 0, &rc);
-	if (!m->q) {
-		diag_set(d, 3, "opencl backend: clCreateCommandQueue failed (%d)", rc);
-		return -1;
-	}
 	m->prog = cl->clCreateProgramWithSource(m->ctx, 1, &src, NULL, &rc);
 	if (!m->prog) {
 		diag_set(d, 3, "opencl backend: clCreateProgramWithSource failed (%d)", rc);
@@ -489,11 +513,15 @@ static BeModule *ocl_compile(const Kernels *k, const char *src, const BeOpts *o,
 	IR_ASSERT(m);
 	m->k = k;
 	char why[2048];
-	if (cl_load(&m->cl, why, sizeof why) || pick(&m->cl, &m->dev, why, sizeof why)) {
+	if (session(why, sizeof why)) {
 		diag_set(d, 3, "opencl backend: %s", why);
 		free(m);
 		return NULL;
 	}
+	m->cl = sess.cl;
+	m->dev = sess.dev;
+	m->ctx = sess.ctx;
+	m->q = sess.q;
 	if (ocl_needs_fp64(k) && !m->dev.fp64) {
 		diag_set(d, 2, "opencl backend: unsupported: the program computes or stores f64 and "
 			 "device '%s' has no cl_khr_fp64", m->dev.name);

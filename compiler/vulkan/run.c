@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "vkrt.h"
 #include "../berun.h"
 
@@ -192,7 +193,7 @@ static uint32_t *spirv(BeModule *m, const KSrc *ks, int i, const char *dir, bool
 	snprintf(path, sizeof path, "%s/vk-%016llx%016llx.spv", dir, (unsigned long long)h1,
 		 (unsigned long long)h2);
 	size_t n;
-	uint32_t *code = be_read_file(path, &n);
+	uint32_t *code = be_cache_get(path, &n);
 	if (code && n % 4 == 0 && n >= 20 && code[0] == 0x07230203u) {
 		*words = n / 4;
 		return code;
@@ -216,7 +217,7 @@ static uint32_t *spirv(BeModule *m, const KSrc *ks, int i, const char *dir, bool
 		IR_ASSERT(code);
 		memcpy(code, shaderc.bytes(res), n);
 		*words = n / 4;
-		be_write_atomic(path, code, n);
+		be_cache_put(path, code, n);
 	}
 	if (res)
 		shaderc.result_release(res);
@@ -342,6 +343,29 @@ static int pipelines(BeModule *m, const char *dir, Diag *d)
 
 static void vk_free(BeModule *m);
 
+/* The process's Vulkan session: the loader, an instance and the logical device, made at
+ * the first compile and kept for the life of the process, so that a persistent worker
+ * (verify/worker.c) makes them once; each module copies the handles and frees only its
+ * own objects. A process made by fork() finds its parent's session and makes its own. */
+static struct {
+	pid_t owner;
+	VkRt r;
+} vsess;
+
+static int session(VkRt *out, char *why, size_t n)
+{
+	if (vsess.owner != getpid()) {
+		memset(&vsess, 0, sizeof vsess);   /* a parent's: not ours to destroy */
+		if (vkrt_open(&vsess.r, why, n) || vkrt_device(&vsess.r, why, n)) {
+			vkrt_close(&vsess.r);
+			return -1;
+		}
+		vsess.owner = getpid();
+	}
+	*out = vsess.r;
+	return 0;
+}
+
 static BeModule *vk_compile(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
 			    Diag *d)
 {
@@ -356,7 +380,7 @@ static BeModule *vk_compile(const Kernels *k, const char *src, const BeOpts *o, 
 	IR_ASSERT(m);
 	m->k = k;
 	m->nk = k->nk;
-	if (vkrt_open(&m->r, why, sizeof why) || vkrt_device(&m->r, why, sizeof why)) {
+	if (session(&m->r, why, sizeof why)) {
 		diag_set(d, 3, "vulkan backend: %s", why);
 		vk_free(m);
 		return NULL;
@@ -703,7 +727,7 @@ static void vk_free(BeModule *m)
 		if (m->dsl)
 			r->DestroyDescriptorSetLayout(r->dev, m->dsl, NULL);
 	}
-	vkrt_close(r);
+	/* the device and the instance are the process's session's */
 	free(m->sm);
 	free(m->pipe);
 	free(m->chunk);

@@ -26,7 +26,8 @@ static const FlagSpec flags[] = {
 	{"specials", false, false, "         adversarial inputs also hold inf and NaN"},
 	{"input", true, true, "NAME=F   read input NAME from the .npy file F (repeatable)"},
 	{"size", true, true, "N=V      override a size (repeatable)"},
-	{"timeout", true, false, "S        seconds a worker may run (default 20)"},
+	{"timeout", true, false, "S        seconds a kernel may run, alloc to download (default 20)"},
+	{"compile-timeout", true, false, "S        seconds a worker may compile (default 120)"},
 	{"threads", true, false, "N        threads of the oracle and of the kernels (default 1)"},
 	{"max-exact", true, false, "N        outputs larger than N elements are sampled (default 1048576)"},
 	{"sample", true, false, "N        elements checked exactly in a sampled output (default 4096)"},
@@ -218,6 +219,16 @@ static int options(const Args *a, VfOpts *o, long long *nsched)
 		}
 	}
 	o->w.timeout_s = timeout;
+	const char *ct = cli_get(a, "compile-timeout");
+	if (ct) {
+		char *end;
+		o->w.compile_timeout_s = strtod(ct, &end);
+		if (*end || !(o->w.compile_timeout_s > 0) || o->w.compile_timeout_s > 86400) {
+			fprintf(stderr, "assay check: --compile-timeout expects seconds in (0, 86400], "
+				"got '%s'\n", ct);
+			return 2;
+		}
+	}
 	o->w.threads = (int)threads;
 	o->threads = (int)threads;
 	o->max_exact = max_exact;
@@ -276,8 +287,10 @@ int cmd_check(int argc, char **argv)
 	if (!sink.json)
 		printf("%-16s %-8s %-9s %-8s %-17s %12s %12s\n", "graph", "backend", "schedule",
 		       "output", "verdict", "max_ulp", "err/budget");
-	for (int i = 0; i < a.npos; i++)
+	o.w.pool = vf_pool_new();   /* one worker per backend for every graph and schedule */
+	for (int i = 0; i < a.npos && code < 3; i++)
 		code = worst(code, check_one(&a, a.pos[i], bs, nb, (int)nsched, &o));
+	vf_pool_free(o.w.pool);
 	if (!sink.json)
 		printf("%d results: %d pass, %d failing, %d unsupported\n", sink.n, sink.pass,
 		       sink.fail, sink.unsupported);

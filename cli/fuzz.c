@@ -132,7 +132,7 @@ static int replay(const Args *a)
 	Diag d = {0};
 	char *blob = NULL, *gtext = NULL;
 	FzRun r;
-	if (fz_settings_read(dir, &c, &d) || fz_case_run(&c, n, NULL, &blob, &r, &gtext, &d))
+	if (fz_settings_read(dir, &c, &d) || fz_case_run(&c, n, NULL, NULL, &blob, &r, &gtext, &d))
 		return cli_report(&d);
 	char *done = strstr(blob, "{\"done\":"), fails[4096] = "", st[16] = "";
 	fz_json_get(done, "fails", fails, sizeof fails);

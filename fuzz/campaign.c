@@ -39,7 +39,14 @@
 #include <unistd.h>
 #include "fuzz.h"
 
-enum { T_CASE = 1, T_REDUCE, T_SAVE, ITEM_MAX = 600, MAXJOBS = 64 };
+/* Tasks (parent to job) and replies (job to parent); T_ENV is a reply only: the environment
+ * failed under the task, whose text is the cause. */
+enum { T_CASE = 1, T_REDUCE, T_SAVE, T_ENV, ITEM_MAX = 600, MAXJOBS = 64 };
+/* The campaign's shared cache of compiled programs is trimmed to CACHE_LOW bytes when it
+ * passes CACHE_HIGH, checked every CACHE_EVERY cases. */
+enum { CACHE_EVERY = 25 };
+#define CACHE_HIGH ((int64_t)512 << 20)
+#define CACHE_LOW ((int64_t)384 << 20)
 
 typedef struct {
 	int kind;
@@ -108,7 +115,22 @@ typedef struct {
 	int64_t cases0;        /* cases in the log when this run started */
 	bool found;            /* until_failure: the failure it waits for was seen */
 	int found_ent;
+	char *cache;           /* DIR/cache: the compiled programs every job shares */
+	char *env;             /* the environment failed under a task: the cause (the campaign
+	                          stops, nothing recorded for that task) */
+	double last_new_s;     /* this run's time of its last new distinct failure (-1: none) */
 } Camp;
+
+/* SIGINT or SIGTERM received while a campaign runs (0: none): the loop stops, writes what
+ * is complete, the summary, and says how to resume. A second one ends the process. */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	if (interrupted)
+		_exit(128 + sig);
+	interrupted = sig;
+}
 
 static double now(void)
 {
@@ -170,33 +192,104 @@ static char *folder_of(const char *dir, const char *key)
 	return p;
 }
 
-/* Removes the plain files of a directory (a job's compiler cache between tasks). */
+/* Removes everything inside a directory (a job's private files between tasks: PoCL's
+ * program cache makes folders); the directory itself stays. */
 static void empty_dir(const char *path)
 {
 	DIR *dd = opendir(path);
 	struct dirent *e;
 	while (dd && (e = readdir(dd))) {
-		if (e->d_name[0] == '.')
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
 		char *f = fmt("%s/%s", path, e->d_name);
-		unlink(f);
+		struct stat st;
+		if (lstat(f, &st) == 0 && S_ISDIR(st.st_mode)) {
+			empty_dir(f);
+			rmdir(f);
+		} else {
+			unlink(f);
+		}
 		free(f);
 	}
 	if (dd)
 		closedir(dd);
 }
 
+typedef struct {
+	char *path;
+	int64_t bytes;
+	time_t mtime;
+} CFile;
+
+static int by_mtime(const void *a, const void *b)
+{
+	const CFile *x = a, *y = b;
+	return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
+}
+
+/* Trims the shared cache: past high bytes, the oldest files go until it holds low. A job
+ * that loses a file it was about to load rebuilds it (the caches verify what they load). */
+static void trim_cache(const char *path, int64_t high, int64_t low)
+{
+	DIR *dd = opendir(path);
+	struct dirent *e;
+	CFile *f = NULL;
+	size_t n = 0, cap = 0;
+	int64_t total = 0;
+	while (dd && (e = readdir(dd))) {
+		char *p = fmt("%s/%s", path, e->d_name);
+		struct stat st;
+		if (e->d_name[0] == '.' || lstat(p, &st) || !S_ISREG(st.st_mode)) {
+			free(p);
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			f = realloc(f, cap * sizeof *f);
+			IR_ASSERT(f);
+		}
+		f[n++] = (CFile){p, (int64_t)st.st_size, st.st_mtime};
+		total += (int64_t)st.st_size;
+	}
+	if (dd)
+		closedir(dd);
+	if (total > high) {
+		qsort(f, n, sizeof *f, by_mtime);
+		for (size_t i = 0; i < n && total > low; i++)
+			if (unlink(f[i].path) == 0)
+				total -= f[i].bytes;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(f[i].path);
+	free(f);
+}
+
 /* ------------------------------------------------------------------ the jobs' side */
 
-/* Case t->case_no: its log text; an error's graph is kept under DIR/errors. */
-static char *job_case(Camp *C, const Task *t, const char *cache)
+/* A reply that the environment failed (d's message): the task has no result. */
+static char *env_reply(Diag *d)
+{
+	char *r = fmt("%s", d->msg ? d->msg : "the environment failed\n");
+	diag_clear(d);
+	return r;
+}
+
+/* Case t->case_no: its log text; an error's graph is kept under DIR/errors. *kind gets
+ * T_ENV (and the text the cause) when the environment failed under the case. */
+static char *job_case(Camp *C, const Task *t, VfPool *pool, int *kind)
 {
 	char *blob = NULL, *gtext = NULL;
 	Diag d = {0};
-	if (fz_case_run(&C->c, t->case_no, cache, &blob, NULL, &gtext, &d)) {
+	if (fz_case_run(&C->c, t->case_no, C->cache, pool, &blob, NULL, &gtext, &d)) {
+		free(gtext);
+		if (d.env) {
+			*kind = T_ENV;
+			return env_reply(&d);
+		}
 		blob = fmt("{\"done\":%llu,\"status\":\"error\",\"error\":\"the case cannot be set "
 			   "up\",\"fails\":[]}\n", (unsigned long long)t->case_no);
 		diag_clear(&d);
+		return blob;
 	}
 	const char *done = strstr(blob, "{\"done\":");
 	char err[4096];
@@ -208,19 +301,25 @@ static char *job_case(Camp *C, const Task *t, const char *cache)
 			if (*p == '\n')
 				*p = ' ';
 		char *text = fmt("# %s\n%s", err, gtext);
-		if (vf_mkdirs(dir, &d) == 0)
-			fz_write_atomic(path, text, &d);
-		diag_clear(&d);
+		if (vf_mkdirs(dir, &d) || fz_write_atomic(path, text, &d))
+			*kind = d.env ? T_ENV : *kind;
 		free(text);
 		free(dir);
 		free(path);
+		if (*kind == T_ENV) {
+			free(blob);
+			free(gtext);
+			return env_reply(&d);
+		}
+		diag_clear(&d);
 	}
 	free(gtext);
 	return blob;
 }
 
-/* Reduces (or with T_SAVE only saves) the failure of t and writes its folder. */
-static char *job_reduce(Camp *C, const Task *t, const char *cache)
+/* Reduces (or with T_SAVE only saves) the failure of t and writes its folder. *kind gets
+ * T_ENV when the environment failed under it. */
+static char *job_reduce(Camp *C, const Task *t, VfPool *pool, int *kind)
 {
 	char key[ITEM_MAX], *at;
 	snprintf(key, sizeof key, "%s", t->item);
@@ -228,10 +327,11 @@ static char *job_reduce(Camp *C, const Task *t, const char *cache)
 	Diag d = {0};
 	FzRun r;
 	if (!(at = strrchr(key, '@')) || (*at = 0, fz_sig_parse(key, &s)) ||
-	    fz_case_setup(&C->c, t->case_no, cache, &r, &d)) {
+	    fz_case_setup(&C->c, t->case_no, C->cache, &r, &d)) {
 		diag_clear(&d);
 		return fmt("{\"reduced\":\"%s\",\"ok\":false}\n", key);
 	}
+	r.pool = pool;
 	snprintf(s.output, sizeof s.output, "%s", at + 1);
 	Graph *g = fz_gen(&C->c.gen, C->c.seed, t->case_no, &d);
 	if (!g) {
@@ -239,7 +339,6 @@ static char *job_reduce(Camp *C, const Task *t, const char *cache)
 		return fmt("{\"reduced\":\"%s\",\"ok\":false}\n", key);
 	}
 	FzReduceStats st = {0};
-	st.defs_before = st.defs_after = g->ndefs;
 	char *repro = NULL, *why = NULL;
 	if (t->kind == T_REDUCE && C->c.reduce) {
 		FzReduceOpts o = {r, C->c.reduce_tests, 0, NULL};
@@ -247,11 +346,17 @@ static char *job_reduce(Camp *C, const Task *t, const char *cache)
 			r.seed = st.seed;
 			r.dist = st.dist;
 			r.specials = st.specials;
+		} else if (d.env) {
+			ir_free(g);
+			*kind = T_ENV;
+			return env_reply(&d);
 		} else {
 			why = fmt("not reduced: %s", d.msg ? d.msg : "");
 		}
 		diag_clear(&d);
 	}
+	if (!repro)   /* unreduced: the repro is the case's graph, whole */
+		st.defs_before = st.defs_after = g->ndefs;
 	char *orig = ir_print(g);
 	if (!repro)
 		repro = strdup(orig);
@@ -265,10 +370,11 @@ static char *job_reduce(Camp *C, const Task *t, const char *cache)
 	char *header = fz_repro_header(&s, &r, st.defs_after, origin);
 	char *folder = folder_of(C->dir, key);
 	bool ok = fz_save_failure(folder, &s, repro, header, orig, &r, &d) == 0;
+	char *reply = d.env ? (*kind = T_ENV, env_reply(&d)) :
+		fmt("{\"reduced\":\"%s\",\"ok\":%s,\"defs\":%d,\"defs_before\":%d,\"tests\":%d,"
+		    "\"seconds\":%.3f}\n", key, ok ? "true" : "false", st.defs_after, st.defs_before,
+		    st.tests, st.seconds);
 	diag_clear(&d);
-	char *reply = fmt("{\"reduced\":\"%s\",\"ok\":%s,\"defs\":%d,\"defs_before\":%d,\"tests\":%d,"
-			  "\"seconds\":%.3f}\n", key, ok ? "true" : "false", st.defs_after,
-			  st.defs_before, st.tests, st.seconds);
 	free(folder);
 	free(header);
 	free(origin);
@@ -282,17 +388,32 @@ static char *job_reduce(Camp *C, const Task *t, const char *cache)
 static _Noreturn void job_main(Camp *C, Job *j)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* the parent answers Ctrl-C and SIGTERM for the campaign; a job ends when told */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_DFL);
+	/* PoCL keeps a program cache of its own: the job's private folder, emptied after each
+	 * task, unless the user placed it */
+	char *pocl = fmt("%s/pocl", j->cache);
+	if (!getenv("POCL_CACHE_DIR"))
+		setenv("POCL_CACHE_DIR", pocl, 1);
+	free(pocl);
+	VfPool *pool = vf_pool_new();
 	for (;;) {
 		Task t;
 		if (!read_full(j->to, &t, sizeof t))
-			_exit(0);
-		char *reply = t.kind == T_CASE ? job_case(C, &t, j->cache) : job_reduce(C, &t, j->cache);
+			break;
+		int kind = t.kind == T_SAVE ? T_REDUCE : t.kind;
+		char *reply = t.kind == T_CASE ? job_case(C, &t, pool, &kind) :
+						 job_reduce(C, &t, pool, &kind);
 		empty_dir(j->cache);
-		Reply h = {t.kind, t.case_no, (uint32_t)strlen(reply)};
-		if (!write_full(j->from, &h, sizeof h) || !write_full(j->from, reply, h.len))
-			_exit(0);
+		Reply h = {kind, t.case_no, (uint32_t)strlen(reply)};
+		bool sent = write_full(j->from, &h, sizeof h) && write_full(j->from, reply, h.len);
 		free(reply);
+		if (!sent)
+			break;
 	}
+	vf_pool_free(pool);
+	_exit(0);
 }
 
 /* ------------------------------------------------------------------ job control */
@@ -434,6 +555,7 @@ static void count_fail(Camp *C, uint64_t n, const char *item, bool live)
 	if (!live)
 		return;
 	write_count(C, e);
+	C->last_new_s = now() - C->t0;
 	/* measuring a seeded fault (until_failure): a failure it is not in is kept unreduced */
 	bool aside = C->c.until_failure && C->c.faults && !e->kill;
 	queue(C, aside ? T_SAVE : T_REDUCE, n, item);
@@ -515,7 +637,9 @@ static int log_case(Camp *C, char *blob, Diag *d)
 {
 	size_t len = strlen(blob);
 	if (!write_full(C->logfd, blob, len) || fsync(C->logfd)) {
-		diag_set(d, 3, "fuzz: cannot write %s/results.jsonl: %s", C->dir, strerror(errno));
+		int e = errno ? errno : ENOSPC;
+		diag_env(d, "fuzz: the environment failed: cannot write %s/results.jsonl: %s (the "
+			 "campaign stopped; a torn last case is cut by --resume)", C->dir, strerror(e));
 		return -1;
 	}
 	account(C, blob, len, true);
@@ -617,6 +741,21 @@ static int scan_log(Camp *C, Diag *d)
 
 /* ------------------------------------------------------------------ progress */
 
+static bool may_dispatch_case(Camp *C);
+
+/* What the campaign is doing, for the progress line. */
+static const char *stage_of(Camp *C)
+{
+	if (interrupted || C->env)
+		return "stopping";
+	if (may_dispatch_case(C) || C->next_case > C->next_write)
+		return "running";
+	return C->nrq > 0 ? "reducing" : "finishing";
+}
+
+/* The progress line: at most 79 columns (elapsed against the limit, the stage, cases and
+ * their rate, distinct failures, flaky records, errors, the time since the last new
+ * failure); redrawn on a terminal, a line every 10 s otherwise. */
 static void show_progress(Camp *C, bool final)
 {
 	if (!C->progress)
@@ -626,20 +765,22 @@ static void show_progress(Camp *C, bool final)
 		return;
 	C->last_progress = t;
 	const FzSummary *s = C->sum;
-	char line[1024], *p = line, *end = line + sizeof line;
+	char lim[32] = "", when[32] = "-", line[256];
+	if (C->c.seconds > 0)
+		snprintf(lim, sizeof lim, "/%.0fs", C->c.seconds);
+	if (C->last_new_s >= 0)
+		snprintf(when, sizeof when, "%.0fs ago", t - C->last_new_s);
 	double rate = t > 0 ? (double)(s->cases - C->cases0) / t : 0;
-	p += snprintf(p, (size_t)(end - p), "[%5.0fs] %lld cases (%.1f/s)", t, (long long)s->cases,
-		      rate);
-	for (int v = 0; v < V__COUNT && p < end; v++)
-		if (s->verdicts[v])
-			p += snprintf(p, (size_t)(end - p), " %s %lld", vf_verdict_name((Verdict)v),
-				      (long long)s->verdicts[v]);
-	if (p < end)
-		p += snprintf(p, (size_t)(end - p), " | errors %lld | distinct %d", (long long)s->errors,
-			      s->distinct);
-	for (int i = 0; i < C->nbs && p < end; i++)
-		p += snprintf(p, (size_t)(end - p), " | %s %lld/%lld failing", C->bs[i].name,
-			      (long long)C->bs[i].fails, (long long)C->bs[i].runs);
+	char cases[48];
+	if (C->c.cases > 0)
+		snprintf(cases, sizeof cases, "%lld/%lld cases", (long long)s->cases,
+			 (long long)C->c.cases);
+	else
+		snprintf(cases, sizeof cases, "%lld cases", (long long)s->cases);
+	snprintf(line, sizeof line, "[%4.0fs%s] %-9s %s %.1f/s | %d distinct %lld flaky %lld err | "
+		 "new %s", t, lim, stage_of(C), cases, rate, s->distinct,
+		 (long long)s->verdicts[V_FLAKY], (long long)s->errors, when);
+	line[79] = 0;
 	if (C->tty)
 		fprintf(C->progress, "\r%s\033[K%s", line, final ? "\n" : "");
 	else
@@ -785,6 +926,13 @@ static int job_read(Camp *C, int k, Diag *d)
 	text[h.len] = 0;
 	j->len = 0;
 	j->busy = false;
+	if (h.kind == T_ENV) {   /* the campaign stops; the task's case stays unrecorded */
+		if (!C->env)
+			C->env = text;
+		else
+			free(text);
+		return 0;
+	}
 	if (h.kind == T_CASE) {
 		pend(C, h.case_no, text);
 		return flush_in_order(C, d);
@@ -804,6 +952,8 @@ static int wait_jobs(Camp *C, Diag *d)
 		diag_set(d, 3, "fuzz: poll: %s", strerror(errno));
 		return -1;
 	}
+	if (n < 0)
+		n = 0;   /* a signal: the loop looks at `interrupted` */
 	for (int k = 0; n > 0 && k < C->njobs; k++)
 		if (pf[k].revents && job_read(C, k, d))
 			return -1;
@@ -826,15 +976,47 @@ static bool any_busy(const Camp *C)
 	return false;
 }
 
+/* Stops every job now: the cases in flight are lost (a resume runs them again), every
+ * case already written stays. */
+static void kill_jobs(Camp *C)
+{
+	for (int k = 0; k < C->njobs; k++)
+		if (C->jobs[k].pid > 0) {
+			kill(C->jobs[k].pid, SIGKILL);
+			job_stop(&C->jobs[k]);
+		}
+}
+
 static int loop(Camp *C, Diag *d)
 {
+	uint64_t trimmed = C->next_write;
 	for (;;) {
+		if (C->env) {
+			kill_jobs(C);
+			char *m = C->env;
+			size_t len = strlen(m);
+			while (len && m[len - 1] == '\n')
+				m[--len] = 0;
+			diag_env(d, "%s\nfuzz: the campaign stopped: %llu cases are in %s/results.jsonl; "
+				 "continue it with --resume %s once the cause is gone", m,
+				 (unsigned long long)C->next_write, C->dir, C->dir);
+			return -1;
+		}
+		if (interrupted) {
+			kill_jobs(C);
+			C->sum->interrupted = interrupted;
+			return 0;
+		}
 		if (dispatch(C, d))
 			return -1;
 		if (!any_busy(C) && C->nrq == 0)
 			return 0;
 		if (wait_jobs(C, d))
 			return -1;
+		if (C->next_write >= trimmed + CACHE_EVERY) {
+			trim_cache(C->cache, CACHE_HIGH, CACHE_LOW);
+			trimmed = C->next_write;
+		}
 		show_progress(C, false);
 	}
 }
@@ -849,10 +1031,10 @@ static int summary_write(Camp *C, Diag *d)
 	FILE *f = open_memstream(&buf, &len);
 	IR_ASSERT(f);
 	fprintf(f, "{\"cases\":%lld,\"records\":%lld,\"errors\":%lld,\"distinct\":%d,\"kills\":%d,"
-		"\"elapsed_s\":%.3f,\"first_fail_s\":%.3f,\"first_kill_s\":%.3f,"
+		"\"interrupted\":%s,\"elapsed_s\":%.3f,\"first_fail_s\":%.3f,\"first_kill_s\":%.3f,"
 		"\"first_kill_case\":%lld,\"kill_defs\":%d,\"kill_reduce_s\":%.3f,\"verdicts\":{",
 		(long long)s->cases, (long long)s->records, (long long)s->errors, s->distinct,
-		s->kills, s->elapsed_s, s->first_fail_s, s->first_kill_s,
+		s->kills, s->interrupted ? "true" : "false", s->elapsed_s, s->first_fail_s, s->first_kill_s,
 		(long long)s->first_kill_case, s->kill_defs, s->kill_reduce_s);
 	for (int v = 0; v < V__COUNT; v++)
 		fprintf(f, "%s\"%s\":%lld", v ? "," : "", vf_verdict_name((Verdict)v),
@@ -877,7 +1059,15 @@ static int summary_write(Camp *C, Diag *d)
 
 static void list_failures(Camp *C)
 {
-	if (!C->progress || C->nent == 0)
+	if (!C->progress)
+		return;
+	if (C->nbs > 0) {
+		fprintf(C->progress, "failing records per backend:");
+		for (int i = 0; i < C->nbs; i++)
+			fprintf(C->progress, " %s %lld/%lld%s", C->bs[i].name, (long long)C->bs[i].fails,
+				(long long)C->bs[i].runs, i + 1 < C->nbs ? "," : "\n");
+	}
+	if (C->nent == 0)
 		return;
 	fprintf(C->progress, "distinct failures (%d):\n", C->nent);
 	for (int i = 0; i < C->nent; i++) {
@@ -941,6 +1131,8 @@ static void camp_free(Camp *C)
 	free(C->pend);
 	free(C->ent);
 	free(C->rq);
+	free(C->cache);
+	free(C->env);
 	if (C->logfd >= 0)
 		close(C->logfd);
 }
@@ -961,9 +1153,15 @@ int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *pro
 	C.tty = progress && isatty(fileno(progress));
 	C.logfd = -1;
 	C.t0 = now();
+	C.last_new_s = -1;
+	C.cache = fmt("%s/cache", dir);
 	/* a job that dies closes its pipe: writing to it must be an error, not our death */
-	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old, on = {.sa_handler = on_signal},
+			 old_int, old_term;
 	sigaction(SIGPIPE, &ign, &old);
+	interrupted = 0;
+	sigaction(SIGINT, &on, &old_int);
+	sigaction(SIGTERM, &on, &old_term);
 	FzRun probe;
 	int rc = -1;
 	if (resume ? resume_settings(&C, c, d) : fresh_dir(&C, d))
@@ -980,6 +1178,8 @@ int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *pro
 		diag_set(d, 2, "cannot open %s/results.jsonl: %s", dir, strerror(errno));
 		goto out;
 	}
+	if (vf_mkdirs(C.cache, d))
+		goto out;
 	C.njobs = C.c.jobs < 1 ? 1 : C.c.jobs > MAXJOBS ? MAXJOBS : C.c.jobs;
 	for (int k = 0; k < C.njobs; k++)
 		if (job_start(&C, k, d))
@@ -997,5 +1197,7 @@ out:
 	}
 	camp_free(&C);
 	sigaction(SIGPIPE, &old, NULL);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
 	return rc;
 }

@@ -45,6 +45,7 @@ void fz_campaign_defaults(FzCampaign *c)
 	snprintf(c->backends, sizeof c->backends, "c");
 	snprintf(c->inputs, sizeof c->inputs, "mix");
 	c->timeout_s = 10;
+	c->compile_timeout_s = 60;
 	c->reduce = true;
 	c->reduce_tests = 300;
 	c->case_limit_s = 600;
@@ -74,8 +75,8 @@ int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
 	vf_json_str(f, c->inputs);
 	fputs(",\"faults\":", f);
 	vf_json_str(f, vf_faults_name(c->faults, faults, sizeof faults));
-	fprintf(f, ",\"hooks\":%u,\"timeout_s\":%.17g,\"reduce\":%s,\"reduce_tests\":%d", c->hooks,
-		c->timeout_s, c->reduce ? "true" : "false", c->reduce_tests);
+	fprintf(f, ",\"hooks\":%u,\"compile_timeout_s\":%.17g,\"timeout_s\":%.17g,\"reduce\":%s,\"reduce_tests\":%d", c->hooks,
+		c->compile_timeout_s, c->timeout_s, c->reduce ? "true" : "false", c->reduce_tests);
 	fprintf(f, ",\"until_failure\":%s,\"case_limit_s\":%.17g", c->until_failure ? "true" : "false",
 		c->case_limit_s);
 	const GenOpts *o = &c->gen;
@@ -141,6 +142,7 @@ int fz_settings_read(const char *dir, FzCampaign *c, Diag *d)
 	if (get_num(line, "jobs", &x)) c->jobs = (int)x;
 	if (get_num(line, "hooks", &x)) c->hooks = (unsigned)x;
 	if (get_num(line, "timeout_s", &x)) c->timeout_s = x;
+	if (get_num(line, "compile_timeout_s", &x)) c->compile_timeout_s = x;
 	if (get_num(line, "reduce_tests", &x)) c->reduce_tests = (int)x;
 	if (get_num(line, "case_limit_s", &x)) c->case_limit_s = x;
 	if (fz_json_get(line, "reduce", v, sizeof v)) c->reduce = strcmp(v, "true") == 0;
@@ -225,6 +227,7 @@ int fz_case_setup(const FzCampaign *c, uint64_t n, const char *cache_dir, FzRun 
 	r->faults = c->faults;
 	r->hooks = c->hooks;
 	r->timeout_s = c->timeout_s;
+	r->compile_timeout_s = c->compile_timeout_s;
 	r->cache_dir = cache_dir;
 	return 0;
 }
@@ -280,12 +283,14 @@ static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
 	fputs("}\n", f);
 }
 
-int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, char **blob,
-		FzRun *run, char **gtext, Diag *d)
+int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, VfPool *pool,
+		char **blob, FzRun *run, char **gtext, Diag *d)
 {
 	FzRun r;
+	*blob = NULL;
 	if (fz_case_setup(c, case_no, cache_dir, &r, d))
 		return -1;
+	r.pool = pool;
 	char *buf = NULL, extra[64], gname[64], *msg = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -298,6 +303,7 @@ int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, ch
 	FzSig *sigs = NULL;
 	CaseInfo ci = {0, 0, 0, NULL, gname};
 	Diag gd = {0};
+	bool env = false;
 	double t0 = now();
 	Graph *g = fz_gen(&c->gen, c->seed, case_no, &gd);
 	ci.gen_s = now() - t0;
@@ -310,19 +316,22 @@ int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, ch
 		if (gtext)
 			*gtext = ir_print(g);
 		t0 = now();
-		if (fz_check(g, &r, &res, &gd))
+		if (fz_check(g, &r, &res, &gd)) {
+			env = gd.env;
 			IR_ASSERT(asprintf(&msg, "the toolkit could not judge the case: %s",
 					   gd.msg ? gd.msg : "") >= 0);
+		}
 		ci.check_s = now() - t0;
 		t0 = now();
 		bool any = false;
 		for (int k = 0; !msg && k < res.n; k++)
 			any |= res.v[k].suspect;
-		if (any && fz_classify(g, &r, &res, &sigs, &gd))
+		if (any && fz_classify(g, &r, &res, &sigs, &gd)) {
+			env = gd.env;
 			IR_ASSERT(asprintf(&msg, "classification failed: %s", gd.msg ? gd.msg : "") >= 0);
+		}
 		ci.classify_s = now() - t0;
 	}
-	diag_clear(&gd);
 	ci.error = msg;
 	done_line(f, case_no, &r, &res, msg ? NULL : sigs, &ci);
 	fclose(f);
@@ -332,6 +341,12 @@ int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, ch
 	ir_free(g);
 	if (run)
 		*run = r;
+	if (env) {   /* the environment failed: no result to record */
+		free(buf);
+		*d = gd;
+		return -1;
+	}
+	diag_clear(&gd);
 	*blob = buf;
 	return 0;
 }

@@ -45,7 +45,8 @@ const char *fz_sig_key(const FzSig *s, char *buf, size_t n)
 		if (*p == ',')
 			*p = '+';
 	snprintf(buf, n, "%s/%s/%s/%s/%s", s->backend, vf_verdict_name(s->verdict),
-		 dt_name(s->dtype), *dirs ? dirs : "-", *faults ? faults : "-");
+		 s->dtype == DT_NONE ? "-" : dt_name(s->dtype), *dirs ? dirs : "-",
+		 *faults ? faults : "-");
 	return buf;
 }
 
@@ -76,8 +77,8 @@ int fz_sig_parse(const char *key, FzSig *s)
 	for (int v = 0; v < V__COUNT; v++)
 		if (strcmp(vf_verdict_name((Verdict)v), f[1]) == 0)
 			s->verdict = (Verdict)v;
-	s->dtype = dt_parse(f[2], strlen(f[2]));
-	if (s->verdict == V__COUNT || s->dtype == DT_NONE)
+	s->dtype = strcmp(f[2], "-") == 0 ? DT_NONE : dt_parse(f[2], strlen(f[2]));
+	if (s->verdict == V__COUNT || (s->dtype == DT_NONE && strcmp(f[2], "-")))
 		return -1;
 	for (char *p = f[3]; strcmp(f[3], "-") && *p;) {
 		size_t len = strcspn(p, "+");
@@ -155,23 +156,32 @@ static bool gone(const FzResult *res, const char *backend, const char *output, V
 	return true;
 }
 
-/* Checks g under r into res; a graph the toolkit cannot judge gives false (no error). */
-static bool check_quiet(const Graph *g, const FzRun *r, FzResult *res)
+/* Checks g under r into res: 1, or 0 for a graph the toolkit cannot judge (no error), or
+ * -1 with d when the environment failed (d->env: nothing about the graph may be concluded). */
+static int check_quiet(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 {
-	Diag d = {0};
+	Diag dd = {0};
 	memset(res, 0, sizeof *res);
-	bool ok = fz_check(g, r, res, &d) == 0;
-	diag_clear(&d);
-	return ok;
+	if (fz_check(g, r, res, &dd) == 0)
+		return 1;
+	fz_result_free(res);
+	if (dd.env) {
+		*d = dd;
+		return -1;
+	}
+	diag_clear(&dd);
+	return 0;
 }
 
 /* Marks in sigs the failures of res that go away under the variant (graph v, run vr):
- * bit in *field (dirs or faults) of each. */
-static void ablate(const Graph *v, const FzRun *vr, const FzResult *res, FzSig *sigs,
-		   bool faults, unsigned bit)
+ * bit in *field (dirs or faults) of each. -1 with d when the environment failed. */
+static int ablate(const Graph *v, const FzRun *vr, const FzResult *res, FzSig *sigs,
+		  bool faults, unsigned bit, Diag *d)
 {
 	FzResult a;
-	bool ok = v && check_quiet(v, vr, &a);
+	int ok = v ? check_quiet(v, vr, &a, d) : 0;
+	if (ok < 0)
+		return -1;
 	for (int k = 0; ok && k < res->n; k++) {
 		if (!res->v[k].suspect ||
 		    !gone(&a, res->v[k].backend, res->v[k].output, res->v[k].verdict))
@@ -183,30 +193,34 @@ static void ablate(const Graph *v, const FzRun *vr, const FzResult *res, FzSig *
 	}
 	if (ok)
 		fz_result_free(&a);
+	return 0;
 }
 
-static void classify_faults(const Graph *g, const FzRun *rb, const FzResult *res, FzSig *sigs)
+static int classify_faults(const Graph *g, const FzRun *rb, const FzResult *res, FzSig *sigs,
+			   Diag *d)
 {
 	unsigned all = rb->faults;
 	if (!all)
-		return;
+		return 0;
 	FzRun r0 = *rb;
 	r0.faults = 0;
-	ablate(g, &r0, res, sigs, true, all);
+	if (ablate(g, &r0, res, sigs, true, all, d))
+		return -1;
 	if (__builtin_popcount(all) < 2)
-		return;
+		return 0;
 	/* several faults on: a failure that goes away without one of them needs exactly those
 	 * (each found alone); one that needs none alone needs all of them jointly */
 	FzSig *one = calloc((size_t)res->n + 1, sizeof *one);
 	unsigned *need = calloc((size_t)res->n + 1, sizeof *need);
 	IR_ASSERT(one && need);
-	for (int b = 0; b < 32; b++) {
+	int rc = 0;
+	for (int b = 0; b < 32 && rc == 0; b++) {
 		if (!(all & (1u << b)))
 			continue;
 		memset(one, 0, (size_t)res->n * sizeof *one);
 		FzRun r1 = *rb;
 		r1.faults = all & ~(1u << b);
-		ablate(g, &r1, res, one, true, 1u << b);
+		rc = ablate(g, &r1, res, one, true, 1u << b, d);
 		for (int k = 0; k < res->n; k++)
 			need[k] |= one[k].faults;
 	}
@@ -215,6 +229,15 @@ static void classify_faults(const Graph *g, const FzRun *rb, const FzResult *res
 			sigs[k].faults = need[k];
 	free(one);
 	free(need);
+	return rc;
+}
+
+/* Crash, timeout, oob-write and compile-error are verdicts about a whole kernel: they
+ * repeat in every output's record, so their signature has no output format (one failure
+ * per case and kernel, not one per output). */
+static bool kernel_verdict(Verdict v)
+{
+	return v == V_CRASH || v == V_TIMEOUT || v == V_OOB_WRITE || v == V_COMPILE_ERROR;
 }
 
 int fz_classify(const Graph *g, const FzRun *r, const FzResult *res, FzSig **out, Diag *d)
@@ -225,48 +248,59 @@ int fz_classify(const Graph *g, const FzRun *r, const FzResult *res, FzSig **out
 		const FzVerdict *v = &res->v[k];
 		snprintf(sigs[k].backend, sizeof sigs[k].backend, "%s", v->backend);
 		snprintf(sigs[k].output, sizeof sigs[k].output, "%s", v->output);
-		sigs[k].dtype = v->dtype;
+		sigs[k].dtype = kernel_verdict(v->verdict) ? DT_NONE : v->dtype;
 		sigs[k].verdict = v->suspect ? v->verdict : V_PASS;
 	}
 	FzRun rb;
 	restrict_to(&rb, r, res, NULL);
+	int rc = 0;
 	if (rb.nbackends > 0) {
-		classify_faults(g, &rb, res, sigs);
+		rc = classify_faults(g, &rb, res, sigs, d);
 		unsigned kinds = fz_dir_kinds(g);
-		for (int kind = 0; kind < SD__COUNT; kind++) {
+		for (int kind = 0; rc == 0 && kind < SD__COUNT; kind++) {
 			if (!(kinds & (1u << kind)))
 				continue;
 			Diag dd = {0};
 			Graph *v = fz_without_dirs(g, 1u << kind, &dd);
 			diag_clear(&dd);
-			ablate(v, &rb, res, sigs, false, 1u << kind);
+			rc = ablate(v, &rb, res, sigs, false, 1u << kind, d);
 			ir_free(v);
 		}
 	}
+	if (rc) {
+		free(sigs);
+		return -1;
+	}
 	*out = sigs;
-	(void)d;
 	return 0;
 }
 
 int fz_holds(const Graph *g, const FzRun *r, const FzSig *s, bool *holds, Diag *d)
 {
 	*holds = false;
-	(void)d;
 	if ((fz_dir_kinds(g) & s->dirs) != s->dirs)
 		return 0;
 	FzResult none = {0}, res;
 	FzRun rb;
 	restrict_to(&rb, r, &none, s->backend);
-	if (rb.nbackends == 0 || !check_quiet(g, &rb, &res))
+	if (rb.nbackends == 0)
 		return 0;
-	int k = fz_result_find(&res, s->backend, s->output);
-	bool ok = k >= 0 && res.v[k].verdict == s->verdict && res.v[k].dtype == s->dtype;
-	fz_result_free(&res);
+	int ok = check_quiet(g, &rb, &res, d);
+	if (ok < 0)
+		return -1;
+	if (ok) {
+		int k = fz_result_find(&res, s->backend, s->output);
+		ok = k >= 0 && res.v[k].verdict == s->verdict &&
+		     (s->dtype == DT_NONE || res.v[k].dtype == s->dtype);
+		fz_result_free(&res);
+	}
 	if (ok && (s->faults || r->faults)) {
 		/* the implicated faults must matter; with none implicated, none may */
 		FzRun r1 = rb;
 		r1.faults = s->faults ? r->faults & ~s->faults : 0;
-		ok = check_quiet(g, &r1, &res);
+		ok = check_quiet(g, &r1, &res, d);
+		if (ok < 0)
+			return -1;
 		if (ok) {
 			bool g1 = gone(&res, s->backend, s->output, s->verdict);
 			ok = s->faults ? g1 : !g1;
@@ -279,12 +313,14 @@ int fz_holds(const Graph *g, const FzRun *r, const FzSig *s, bool *holds, Diag *
 		Diag dd = {0};
 		Graph *v = fz_without_dirs(g, 1u << kind, &dd);
 		diag_clear(&dd);
-		ok = v && check_quiet(v, &rb, &res);
+		ok = v ? check_quiet(v, &rb, &res, d) : 0;
+		ir_free(v);
+		if (ok < 0)
+			return -1;
 		if (ok) {
 			ok = gone(&res, s->backend, s->output, s->verdict);
 			fz_result_free(&res);
 		}
-		ir_free(v);
 	}
 	*holds = ok;
 	return 0;

@@ -135,8 +135,11 @@ typedef struct {
 	bool specials;           /* adversarial inputs also hold inf and NaN */
 	unsigned faults;         /* KF_* in effect */
 	unsigned hooks;          /* VF_HOOK_* (tests) */
-	double timeout_s;        /* per worker (<= 0: 20) */
-	const char *cache_dir;   /* the c backend's cache (NULL: its default) */
+	double timeout_s;        /* a worker's run limit (<= 0: 20) */
+	double compile_timeout_s; /* a worker's compile limit (<= 0: 120) */
+	const char *cache_dir;   /* the backends' cache (NULL: their default) */
+	VfPool *pool;            /* persistent workers of this process (NULL: a fresh worker per
+	                            run); borrowed */
 	const char *out_dir;     /* non-NULL: keep the check's files there (verify's -o layout:
 	                            inputs, oracle, kernel sources, outputs, results.jsonl) */
 } FzRun;
@@ -180,7 +183,9 @@ int fz_result_find(const FzResult *res, const char *backend, const char *output)
 typedef struct {
 	char backend[16];
 	Verdict verdict;
-	Dtype dtype;             /* the output's format */
+	Dtype dtype;             /* the output's format; DT_NONE ("-" in the key) for a verdict
+	                            about the whole kernel (crash, timeout, oob-write,
+	                            compile-error), which every output repeats */
 	char output[64];         /* the output's name: kept by the reducer; not in the key */
 	unsigned dirs;           /* 1 << DirKind of each implicated directive kind */
 	unsigned faults;         /* implicated KF_* */
@@ -195,13 +200,14 @@ int fz_sig_parse(const char *key, FzSig *s);
 /* The signature of every failing verdict of res (the check of g under r): sigs[k] for
  * res->v[k] (allocated here, res->n entries; entries of passing verdicts have verdict
  * V_PASS). One ablation run per directive kind present and one for the faults, each on
- * the backends that failed. 0, or -1 with d (the toolkit failed). */
+ * the backends that failed. 0, or -1 with d when the environment failed (d->env). */
 int fz_classify(const Graph *g, const FzRun *r, const FzResult *res, FzSig **sigs, Diag *d);
 
 /* Whether g fails under r with signature s: the s->backend verdict of output s->output is
  * s->verdict (and its format s->dtype); every implicated directive kind is present and
  * implicated; the implicated faults are (switching them off makes it go away), and with
- * s->faults == 0 the failure stays with every fault off. 0 with *holds, or -1 with d. */
+ * s->faults == 0 the failure stays with every fault off. 0 with *holds, or -1 with d when
+ * the environment failed (d->env: the question has no answer). */
 int fz_holds(const Graph *g, const FzRun *r, const FzSig *s, bool *holds, Diag *d);
 
 /* A copy of g (through its text) without the directives of the kinds in mask. */
@@ -272,7 +278,8 @@ typedef struct {
 	char inputs[32];         /* "mix" (every distribution, drawn per case) or one name */
 	unsigned faults;         /* KF_* (ASSAY_FAULT) */
 	unsigned hooks;          /* VF_HOOK_* (ASSAY_TEST_*) */
-	double timeout_s;        /* per worker */
+	double timeout_s;        /* a worker's run limit (alloc to download) */
+	double compile_timeout_s; /* a worker's compile limit (rewrite to compile) */
 	bool reduce;             /* reduce each new distinct failure */
 	int reduce_tests;        /* the reducer's max_tests */
 	bool until_failure;      /* stop at the first distinct failure (with faults on: the first
@@ -300,6 +307,7 @@ typedef struct {
 	int64_t first_kill_case;
 	int kill_defs;           /* definitions of the first kill's reduced repro (-1: none) */
 	double kill_reduce_s;
+	int interrupted;         /* the signal (SIGINT, SIGTERM) that stopped this run early, or 0 */
 } FzSummary;
 
 /* Runs (or with resume, continues) the campaign in directory dir: settings.json (written
@@ -323,12 +331,15 @@ int fz_run_backends(FzRun *r, const char *list, Diag *d);
  * borrowed). 0, or -1 with d (code 2: an unknown backend or distribution). */
 int fz_case_setup(const FzCampaign *c, uint64_t n, const char *cache_dir, FzRun *r, Diag *d);
 
-/* Case case_no of a campaign, run here as a job runs it (fuzz/case.c states its log text):
+/* Case case_no of a campaign, run here as a job runs it (fuzz/case.c states its log text),
+ * with the backends' cache in cache_dir and the persistent workers of pool (may be NULL):
  * *blob gets its log text (its records, then its done line; malloc'ed). The FzRun of the
  * case is stored in *run if non-NULL, and its graph's text in *gtext (malloc'ed) if
- * non-NULL. 0, or -1 with d when the case cannot even be set up (an unknown backend). */
-int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, char **blob,
-		FzRun *run, char **gtext, Diag *d);
+ * non-NULL. 0, or -1 with d when the case cannot even be set up (an unknown backend) or
+ * the environment failed under it (d->env: the case has no result and must not be
+ * recorded; *blob is NULL). */
+int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, VfPool *pool,
+		char **blob, FzRun *run, char **gtext, Diag *d);
 
 /* The value of member key in a JSON line as text (a string unescaped, anything else as
  * written), in buf; false when absent. For the fuzzer's own files. */

@@ -90,7 +90,9 @@ int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 		goto out_inputs;
 	Sink s = {res, false, ""};
 	VfOpts vo = {
-		.w = {r->timeout_s, 1, r->cache_dir, r->faults, r->hooks},
+		.w = {.timeout_s = r->timeout_s, .compile_timeout_s = r->compile_timeout_s,
+		      .threads = 1, .cache_dir = r->cache_dir, .faults = r->faults, .hooks = r->hooks,
+		      .pool = r->pool},
 		.threads = 1, .seed = r->seed, .dist = dist_name(r->dist), .out_dir = r->out_dir,
 		.sink = sink, .ctx = &s,
 	};

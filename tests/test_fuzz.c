@@ -344,7 +344,7 @@ START_TEST(replay_is_the_case)
 	ck_assert_str_eq(back.backends, c.backends);
 	for (uint64_t n = 0; n < 5; n += 2) {
 		char *blob = NULL;
-		ck_assert_int_eq(fz_case_run(&back, n, cache(), &blob, NULL, NULL, &d), 0);
+		ck_assert_int_eq(fz_case_run(&back, n, cache(), NULL, &blob, NULL, NULL, &d), 0);
 		/* the case's lines, as the log has them */
 		char path[512];
 		snprintf(path, sizeof path, "%s/one.jsonl", a);

@@ -10,7 +10,12 @@
  */
 #include <float.h>
 #include <math.h>
+#include <errno.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -376,6 +381,14 @@ typedef struct {
 	const char *out_dir;
 } Run;
 
+/* What a test sets beside its Run (each test runs in a process of its own). */
+static struct {
+	double compile_timeout;
+	VfPool *pool;
+	bool no_confirm;
+	const char *cache;      /* the backends' cache (NULL: cache_dir()) */
+} extra;
+
 /* Checks a graph on the c backend; fills got and returns vf_check's value. */
 static int run(const Run *r, Got *got)
 {
@@ -395,7 +408,8 @@ static int run(const Run *r, Got *got)
 	const Backend *b = be_find("c");
 	memset(got, 0, sizeof *got);
 	VfOpts o = {
-		.w = {r->timeout, 1, cache_dir(), r->faults, r->hooks},
+		.w = {r->timeout, 1, extra.cache ? extra.cache : cache_dir(), r->faults, r->hooks,
+		      extra.compile_timeout, extra.pool, extra.no_confirm},
 		.threads = 1, .max_exact = r->max_exact, .nsample = r->nsample, .seed = 1,
 		.dist = "normal", .out_dir = r->out_dir,
 		.budget = r->real_budget ? NULL : local_budget, .sink = collect, .ctx = got,
@@ -461,7 +475,7 @@ static const struct {
 	{{affine_src, "", 0, 0, 0, 0, false, 0, 0, NULL}, "ASSAY_TEST_OOB", 1, V_OOB_WRITE,
 	 "past its end"},
 	{{affine_src, "", 1, 0, VF_HOOK_HANG, 1.0, false, 0, 0, NULL}, NULL, 2, V_TIMEOUT,
-	 "no result after 1 s"},
+	 "past the run limit of 4 s"},
 	{{affine_src, "", 0, 0, VF_HOOK_NAN, 0, false, 0, 0, NULL}, NULL, 1, V_SPECIAL_MISMATCH,
 	 "nan against the oracle's"},
 };
@@ -534,6 +548,175 @@ START_TEST(source_override)
 	expect_all(&got, 1, V_OVER_BUDGET, NULL);
 	run(&r, &got);
 	expect_all(&got, 1, V_PASS, NULL);
+}
+END_TEST
+
+/* A crash or a hang is re-run alone, in a fresh worker, with 4x the limits: one that does
+ * not come back is flaky (not a failure), one that does is confirmed; no_confirm reports
+ * the first run as it is. */
+START_TEST(crash_and_timeout_confirmed)
+{
+	Got got;
+	char once[600];
+	snprintf(once, sizeof once, "%s/once-%ld", cache_dir(), (long)getpid());
+	mkdir(cache_dir(), 0777);
+	setenv("ASSAY_TEST_ONCE", once, 1);
+	unlink(once);
+	Run r = {affine_src, "", 0, 0, VF_HOOK_CRASH, 0, false, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 1, V_FLAKY, "the first run crashed (killed by SIGSEGV");
+	ck_assert(!vf_verdict_fails(V_FLAKY));
+	unlink(once);
+	Run h = {affine_src, "", 0, 0, VF_HOOK_HANG, 0.5, false, 0, 0, NULL};
+	run(&h, &got);
+	expect_all(&got, 1, V_FLAKY, "the first run timed out (the kernel ran past the run limit "
+		   "of 0.5 s");
+	unlink(once);
+	unsetenv("ASSAY_TEST_ONCE");
+	run(&r, &got);
+	expect_all(&got, 1, V_CRASH, "confirmed: a re-run alone with 4x the limits did the same");
+	extra.no_confirm = true;
+	run(&r, &got);
+	expect_all(&got, 1, V_CRASH, "SIGSEGV");
+	ck_assert_msg(!strstr(got.reason[0], "confirmed"), "%s", got.reason[0]);
+}
+END_TEST
+
+/* The compile limit and the run limit are apart: a compiler that takes 1.5 s passes under
+ * a 0.5 s run limit, and times out under a 0.5 s compile limit, which says so. */
+START_TEST(compile_and_run_limits)
+{
+	Got got;
+	char path[600], cache[600], cmd[700];
+	snprintf(path, sizeof path, "%s/slow-cc-%ld", cache_dir(), (long)getpid());
+	snprintf(cache, sizeof cache, "%s/slow-cache-%ld", cache_dir(), (long)getpid());
+	mkdir(cache_dir(), 0777);
+	mkdir(cache, 0777);
+	fake_cc(path, "[ \"$1\" = --version ] && exec cc \"$@\"\nsleep 1.5\nexec cc \"$@\"");
+	setenv("CC", path, 1);
+	extra.cache = cache;
+	extra.no_confirm = true;
+	extra.compile_timeout = 30;
+	Run r = {affine_src, "", 0, 0, 0, 0.5, false, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+	snprintf(cmd, sizeof cmd, "rm -f %s/c-*", cache);
+	ck_assert_int_eq(system(cmd), 0);
+	extra.compile_timeout = 0.5;
+	Run c = {affine_src, "", 0, 0, 0, 30, false, 0, 0, NULL};
+	run(&c, &got);
+	expect_all(&got, 1, V_TIMEOUT, "no result after 0.5 s of compiling (the compile limit");
+	unsetenv("CC");
+	unlink(path);
+}
+END_TEST
+
+/* A pool keeps one worker per backend across runs; a run whose kernel crashed leaves no
+ * damage behind (the next run, in a new worker, passes). */
+START_TEST(persistent_workers)
+{
+	Got got;
+	VfPool *p = vf_pool_new();
+	extra.pool = p;
+	Run r = {affine_src, "", 2, 0, 0, 0, false, 0, 0, NULL};
+	for (int i = 0; i < 3; i++) {
+		run(&r, &got);
+		expect_all(&got, 3, V_PASS, NULL);
+	}
+	VfPoolStats st = vf_pool_stats(p);
+	ck_assert_int_eq(st.runs, 9);
+	ck_assert_int_eq(st.started, 1);
+	Run c = r;
+	c.nsampled = 0;
+	c.hooks = VF_HOOK_CRASH;
+	extra.no_confirm = true;
+	run(&c, &got);
+	extra.no_confirm = false;
+	expect_all(&got, 1, V_CRASH, "SIGSEGV");
+	run(&r, &got);
+	expect_all(&got, 3, V_PASS, NULL);
+	st = vf_pool_stats(p);
+	ck_assert_int_eq(st.runs, 13);
+	ck_assert_int_eq(st.started, 2);
+	vf_pool_free(p);
+}
+END_TEST
+
+/* A cached shared object that does not match its seal (here: truncated) is rebuilt, never
+ * loaded. */
+START_TEST(corrupt_cache_rebuilt)
+{
+	Got got;
+	char cache[600], cmd[1400];
+	snprintf(cache, sizeof cache, "%s/trunc-cache-%ld", cache_dir(), (long)getpid());
+	mkdir(cache_dir(), 0777);
+	snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", cache, cache);
+	ck_assert_int_eq(system(cmd), 0);
+	extra.cache = cache;
+	Run r = {affine_src, "", 0, 0, 0, 0, false, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+	snprintf(cmd, sizeof cmd, "for f in %s/c-*.so; do truncate -s 100 \"$f\"; done", cache);
+	ck_assert_int_eq(system(cmd), 0);
+	run(&r, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+	snprintf(cmd, sizeof cmd, "for f in %s/c-*.so; do [ $(stat -c %%s \"$f\") -gt 100 ] || "
+		 "exit 1; done", cache);
+	ck_assert_msg(system(cmd) == 0, "the truncated object was not rebuilt");
+	snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* A full disk under the cache is the environment failing: vf_check stops with an env
+ * Diag (exit 3), and no record says anything about the kernel. Needs a tmpfs of its own
+ * (a private mount namespace); without the privilege the test says so and fails. */
+START_TEST(full_disk_is_environment)
+{
+	char dir[600];
+	snprintf(dir, sizeof dir, "%s/full-%ld", cache_dir(), (long)getpid());
+	mkdir(cache_dir(), 0777);
+	mkdir(dir, 0777);
+	if (unshare(CLONE_NEWNS) || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", dir, "tmpfs", 0, "size=256k")) {
+		ck_abort_msg("full_disk_is_environment needs a tmpfs of its own (mount namespaces, "
+			     "root): %s", strerror(errno));
+	}
+	char fill[700];
+	snprintf(fill, sizeof fill, "%s/fill", dir);
+	FILE *f = fopen(fill, "w");
+	ck_assert_ptr_nonnull(f);
+	static char block[4096];
+	while (fwrite(block, 1, sizeof block, f) == sizeof block && fflush(f) == 0)
+		;
+	fclose(f);
+	Diag d = {0};
+	Graph *g = tu_parse(affine_src);
+	VfSched *sc;
+	int ns, failed;
+	ck_assert_int_eq(vf_sched_list(g, "default", 1, 0, &sc, &ns, &d), 0);
+	HostTensor *in = calloc((size_t)ir_ninputs(g) + 1, sizeof *in);
+	InputSpec spec = {DIST_NORMAL, 1, false};
+	ck_assert_int_eq(mp_make_inputs(g, &spec, NULL, in, &d), 0);
+	const Backend *b = be_find("c");
+	Got got = {0};
+	VfOpts o = {.w = {20, 1, dir, 0, 0}, .threads = 1, .seed = 1, .dist = "normal",
+		    .budget = local_budget, .sink = collect, .ctx = &got};
+	ck_assert_int_eq(vf_check(g, in, &b, 1, sc, ns, &o, &failed, &d), -1);
+	ck_assert_msg(d.env && d.code == 3, "code %d env %d: %s", d.code, d.env, d.msg);
+	ck_assert_msg(strstr(d.msg, "No space left on device") && strstr(d.msg, dir), "%s", d.msg);
+	ck_assert_int_eq(got.n, 0);
+	diag_clear(&d);
+	/* space again: the same check passes */
+	unlink(fill);
+	ck_assert_int_eq(vf_check(g, in, &b, 1, sc, ns, &o, &failed, &d), 0);
+	ck_assert_int_eq(got.n, 1);
+	ck_assert_int_eq(got.v[0], V_PASS);
+	vf_sched_list_free(sc, ns);
+	for (int k = 0; k < ir_ninputs(g); k++)
+		ht_free(&in[k]);
+	free(in);
+	ir_free(g);
 }
 END_TEST
 
@@ -743,6 +926,11 @@ static Suite *suite(void)
 	tcase_add_test(w, clean_run_passes);
 	tcase_add_loop_test(w, failure_kinds, 0, (int)ARRAY_LEN(kinds));
 	tcase_add_test(w, compile_failure_and_unavailable);
+	tcase_add_test(w, crash_and_timeout_confirmed);
+	tcase_add_test(w, compile_and_run_limits);
+	tcase_add_test(w, persistent_workers);
+	tcase_add_test(w, corrupt_cache_rebuilt);
+	tcase_add_test(w, full_disk_is_environment);
 	tcase_add_test(w, source_override);
 	tcase_add_test(w, sampled_outputs);
 	tcase_add_test(w, records_and_files);

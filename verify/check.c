@@ -555,6 +555,24 @@ static Verdict verdict_of(WorkerStatus s)
 	return t[s];
 }
 
+/* A crash or timeout of the first run that its confirming re-run did not repeat: the
+ * reason of a record judged on the re-run's outputs. */
+static void rerun_note(const WorkerResult *w, char *buf, size_t n)
+{
+	size_t len = strlen(buf);
+	if (!w->rerun || len >= n)
+		return;
+	const char *what = w->first_status == WK_TIMEOUT ? "timed out" : "crashed";
+	if (w->status == w->first_status)
+		snprintf(buf + len, n - len, " (confirmed: a re-run alone with %gx the limits did the "
+			 "same; the first run: %.300s)", w->confirm_factor,
+			 w->first_reason ? w->first_reason : "");
+	else
+		snprintf(buf + len, n - len, "%sthe first run %s (%.300s), a re-run alone with %gx the "
+			 "limits finished in %.3g s", len ? "; " : "", what,
+			 w->first_reason ? w->first_reason : "", w->confirm_factor, w->wall_s);
+}
+
 /* Sends one record per output; w is NULL for a backend that is not available (why). */
 static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, const WorkerResult *w,
 			const HostTensor *budgets, uint8_t *const *ties, double budget_s,
@@ -585,11 +603,16 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, const Worke
 		}
 		if (w && w->status == WK_OK) {
 			judge(c, k, &w->outs[k], &budgets[k], ties[k], &r, reason, sizeof reason);
+			/* the first run crashed or timed out, the re-run alone passed */
+			if (w->rerun && r.verdict == V_PASS)
+				r.verdict = V_FLAKY;
 		} else {
 			r.verdict = w ? verdict_of(w->status) : V_UNSUPPORTED;
 			snprintf(reason, sizeof reason, "%s", w ? (w->reason ? w->reason : "") : why);
 			r.sampled = c->orc.idx[k] != NULL;
 		}
+		if (w)
+			rerun_note(w, reason, sizeof reason);
 		c->failed += vf_verdict_fails(r.verdict);
 		if (c->o->sink)
 			c->o->sink(c->o->ctx, &r);

@@ -151,8 +151,10 @@ int64_t vf_red_len(const Graph *g, int output);
  * element past the end of a guarded buffer the worker adds to the program (the backend's
  * own buffers cannot be reached through the Backend interface), found by the same guard
  * check; ASSAY_TEST_NAN=1 poisons element 0 of every real output with a NaN after
- * download. One more is a debugging switch: ASSAY_NO_REWRITE=1 lowers the graph as
- * written, without the compiler's rewrite rules (rw_compile). */
+ * download. ASSAY_TEST_ONCE=FILE makes the crash and the hang happen only in the run that
+ * creates FILE (the first), so the confirming re-run finishes: a flaky kernel. One more is
+ * a debugging switch: ASSAY_NO_REWRITE=1 lowers the graph as written, without the
+ * compiler's rewrite rules (rw_compile). */
 enum {
 	VF_HOOK_CRASH = 1 << 0,
 	VF_HOOK_HANG = 1 << 1,
@@ -174,23 +176,55 @@ typedef struct {
 	bool rewritten;      /* the worker ran the rewrite (rw_compile) to its end */
 	RwStats rules;       /* then its counters (names from rw_rules) */
 	bool cache_hit;
+	int signal;          /* WK_CRASH by a signal: its number, else 0 */
+	bool timed_out_compiling;   /* WK_TIMEOUT: under the compile limit (else the run limit) */
 	double compile_s, launch_s, wall_s;
+	/* Confirmation: the first run crashed or timed out, and this result is the re-run's,
+	 * alone in a fresh worker with confirm_factor times the limits (vf_worker_run). */
+	bool rerun;
+	WorkerStatus first_status;
+	char *first_reason;  /* malloc'ed */
+	double first_wall_s, confirm_factor;
 } WorkerResult;
 
+/* Persistent workers (worker.c): one live worker process per backend, reused run after
+ * run, so a backend's context (OpenCL, Vulkan, CUDA, the WGSL helper) is made once. A pool
+ * belongs to the process that made it; a child made by fork must make its own. */
+typedef struct VfPool VfPool;
+
 typedef struct {
-	double timeout_s;    /* <= 0: 20 */
+	int64_t runs;        /* runs served by the pool's workers */
+	int64_t started;     /* workers started (the first of each backend, and replacements) */
+} VfPoolStats;
+
+VfPool *vf_pool_new(void);
+/* Stops every worker of p (no-op for NULL). */
+void vf_pool_free(VfPool *p);
+VfPoolStats vf_pool_stats(const VfPool *p);
+
+typedef struct {
+	double timeout_s;    /* the run limit: alloc, upload, launch, guards, download (<= 0: 20) */
 	int threads;         /* backend threads */
 	const char *cache_dir;
 	unsigned faults;     /* LowerOpts.faults (KF_*) */
 	unsigned hooks;      /* VF_HOOK_* */
+	double compile_timeout_s;   /* the compile limit: rewrite, lowering, emit, compile
+	                               (<= 0: 120) */
+	VfPool *pool;        /* persistent workers; NULL: a fresh worker process for each run */
+	bool no_confirm;     /* report a crash or timeout of the first run as it is (tests of the
+	                        mechanism; never for a verdict a user reads) */
 } WorkerOpts;
 
-/* Runs g under s on backend b in a forked worker process (its own process group):
- * rewrite (rw_compile, unless VF_HOOK_NO_REWRITE; the schedule of g applies to the
- * rewritten graph, which keeps g's definitions), lower, emit, compile, alloc, upload,
- * launch, guards, download. Returns 0 with r filled (any
- * status), or -1 with d when the worker could not be started at all (code 3). The caller
- * frees r with vf_worker_free. Call it with no other threads running (fork). */
+/* Runs g under s on backend b in a worker process (its own process group): rewrite
+ * (rw_compile, unless VF_HOOK_NO_REWRITE; the schedule of g applies to the rewritten
+ * graph, which keeps g's definitions), lower, emit, compile, alloc, upload, launch,
+ * guards, download, under the compile and run limits of o. A crash or timeout is re-run
+ * alone in a fresh worker with longer limits before it stands (r->rerun: the result is the
+ * re-run's). Returns 0 with r filled (any status), or -1 with d when the run says nothing
+ * about the kernel: the worker could not be started, or the environment failed (d->env: a
+ * compile error or crash after which the cache directory or $TMPDIR no longer takes a
+ * file; a worker killed from outside). The caller frees r with vf_worker_free. Call it
+ * with no other threads running (fork). */
 int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
 		  const HostTensor *inputs, const WorkerOpts *o, WorkerResult *r, Diag *d);
 void vf_worker_free(const Graph *g, WorkerResult *r);

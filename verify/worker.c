@@ -1,25 +1,56 @@
-/* verify/worker.c: one (backend, schedule) run in an isolated worker process.
+/* verify/worker.c: one (backend, schedule) run in an isolated worker process, the pool of
+ * persistent workers that keeps a backend's context alive across runs, the confirmation of
+ * crashes and timeouts, and the line between a kernel's failure and the environment's.
  *
- * The caller has computed the oracle (of the graph as written); then it forks. The worker
- * rewrites the graph (rw_compile: the rewrite is part of the compiler under test, so a
- * rewrite that crashes is a crash of the case), lowers the rewritten graph, emits
- * the kernel source, compiles, allocates, uploads, launches, checks the guard regions and
- * downloads every output, writing what it gets into a shared anonymous mapping: a small
- * header (the stage reached, the outcome, a message, timings, the rules the rewrite
- * fired), the outputs in their dtypes, and the source. The parent waits with a deadline:
- * - the worker finished: its outcome (ok, compile-error, unsupported, oob-write, or a
- *   crash it reported itself: a runtime error the oracle did not see);
+ * A run. The caller has computed the oracle (of the graph as written). The run travels to
+ * a worker process in one shared mapping (a memfd, passed over a socket): the graph as
+ * canonical text (ir_print; its round trip leaves every emitted kernel unchanged), the
+ * schedule's DefSched array, the inputs, and room for the answer: the stage reached with
+ * the time each stage began, the outcome, a message, timings, the rules the rewrite fired,
+ * the outputs in their dtypes and the kernel source. The worker rewrites the graph
+ * (rw_compile: a rewrite that crashes is a crash of the case), lowers it, emits, compiles,
+ * allocates, uploads, launches, checks the guard regions and downloads every output. The
+ * parent waits with two limits: the compile limit covers rewrite, lowering, emission and
+ * the backend's compile; the run limit starts with alloc and covers upload, launch, guards
+ * and download (a driver that compiles lazily at the first launch, as PoCL does, counts
+ * there). Outcomes:
+ * - the worker answered: ok, compile-error, unsupported, oob-write, or a crash it reported
+ *   itself (a runtime error the oracle did not see);
  * - it died of a signal: crash, with the signal's name and the stage it was in;
- * - it outlived the deadline: timeout; its whole process group is killed (the worker
- *   makes itself a group leader, so a C compiler it started dies with it).
- * Invariants: the worker never returns into the caller's code (it leaves by _exit, so no
- * stdio buffer is flushed twice and no atexit handler runs); it dies with its parent
- * (PR_SET_PDEATHSIG); it dumps no core. The parent must have no other threads when it
- * forks (the oracle's threads are joined before vf_worker_run is called).
+ * - it outlived a limit: timeout; its whole process group is killed (a C compiler or the
+ *   WGSL helper it started dies with it).
+ *
+ * Persistent workers (the AFL forkserver idea, without the fork: device contexts do not
+ * survive one). With WorkerOpts.pool, a worker per backend stays alive between runs: the
+ * OpenCL context, the Vulkan device, the CUDA context and the Node/Dawn helper are made
+ * once, and each run frees only its own program and buffers. A worker that crashed or
+ * timed out is gone (the next run starts a fresh one); one whose kernel wrote out of bounds
+ * or failed at run time, or that has served SERVER_RUNS runs, is retired, so a kernel's
+ * damage (a CUDA context left unusable by a fault) cannot reach another run.
+ * Without a pool, a fresh worker serves the one run and exits.
+ *
+ * Confirmation (spec/cli.md v2). A crash or a timeout counts only once a re-run of the same
+ * kernel alone, in a fresh worker, with CONFIRM_FACTOR times the limits, gives it again; a
+ * re-run that finishes is what is judged, and the caller records it as flaky when it
+ * passes (WorkerResult.first_status says what the first run did). The fresh worker also
+ * settles a crash that a damaged persistent worker might have caused.
+ *
+ * The environment. A run that fails to compile or crashes is followed by a probe of the
+ * directories a run writes to (the cache directory and $TMPDIR): if they no longer take a
+ * file (a full disk, a read-only or vanished directory), the failure is the environment's,
+ * not the kernel's, and vf_worker_run returns -1 with an env Diag instead of a verdict. So
+ * does a worker that cannot be started (fork, memory, descriptors) and one killed from
+ * outside (SIGKILL we did not send, twice: the system's out-of-memory killer).
+ *
+ * Invariants: a worker never returns into the caller's code (it leaves by _exit); it dies
+ * with its parent (PR_SET_PDEATHSIG); it dumps no core; it is the leader of its own process
+ * group. The parent must have no other threads when it starts a worker (fork).
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,12 +59,19 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "verify.h"
 
-enum { SRC_CAP = 16 << 20, MSG_CAP = 16384, CANARY_GUARD = 64, CANARY_BYTE = 0xa5 };
+enum {
+	SRC_CAP = 16 << 20, MSG_CAP = 16384, MAXIO = 64, CANARY_GUARD = 64, CANARY_BYTE = 0xa5,
+	SERVER_RUNS = 200, MAXSERVERS = 16, PROBE_BYTES = 1 << 20,
+};
+#define CONFIRM_FACTOR 4.0
+#define MAGIC 0x61737361795f7275ull   /* "assay_ru" */
 
 typedef enum {
 	ST_START, ST_REWRITE, ST_LOWER, ST_EMIT, ST_COMPILE, ST_ALLOC, ST_UPLOAD, ST_LAUNCH,
@@ -48,9 +86,28 @@ static const char *const stage_names[ST__COUNT] = {
 };
 _Static_assert(ARRAY_LEN(stage_names) == ST__COUNT, "one name per stage");
 
-/* The head of the shared mapping; the outputs follow at out_off[k], the source at src_off. */
 typedef struct {
+	int dtype, rank;
+	int64_t dims[IR_MAXRANK], n;
+} InMeta;
+
+/* The head of a run's mapping: the request (written by the parent), then the answer
+ * (written by the worker). The graph's text, its file name, the schedule, the inputs, the
+ * outputs and the source follow at their offsets. */
+typedef struct {
+	uint64_t magic;
+	uint64_t id;              /* the run's number: the worker's answer repeats it */
+	size_t size;
+	unsigned faults, hooks;
+	int threads;
+	char cache_dir[4096];
+	int ndefs, ninputs, noutputs;
+	size_t text_off, text_len, file_off, sched_off, src_off;
+	size_t in_off[MAXIO], out_off[MAXIO];
+	InMeta in[MAXIO];
+	/* the answer */
 	volatile int stage;
+	volatile double t_stage[ST__COUNT];
 	volatile int done;        /* the worker wrote its outcome */
 	int status;               /* WorkerStatus */
 	bool cache_hit;
@@ -60,13 +117,6 @@ typedef struct {
 	size_t src_len;
 	char msg[MSG_CAP];
 } Shm;
-
-typedef struct {
-	Shm *h;
-	unsigned char *base;
-	size_t size, src_off;
-	size_t out_off[64];
-} Region;
 
 static double now(void)
 {
@@ -81,32 +131,12 @@ static size_t out_bytes(const Graph *g, int k)
 	return (size_t)ir_tensor_count(g, o->tensor) * (size_t)dt_info(o->dtype)->bytes;
 }
 
-static int region_map(const Graph *g, Region *r, Diag *d)
+static size_t up64(size_t n)
 {
-	if (g->noutputs > (int)ARRAY_LEN(r->out_off)) {
-		diag_set(d, 3, "verify: a graph of %d outputs (at most %zu)", g->noutputs,
-			 ARRAY_LEN(r->out_off));
-		return -1;
-	}
-	size_t off = (sizeof(Shm) + 63) & ~(size_t)63;
-	for (int k = 0; k < g->noutputs; k++) {
-		r->out_off[k] = off;
-		off += (out_bytes(g, k) + 63) & ~(size_t)63;
-	}
-	r->src_off = off;
-	r->size = off + SRC_CAP;
-	void *p = mmap(NULL, r->size, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED) {
-		diag_set(d, 3, "verify: cannot map %zu bytes for a worker: %s", r->size, strerror(errno));
-		return -1;
-	}
-	r->base = p;
-	r->h = p;
-	return 0;
+	return (n + 63) & ~(size_t)63;
 }
 
-/* ------------------------------------------------------------ the worker */
+/* ------------------------------------------------------------ the worker's side */
 
 static int finish(Shm *h, WorkerStatus st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -120,6 +150,12 @@ static int finish(Shm *h, WorkerStatus st, const char *fmt, ...)
 	h->status = st;
 	h->done = 1;
 	return 0;
+}
+
+static void stage(Shm *h, Stage s)
+{
+	h->t_stage[s] = now();
+	h->stage = s;
 }
 
 static const char *msg_of(const Diag *d)
@@ -153,29 +189,44 @@ static void poison_nan(HostTensor *t)
 static int prepare(const Backend *b, const Graph *g, const HostTensor *in, BeModule *m, Shm *h)
 {
 	Diag d = {0};
-	h->stage = ST_ALLOC;
-	if (b->alloc(m, &d))   /* code 2: a limit of the device the backend states */
-		return finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_CRASH,
-			      "the backend failed in alloc: %s", msg_of(&d)), -1;
-	h->stage = ST_UPLOAD;
-	for (int i = 0; i < ir_ninputs(g); i++)
-		if (b->upload(m, ir_input_tensor(g, i), &in[i], &d))
-			return finish(h, WK_CRASH, "the backend failed in upload: %s", msg_of(&d)), -1;
-	return 0;
+	stage(h, ST_ALLOC);
+	int rc = 0;
+	if (b->alloc(m, &d)) {   /* code 2: a limit of the device the backend states */
+		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_CRASH, "the backend failed in alloc: %s",
+		       msg_of(&d));
+		rc = -1;
+	}
+	if (rc == 0)
+		stage(h, ST_UPLOAD);
+	for (int i = 0; rc == 0 && i < ir_ninputs(g); i++)
+		if (b->upload(m, ir_input_tensor(g, i), &in[i], &d)) {
+			finish(h, WK_CRASH, "the backend failed in upload: %s", msg_of(&d));
+			rc = -1;
+		}
+	diag_clear(&d);
+	return rc;
 }
 
-static void launch_and_fetch(const Backend *b, const Graph *g, BeModule *m, const Region *r,
-			     unsigned hooks)
+static void launch_and_fetch(const Backend *b, const Graph *g, BeModule *m, Shm *h,
+			     unsigned char *base)
 {
-	Shm *h = r->h;
 	Diag d = {0};
-	h->stage = ST_LAUNCH;
-	/* the hooks stand for a kernel that crashes or never ends */
-	if (hooks & VF_HOOK_CRASH) {
+	stage(h, ST_LAUNCH);
+	/* the hooks stand for a kernel that crashes or never ends (with ASSAY_TEST_ONCE, only
+	 * in the run that creates its file: a flaky one) */
+	const char *once = getenv("ASSAY_TEST_ONCE");
+	if ((h->hooks & (VF_HOOK_CRASH | VF_HOOK_HANG)) && once && *once) {
+		int fd = open(once, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0)
+			h->hooks &= ~(unsigned)(VF_HOOK_CRASH | VF_HOOK_HANG);
+		else
+			close(fd);
+	}
+	if (h->hooks & VF_HOOK_CRASH) {
 		signal(SIGSEGV, SIG_DFL);   /* past a sanitizer's handler, as a plain build dies */
 		raise(SIGSEGV);
 	}
-	if (hooks & VF_HOOK_HANG)
+	if (h->hooks & VF_HOOK_HANG)
 		for (volatile unsigned long spin = 0;; spin++)
 			;
 	double t0 = now();
@@ -183,47 +234,49 @@ static void launch_and_fetch(const Backend *b, const Graph *g, BeModule *m, cons
 		finish(h, WK_CRASH, "%s: %s", d.code == 2 ?
 		       "the kernel reported a runtime error the oracle did not" :
 		       "the backend failed in launch", msg_of(&d));
-		return;
+		goto out;
 	}
 	h->launch_s = now() - t0;
-	h->stage = ST_GUARDS;
+	stage(h, ST_GUARDS);
 	if (b->guards(m, &d)) {
 		finish(h, WK_OOB, "%s", msg_of(&d));
-		return;
+		goto out;
 	}
-	int past = (hooks & VF_HOOK_OOB) ? canary_write() : -1;
+	int past = (h->hooks & VF_HOOK_OOB) ? canary_write() : -1;
 	if (past >= 0) {
 		finish(h, WK_OOB, "a write outside buffer ASSAY_TEST_OOB-canary (past its end, %d bytes "
 		       "from its end)", past);
-		return;
+		goto out;
 	}
-	h->stage = ST_DOWNLOAD;
+	stage(h, ST_DOWNLOAD);
 	for (int k = 0; k < g->noutputs; k++) {
 		HostTensor t = {0};
 		if (b->download(m, g->outputs[k].tensor, g->outputs[k].dtype, &t, &d)) {
 			finish(h, WK_CRASH, "the backend failed in download: %s", msg_of(&d));
-			return;
+			goto out;
 		}
-		if (hooks & VF_HOOK_NAN)
+		if (h->hooks & VF_HOOK_NAN)
 			poison_nan(&t);
-		memcpy(r->base + r->out_off[k], t.data, out_bytes(g, k));
+		memcpy(base + h->out_off[k], t.data, out_bytes(g, k));
 		ht_free(&t);
 	}
-	h->stage = ST_DONE;
+	stage(h, ST_DONE);
 	finish(h, WK_OK, "%s", "");
+out:
+	diag_clear(&d);
 }
 
 /* The graph the backend compiles: g rewritten by rw_compile (its counters into h), or g
  * itself under VF_HOOK_NO_REWRITE. NULL when the rewrite broke the definitions the
  * schedule names (never, by rw_simplify's contract: checked, not trusted). */
-static const Graph *rewrite(const Graph *g, const WorkerOpts *o, Shm *h)
+static Graph *rewrite(Graph *g, Shm *h)
 {
-	if (o->hooks & VF_HOOK_NO_REWRITE)
+	if (h->hooks & VF_HOOK_NO_REWRITE)
 		return g;
-	h->stage = ST_REWRITE;
+	stage(h, ST_REWRITE);
 	RwStats st;
 	memset(&st, 0, sizeof st);
-	Graph *rg = rw_compile(g, o->faults, &st);
+	Graph *rg = rw_compile(g, h->faults, &st);
 	for (int i = 0; i < st.nrules && i < RW_MAXRULES; i++) {
 		h->rw_tried[i] = st.tried[i];
 		h->rw_fired[i] = st.fired[i];
@@ -232,84 +285,367 @@ static const Graph *rewrite(const Graph *g, const WorkerOpts *o, Shm *h)
 	if (rg->ndefs != g->ndefs || rg->ntensors != g->ntensors || rg->noutputs != g->noutputs) {
 		finish(h, WK_COMPILE_ERROR, "the rewrite changed the graph's definitions (%d -> %d), "
 		       "tensors or outputs: the schedule does not apply", g->ndefs, rg->ndefs);
+		ir_free(rg);
 		return NULL;
 	}
-	return rg;   /* not freed: the process ends with the case */
+	return rg;
 }
 
-static void worker(const Backend *b, const Graph *g0, const Schedule *s, const HostTensor *in,
-		   const WorkerOpts *o, const Region *r)
+/* $ASSAY_SOURCE_<BACKEND> (e.g. ASSAY_SOURCE_VULKAN): a file compiled in place of the
+ * emitted program, for bisecting a driver's miscompile by hand-edited variants of it.
+ * Returns the text to compile (src itself, or the file's, src freed); NULL when the file
+ * cannot be read (src freed, h finished). */
+static char *source_override(const Backend *b, char *src, Shm *h)
 {
-	Shm *h = r->h;
-	Diag d = {0};
-	const Graph *g = rewrite(g0, o, h);
-	if (!g)
-		return;
-	h->stage = ST_LOWER;
-	LowerOpts lo = {o->faults};
-	Kernels *k = kir_lower(g, s, &lo, &d);
-	if (!k) {
-		/* the compiler declining a legal schedule (code 2: a limit it states) is
-		 * unsupported; anything else is its failure */
-		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
-		return;
-	}
-	h->stage = ST_EMIT;
-	/* a backend declining what its language or device cannot express says so with code 2
-	 * (unsupported, with the reason); its other failures are compile errors */
-	char *src = b->emit(k, &d);
-	if (!src) {
-		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
-		return;
-	}
-	/* $ASSAY_SOURCE_<BACKEND> (e.g. ASSAY_SOURCE_VULKAN): a file compiled in place of the
-	 * emitted program, for bisecting a driver's miscompile by hand-edited variants of it */
 	char var[64] = "ASSAY_SOURCE_";
 	for (const char *p = b->name; *p && strlen(var) < sizeof var - 1; p++)
 		var[strlen(var) + 1] = 0, var[strlen(var)] = (char)toupper((unsigned char)*p);
 	const char *alt = getenv(var);
-	if (alt && *alt) {
-		size_t len;
-		char *text = be_read_file(alt, &len);
-		if (!text) {
-			finish(h, WK_COMPILE_ERROR, "%s=%s: cannot read it", var, alt);
-			free(src);
-			return;
-		}
-		free(src);
-		src = text;
+	if (!alt || !*alt)
+		return src;
+	free(src);
+	size_t len;
+	char *text = be_read_file(alt, &len);
+	if (!text)
+		finish(h, WK_COMPILE_ERROR, "%s=%s: cannot read it", var, alt);
+	return text;
+}
+
+/* One run, from the request in the mapping at base; everything it makes is freed. */
+static void serve(const Backend *b, unsigned char *base)
+{
+	Shm *h = (Shm *)base;
+	Diag d = {0};
+	stage(h, ST_START);
+	Graph *g0 = ir_parse((const char *)base + h->text_off, h->text_len,
+			     (const char *)base + h->file_off, NULL, 0, &d);
+	if (!g0 || g0->ndefs != h->ndefs || ir_ninputs(g0) != h->ninputs ||
+	    g0->noutputs != h->noutputs) {
+		finish(h, WK_CRASH, "the worker could not read the graph back (a toolkit bug): %s",
+		       g0 ? "its definitions, inputs or outputs differ" : msg_of(&d));
+		ir_free(g0);
+		diag_clear(&d);
+		return;
 	}
+	HostTensor in[MAXIO];
+	for (int i = 0; i < h->ninputs; i++) {
+		in[i] = (HostTensor){.dtype = (Dtype)h->in[i].dtype, .rank = h->in[i].rank,
+				     .n = h->in[i].n, .data = base + h->in_off[i]};
+		memcpy(in[i].dims, h->in[i].dims, sizeof in[i].dims);
+	}
+	Schedule s = {h->ndefs, (DefSched *)(base + h->sched_off)};
+	Graph *g = rewrite(g0, h);
+	Kernels *k = NULL;
+	char *src = NULL;
+	BeModule *m = NULL;
+	if (!g)
+		goto out;
+	stage(h, ST_LOWER);
+	LowerOpts lo = {h->faults};
+	if (!(k = kir_lower(g, &s, &lo, &d))) {
+		/* the compiler declining a legal schedule (code 2: a limit it states) is
+		 * unsupported; anything else is its failure */
+		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
+		goto out;
+	}
+	stage(h, ST_EMIT);
+	/* a backend declining what its language or device cannot express says so with code 2
+	 * (unsupported, with the reason); its other failures are compile errors */
+	if (!(src = b->emit(k, &d))) {
+		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
+		goto out;
+	}
+	if (!(src = source_override(b, src, h)))
+		goto out;
 	size_t n = strlen(src);
 	h->src_len = n < SRC_CAP ? n : SRC_CAP;
-	memcpy(r->base + r->src_off, src, h->src_len);
-	h->stage = ST_COMPILE;
-	BeOpts bo = {o->threads, o->cache_dir};
+	memcpy(base + h->src_off, src, h->src_len);
+	stage(h, ST_COMPILE);
+	BeOpts bo = {h->threads, h->cache_dir[0] ? h->cache_dir : NULL};
 	BeStats st = {0};
-	BeModule *m = b->compile(k, src, &bo, &st, &d);
-	free(src);
+	m = b->compile(k, src, &bo, &st, &d);
 	h->compile_s = st.compile_s;
 	h->cache_hit = st.cache_hit;
 	if (!m) {
 		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
-		return;
+		goto out;
 	}
 	if (prepare(b, g, in, m, h) == 0)
-		launch_and_fetch(b, g, m, r, o->hooks);
-	/* no cleanup: the process ends here */
+		launch_and_fetch(b, g, m, h, base);
+out:
+	if (m)
+		b->free(m);
+	free(src);
+	kir_free(k);
+	if (g && g != g0)
+		ir_free(g);
+	ir_free(g0);
+	diag_clear(&d);
 }
 
-static _Noreturn void worker_main(const Backend *b, const Graph *g, const Schedule *s,
-				  const HostTensor *in, const WorkerOpts *o, const Region *r)
+/* Receives one descriptor over sock; -1 at the end of the parent's requests. */
+static int recv_fd(int sock)
+{
+	char byte;
+	struct iovec iov = {&byte, 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof u.buf};
+	for (;;) {
+		ssize_t r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		if (!c || c->cmsg_type != SCM_RIGHTS)
+			return -1;
+		int fd;
+		memcpy(&fd, CMSG_DATA(c), sizeof fd);
+		return fd;
+	}
+}
+
+static _Noreturn void server_main(const Backend *b, int sock)
 {
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	struct rlimit no_core = {0, 0};
 	setrlimit(RLIMIT_CORE, &no_core);
-	worker(b, g, s, in, o, r);
-	_exit(0);
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		int fd = recv_fd(sock);
+		if (fd < 0)
+			_exit(0);
+		struct stat sb;
+		void *p = fstat(fd, &sb) == 0 && sb.st_size > (off_t)sizeof(Shm) ?
+			mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) :
+			MAP_FAILED;
+		close(fd);
+		if (p == MAP_FAILED)
+			_exit(2);   /* the parent sees a worker that died without a result */
+		uint64_t id = ((Shm *)p)->id;
+		if (((Shm *)p)->magic == MAGIC)
+			serve(b, p);
+		munmap(p, (size_t)sb.st_size);
+		if (send(sock, &id, sizeof id, MSG_NOSIGNAL) != (ssize_t)sizeof id)
+			_exit(0);
+	}
 }
 
-/* ------------------------------------------------------------ the parent */
+/* ------------------------------------------------------------ the pool */
+
+typedef struct {
+	const Backend *b;
+	pid_t pid;
+	int sock;
+	int runs;
+} Server;
+
+struct VfPool {
+	pid_t owner;          /* the process whose servers these are */
+	Server s[MAXSERVERS];
+	int n;
+	VfPoolStats st;
+};
+
+VfPool *vf_pool_new(void)
+{
+	VfPool *p = calloc(1, sizeof *p);
+	IR_ASSERT(p);
+	p->owner = getpid();
+	return p;
+}
+
+static void server_stop(Server *sv, bool kill_it)
+{
+	if (sv->pid <= 0)
+		return;
+	close(sv->sock);   /* a live worker reads the end of its requests and exits */
+	if (kill_it)
+		kill(-sv->pid, SIGKILL);
+	int st;
+	while (waitpid(sv->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	sv->pid = 0;
+	sv->sock = -1;
+}
+
+void vf_pool_free(VfPool *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->n && p->owner == getpid(); i++)
+		server_stop(&p->s[i], false);
+	free(p);
+}
+
+VfPoolStats vf_pool_stats(const VfPool *p)
+{
+	VfPoolStats z = {0};
+	return p ? p->st : z;
+}
+
+/* Starts a worker for b into sv (the descriptors of every other server in pool closed in
+ * the child). 0, or -1 with d (env: the machine cannot start a process). */
+static int server_start(const Backend *b, Server *sv, const VfPool *pool, Diag *d)
+{
+	if (b->warm) {   /* once per backend and process: every worker after this inherits it */
+		static const Backend *warmed[MAXSERVERS];
+		size_t i = 0;
+		while (i < ARRAY_LEN(warmed) && warmed[i] && warmed[i] != b)
+			i++;
+		if (i < ARRAY_LEN(warmed) && !warmed[i]) {
+			warmed[i] = b;
+			b->warm();
+		}
+	}
+	int sv2[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv2)) {
+		diag_env(d, "verify: cannot make a socket for a worker: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		diag_env(d, "verify: cannot fork a worker: %s", strerror(errno));
+		close(sv2[0]);
+		close(sv2[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(sv2[0]);
+		for (int i = 0; pool && i < pool->n; i++)
+			if (pool->s[i].pid > 0)
+				close(pool->s[i].sock);
+		server_main(b, sv2[1]);
+	}
+	close(sv2[1]);
+	setpgid(pid, pid);   /* as the worker does: whichever runs first wins the race */
+	*sv = (Server){b, pid, sv2[0], 0};
+	return 0;
+}
+
+/* The pool's live server for b, started if need be; NULL with d. */
+static Server *pool_server(VfPool *p, const Backend *b, Diag *d)
+{
+	Server *sv = NULL;
+	for (int i = 0; i < p->n && !sv; i++)
+		if (p->s[i].b == b)
+			sv = &p->s[i];
+	if (!sv) {
+		if (p->n == MAXSERVERS) {
+			diag_set(d, 3, "verify: more than %d backends in one pool", MAXSERVERS);
+			return NULL;
+		}
+		sv = &p->s[p->n++];
+		*sv = (Server){b, 0, -1, 0};
+	}
+	if (sv->pid > 0) {   /* a worker that died between runs is reaped and replaced */
+		int st;
+		if (waitpid(sv->pid, &st, WNOHANG) == sv->pid) {
+			close(sv->sock);
+			sv->pid = 0;
+		}
+	}
+	if (sv->pid <= 0) {
+		if (server_start(b, sv, p, d))
+			return NULL;
+		p->st.started++;
+	}
+	return sv;
+}
+
+/* ------------------------------------------------------------ the parent's side */
+
+typedef struct {
+	int fd;
+	unsigned char *base;
+	size_t size;
+	Shm *h;
+} Region;
+
+/* Makes the run's mapping and writes the request. 0, or -1 with d. */
+static int region_make(const Graph *g, const Schedule *s, const HostTensor *in,
+		       const WorkerOpts *o, Region *r, Diag *d)
+{
+	int ni = ir_ninputs(g);
+	if (g->noutputs > MAXIO || ni > MAXIO) {
+		diag_set(d, 3, "verify: a graph of %d inputs and %d outputs (at most %d each)", ni,
+			 g->noutputs, MAXIO);
+		return -1;
+	}
+	char *text = ir_print(g);
+	const char *file = g->file ? g->file : "graph";
+	size_t tlen = strlen(text), off = up64(sizeof(Shm));
+	size_t text_off = off;
+	off = up64(off + tlen + 1);
+	size_t file_off = off;
+	off = up64(off + strlen(file) + 1);
+	size_t sched_off = off;
+	off = up64(off + (size_t)s->ndefs * sizeof(DefSched));
+	size_t in_off[MAXIO], out_off[MAXIO];
+	for (int i = 0; i < ni; i++) {
+		in_off[i] = off;
+		off = up64(off + (size_t)in[i].n * (size_t)dt_info(in[i].dtype)->bytes);
+	}
+	for (int k = 0; k < g->noutputs; k++) {
+		out_off[k] = off;
+		off = up64(off + out_bytes(g, k));
+	}
+	size_t src_off = off;
+	r->size = off + SRC_CAP;
+	r->fd = memfd_create("assay-run", MFD_CLOEXEC);
+	if (r->fd < 0 || ftruncate(r->fd, (off_t)r->size) ||
+	    (r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0)) ==
+		    MAP_FAILED) {
+		diag_env(d, "verify: cannot map %zu bytes for a worker: %s", r->size, strerror(errno));
+		if (r->fd >= 0)
+			close(r->fd);
+		free(text);
+		return -1;
+	}
+	Shm *h = r->h = (Shm *)r->base;
+	static uint64_t runs;
+	h->magic = MAGIC;
+	h->id = ((uint64_t)getpid() << 32) ^ ++runs;
+	h->size = r->size;
+	h->faults = o->faults;
+	h->hooks = o->hooks;
+	h->threads = o->threads;
+	snprintf(h->cache_dir, sizeof h->cache_dir, "%s", o->cache_dir ? o->cache_dir : "");
+	h->ndefs = s->ndefs;
+	h->ninputs = ni;
+	h->noutputs = g->noutputs;
+	h->text_off = text_off;
+	h->text_len = tlen;
+	h->file_off = file_off;
+	h->sched_off = sched_off;
+	h->src_off = src_off;
+	memcpy(r->base + text_off, text, tlen + 1);
+	memcpy(r->base + file_off, file, strlen(file) + 1);
+	memcpy(r->base + sched_off, s->defs, (size_t)s->ndefs * sizeof(DefSched));
+	for (int i = 0; i < ni; i++) {
+		h->in_off[i] = in_off[i];
+		h->in[i] = (InMeta){in[i].dtype, in[i].rank, {0}, in[i].n};
+		memcpy(h->in[i].dims, in[i].dims, sizeof h->in[i].dims);
+		memcpy(r->base + in_off[i], in[i].data,
+		       (size_t)in[i].n * (size_t)dt_info(in[i].dtype)->bytes);
+	}
+	for (int k = 0; k < g->noutputs; k++)
+		h->out_off[k] = out_off[k];
+	free(text);
+	return 0;
+}
+
+static void region_free(Region *r)
+{
+	munmap(r->base, r->size);
+	close(r->fd);
+}
 
 static const char *signal_name(int sig)
 {
@@ -317,7 +653,7 @@ static const char *signal_name(int sig)
 		{SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"}, {SIGILL, "SIGILL"},
 		{SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"},
 		{SIGTRAP, "SIGTRAP"}, {SIGSYS, "SIGSYS"}, {SIGPIPE, "SIGPIPE"},
-		{SIGXCPU, "SIGXCPU"}, {SIGINT, "SIGINT"},
+		{SIGXCPU, "SIGXCPU"}, {SIGINT, "SIGINT"}, {SIGXFSZ, "SIGXFSZ"},
 	};
 	for (size_t i = 0; i < ARRAY_LEN(t); i++)
 		if (t[i].sig == sig)
@@ -339,19 +675,27 @@ static char *strdup_fmt(const char *fmt, ...)
 	return s;
 }
 
-/* Waits for pid until the deadline; true when it ended (not yet reaped). */
-static bool wait_until(pid_t pid, double deadline)
+static int send_fd(int sock, int fd)
 {
-	long nap = 200000;   /* ns, doubling up to 20 ms */
+	char byte = 0;
+	struct iovec iov = {&byte, 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof u.buf};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
 	for (;;) {
-		siginfo_t si = {0};
-		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
-			return true;
-		if (now() >= deadline)
-			return false;
-		struct timespec ts = {0, nap};
-		nanosleep(&ts, NULL);
-		nap = nap * 2 > 20000000 ? 20000000 : nap * 2;
+		ssize_t w = sendmsg(sock, &mh, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		return w == 1 ? 0 : -1;
 	}
 }
 
@@ -368,16 +712,24 @@ static void rules_of(const Shm *h, WorkerResult *res)
 	}
 }
 
-static void collect(const Graph *g, const Region *r, int status, WorkerResult *res)
+static const char *stage_of(const Shm *h)
+{
+	int st = h->stage;
+	return stage_names[st >= 0 && st < ST__COUNT ? st : 0];
+}
+
+/* The outcome of a worker that answered (died: false) or died with status. */
+static void collect(const Graph *g, const Region *r, bool died, int status, WorkerResult *res)
 {
 	const Shm *h = r->h;
-	const char *stage = stage_names[h->stage >= 0 && h->stage < ST__COUNT ? h->stage : 0];
-	if (WIFSIGNALED(status)) {
+	const char *stage = stage_of(h);
+	if (died && WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 		res->status = WK_CRASH;
+		res->signal = sig;
 		res->reason = strdup_fmt("killed by %s (%s) during %s", signal_name(sig),
 					 strsignal(sig), stage);
-	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !h->done) {
+	} else if (died || !h->done) {
 		res->status = WK_CRASH;
 		res->reason = strdup_fmt("the worker exited with status %d during %s without a result",
 					 WIFEXITED(status) ? WEXITSTATUS(status) : -1, stage);
@@ -387,10 +739,10 @@ static void collect(const Graph *g, const Region *r, int status, WorkerResult *r
 	}
 	res->cache_hit = h->cache_hit;
 	res->compile_s = h->compile_s;
-	rules_of(h, res);
 	res->launch_s = h->launch_s;
+	rules_of(h, res);
 	if (h->src_len)
-		res->source = strdup_fmt("%.*s", (int)h->src_len, (const char *)r->base + r->src_off);
+		res->source = strdup_fmt("%.*s", (int)h->src_len, (const char *)r->base + h->src_off);
 	if (res->status != WK_OK)
 		return;
 	res->outs = calloc((size_t)g->noutputs + 1, sizeof *res->outs);
@@ -401,58 +753,225 @@ static void collect(const Graph *g, const Region *r, int status, WorkerResult *r
 		for (int i = 0; i < T->rank; i++)
 			dims[i] = T->dims[i].value;
 		IR_ASSERT(ht_alloc(&res->outs[k], g->outputs[k].dtype, T->rank, dims) == 0);
-		memcpy(res->outs[k].data, r->base + r->out_off[k], out_bytes(g, k));
+		memcpy(res->outs[k].data, r->base + h->out_off[k], out_bytes(g, k));
 	}
+}
+
+static double limit_of(double x, double dflt)
+{
+	return x > 0 ? x : dflt;
+}
+
+/* Waits for sv's answer to the request in r under the limits (compile: from t0; run: from
+ * the start of alloc). Fills res. The worker is gone afterwards unless it answered. */
+static void await(Server *sv, const Graph *g, const Region *r, double t0, double climit,
+		  double rlimit, WorkerResult *res)
+{
+	Shm *h = r->h;
+	for (;;) {
+		double t = now();
+		bool compiling = h->stage < ST_ALLOC;
+		double deadline = compiling ? t0 + climit : h->t_stage[ST_ALLOC] + rlimit;
+		if (t >= deadline) {
+			kill(-sv->pid, SIGKILL);
+			server_stop(sv, true);
+			res->status = WK_TIMEOUT;
+			res->timed_out_compiling = compiling;
+			rules_of(h, res);
+			res->reason = compiling ?
+				strdup_fmt("no result after %g s of compiling (the compile limit; the "
+					   "worker was in %s)", climit, stage_of(h)) :
+				strdup_fmt("the kernel ran past the run limit of %g s (the worker was in "
+					   "%s)", rlimit, stage_of(h));
+			if (h->src_len)
+				res->source = strdup_fmt("%.*s", (int)h->src_len,
+							 (const char *)r->base + h->src_off);
+			return;
+		}
+		double left = deadline - t;
+		struct pollfd pf = {sv->sock, POLLIN, 0};
+		int n = poll(&pf, 1, left > 0.05 ? 50 : (int)(left * 1000) + 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			continue;
+		uint64_t id = 0;
+		ssize_t got = (pf.revents & POLLIN) ? recv(sv->sock, &id, sizeof id, MSG_DONTWAIT) : 0;
+		if (got == (ssize_t)sizeof id && id != h->id)
+			continue;   /* the answer to a run someone else abandoned (a reducer's child) */
+		if (got == (ssize_t)sizeof id) {
+			collect(g, r, false, 0, res);
+			return;
+		}
+		if (got < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		/* the worker died: reap it for its status */
+		int status = 0;
+		close(sv->sock);
+		while (waitpid(sv->pid, &status, 0) < 0 && errno == EINTR)
+			;
+		sv->pid = 0;
+		sv->sock = -1;
+		collect(g, r, true, status, res);
+		return;
+	}
+}
+
+/* A live worker of a pool this process did not make (a reducer's child borrows its
+ * parent's): used as it is, never started, stopped or counted here; NULL if none. */
+static Server *borrow(VfPool *p, const Backend *b, Server *copy)
+{
+	for (int i = 0; p && i < p->n; i++)
+		if (p->s[i].b == b && p->s[i].pid > 0 && kill(p->s[i].pid, 0) == 0) {
+			*copy = p->s[i];
+			return copy;
+		}
+	return NULL;
+}
+
+/* One run: in pool's worker for b (a fresh one when pool is NULL), limits scaled by
+ * factor. 0 with r filled, or -1 with d. */
+static int run_once(const Backend *b, const Graph *g, const Schedule *s,
+		    const HostTensor *inputs, const WorkerOpts *o, VfPool *pool, double factor,
+		    WorkerResult *r, Diag *d)
+{
+	memset(r, 0, sizeof *r);
+	bool own = pool && pool->owner == getpid();
+	Region reg;
+	if (region_make(g, s, inputs, o, &reg, d))
+		return -1;
+	Server one = {b, 0, -1, 0}, *sv = own ? pool_server(pool, b, d) : borrow(pool, b, &one);
+	bool borrowed = !own && sv;
+	if (!own && !sv)
+		sv = server_start(b, &one, NULL, d) ? NULL : &one;
+	if (!sv) {
+		region_free(&reg);
+		return -1;
+	}
+	double t0 = now();
+	if (send_fd(sv->sock, reg.fd)) {
+		/* a worker that died while idle: one more try with a fresh one */
+		if (!borrowed)
+			server_stop(sv, true);
+		else
+			sv = &one;
+		borrowed = false;
+		if (server_start(b, sv, own ? pool : NULL, d)) {
+			region_free(&reg);
+			return -1;
+		}
+		if (own)
+			pool->st.started++;
+		t0 = now();
+		if (send_fd(sv->sock, reg.fd)) {
+			diag_env(d, "verify: cannot send a run to a %s worker: %s", b->name,
+				 strerror(errno));
+			server_stop(sv, true);
+			region_free(&reg);
+			return -1;
+		}
+	}
+	double climit = factor * limit_of(o->compile_timeout_s, 120);
+	double rlimit = factor * limit_of(o->timeout_s, 20);
+	await(sv, g, &reg, t0, climit, rlimit, r);
+	r->wall_s = now() - t0;
+	if (own)
+		pool->st.runs++;
+	if (sv->pid > 0 && !borrowed) {
+		sv->runs++;
+		/* a worker whose kernel wrote past its buffers or failed at run time (a CUDA
+		 * context is unusable after a fault), or that has served long enough, is retired;
+		 * a one-off worker always is */
+		bool clean = r->status == WK_OK || r->status == WK_UNSUPPORTED ||
+			     r->status == WK_COMPILE_ERROR;
+		if (!own || !clean || sv->runs >= SERVER_RUNS)
+			server_stop(sv, false);
+	}
+	region_free(&reg);
+	return 0;
+}
+
+/* Whether the directories a run writes to (the cache, $TMPDIR) still take a file of
+ * PROBE_BYTES. 0 when they do; -1 with an env d naming the directory and the error. */
+static int env_probe(const Backend *b, const WorkerOpts *o, const WorkerResult *r, Diag *d)
+{
+	char cache[4096];
+	BeOpts bo = {o->threads, o->cache_dir};
+	const char *tmp = getenv("TMPDIR");
+	const char *dirs[2] = {cache, tmp && *tmp ? tmp : "/tmp"};
+	if (be_cache_dir(&bo, cache, sizeof cache)) {
+		int e = errno;
+		diag_env(d, "%s backend: the environment failed: cannot create the cache directory "
+			 "%s (%s), after a %s; not a verdict", b->name, cache, strerror(e),
+			 r->status == WK_CRASH ? "crash" : "compile error");
+		return -1;
+	}
+	static char zeros[65536];
+	for (int i = 0; i < 2; i++) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/.assay-probe.%ld", dirs[i], (long)getpid());
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), e = 0;
+		size_t done = 0;
+		if (fd < 0)
+			e = errno;
+		while (fd >= 0 && !e && done < PROBE_BYTES) {
+			ssize_t w = write(fd, zeros, sizeof zeros);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				e = w < 0 ? errno : ENOSPC;
+			else
+				done += (size_t)w;
+		}
+		if (fd >= 0 && !e && fsync(fd))
+			e = errno;
+		if (fd >= 0 && close(fd) && !e)
+			e = errno;
+		unlink(path);
+		if (e && diag_errno_env(e)) {
+			diag_env(d, "%s backend: the environment failed: %s does not take a file (%s); "
+				 "the %s that followed is not a verdict about the kernel (first: %.300s)",
+				 b->name, dirs[i], strerror(e),
+				 r->status == WK_CRASH ? "crash" : "compile error",
+				 r->reason ? r->reason : "");
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
 		  const HostTensor *inputs, const WorkerOpts *o, WorkerResult *r, Diag *d)
 {
-	memset(r, 0, sizeof *r);
-	Region reg;
-	if (region_map(g, &reg, d))
+	if (run_once(b, g, s, inputs, o, o->pool, 1, r, d))
 		return -1;
-	if (b->warm) {   /* once per backend and process: every worker after this inherits it */
-		static const Backend *warmed[16];
-		size_t i = 0;
-		while (i < ARRAY_LEN(warmed) && warmed[i] && warmed[i] != b)
-			i++;
-		if (i < ARRAY_LEN(warmed) && !warmed[i]) {
-			warmed[i] = b;
-			b->warm();
+	if (!o->no_confirm && (r->status == WK_CRASH || r->status == WK_TIMEOUT)) {
+		/* confirmed only if a re-run alone, in a fresh worker, with longer limits, does
+		 * it again; what that re-run gives is the result */
+		WorkerResult first = *r;
+		if (run_once(b, g, s, inputs, o, NULL, CONFIRM_FACTOR, r, d)) {
+			vf_worker_free(g, &first);
+			return -1;
+		}
+		r->rerun = true;
+		r->first_status = first.status;
+		r->first_reason = first.reason;
+		r->first_wall_s = first.wall_s;
+		r->confirm_factor = CONFIRM_FACTOR;
+		first.reason = NULL;
+		vf_worker_free(g, &first);
+		if (r->status == WK_CRASH && r->signal == SIGKILL) {
+			diag_env(d, "%s backend: the environment failed: the worker was killed by SIGKILL "
+				 "twice from outside assay (the system's out-of-memory killer?); not a "
+				 "verdict", b->name);
+			vf_worker_free(g, r);
+			return -1;
 		}
 	}
-	double timeout = o->timeout_s > 0 ? o->timeout_s : 20, t0 = now();
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		diag_set(d, 3, "verify: cannot fork a worker: %s", strerror(errno));
-		munmap(reg.base, reg.size);
+	if ((r->status == WK_COMPILE_ERROR || r->status == WK_CRASH) && env_probe(b, o, r, d)) {
+		vf_worker_free(g, r);
 		return -1;
 	}
-	if (pid == 0)
-		worker_main(b, g, s, inputs, o, &reg);
-	setpgid(pid, pid);   /* as the worker does: whichever runs first wins the race */
-	bool ended = wait_until(pid, t0 + timeout);
-	/* the zombie still holds pid, so the group id cannot have been reused */
-	kill(-pid, SIGKILL);
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	r->wall_s = now() - t0;
-	if (ended) {
-		collect(g, &reg, status, r);
-	} else {
-		int st = reg.h->stage;
-		r->status = WK_TIMEOUT;
-		rules_of(reg.h, r);
-		r->reason = strdup_fmt("no result after %g s (the worker was in %s)", timeout,
-				       stage_names[st >= 0 && st < ST__COUNT ? st : 0]);
-		if (reg.h->src_len)
-			r->source = strdup_fmt("%.*s", (int)reg.h->src_len,
-					       (const char *)reg.base + reg.src_off);
-	}
-	munmap(reg.base, reg.size);
 	return 0;
 }
 
@@ -464,5 +983,6 @@ void vf_worker_free(const Graph *g, WorkerResult *r)
 	free(r->outs);
 	free(r->reason);
 	free(r->source);
+	free(r->first_reason);
 	memset(r, 0, sizeof *r);
 }

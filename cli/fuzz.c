@@ -7,9 +7,16 @@
  * to stderr. Environment: ASSAY_FAULT (seeded compiler faults, to measure the fuzzer) and
  * ASSAY_TEST_* (verify.h) are recorded in the campaign's settings.
  *
+ * Every setting is checked before the campaign's directory is made. A resume continues the
+ * same campaign or nothing: its settings are read strictly (fuzz/settings.c), its log is
+ * checked (fuzz/campaign.c, scan_log), and a flag given with --resume must equal the
+ * campaign's setting, but for the stop rule (--seconds, --cases, --until-failure), --jobs
+ * and --quiet. A backend unavailable here is refused up front: it would test nothing.
+ *
  * Exit codes: 0 no failure; 1 a distinct failure was found; 2 the user's input (a flag, a
- * directory that already holds a campaign); 3 the toolkit failed, or could not judge some
- * case (DIR/errors). The worst code wins.
+ * directory that already holds a campaign, a resume that would be another campaign, a
+ * damaged campaign, a backend unavailable here); 3 the toolkit failed, or could not judge
+ * some case (DIR/errors). The worst code wins.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,9 +26,9 @@
 #include "../fuzz/fuzz.h"
 
 static const FlagSpec flags[] = {
-	{"seconds", true, false, "N        stop starting cases after N seconds (default 60)"},
+	{"seconds", true, false, "N        stop starting cases after N seconds, N > 0 (default 60)"},
 	{"cases", true, false, "N        stop after N cases in all"},
-	{"jobs", true, false, "N        job processes running cases in parallel (default 1)"},
+	{"jobs", true, false, "N        job processes running cases in parallel (default 1, at most 64)"},
 	{"backends", true, false, "LIST     comma list of backends (default: every available one)"},
 	{"seed", true, false, "S        the campaign's seed (default 1)"},
 	{"inputs", true, false, "DIST     mix (default: drawn per case), normal, uniform, adversarial, specials"},
@@ -29,7 +36,7 @@ static const FlagSpec flags[] = {
 	{"no-reduce", false, false, "         keep each failure's original graph, unreduced"},
 	{"reduce-tests", true, false, "N        checks the reducer may make per failure (default 300)"},
 	{"until-failure", false, false, "         stop at the first distinct failure (with ASSAY_FAULT: the first the fault is in)"},
-	{"max-defs", true, false, "N        definitions per generated graph at most (default 6)"},
+	{"max-defs", true, false, "N        definitions per generated graph at most (default 6, 1..24)"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
 	{"resume", true, false, "DIR      continue the campaign in DIR with its own settings"},
 	{"replay", true, false, "DIR      replay case CASE (the positional argument) of the campaign in DIR"},
@@ -248,7 +255,11 @@ int cmd_fuzz(int argc, char **argv)
 			  "minimal repro and saved under DIR/failures with its kernels and outputs.\n"
 			  "DIR/results.jsonl is append-only and fsync'ed per case: a killed campaign loses\n"
 			  "at most the cases in flight, and --resume DIR continues it with the same seeds.\n"
-			  "ASSAY_FAULT=NAME seeds a compiler fault (see --list-faults) to measure the fuzzer.\n"
+			  "A resume reads DIR's settings strictly, refuses a log damaged before its torn\n"
+			  "last case, and refuses a flag that differs from the campaign's setting: only\n"
+			  "--seconds, --cases, --until-failure, --jobs and --quiet may be given anew.\n"
+			  "A backend unavailable here is refused. ASSAY_FAULT=NAME seeds a compiler fault\n"
+			  "(see --list-faults) to measure the fuzzer.\n"
 			  "Exit 0: no failure; 1: a failure; 2: bad input; 3: internal error.",
 			  flags, ARRAY_LEN(flags));
 		return 0;
@@ -280,7 +291,8 @@ int cmd_fuzz(int argc, char **argv)
 		return cli_report(&d);
 	if (resume && (code = same_settings(&a, dir, &c, &camp)))
 		return code;
-	if ((code = available(resume ? camp.backends : c.backends,
+	if ((resume || cli_has(&a, "backends")) &&   /* the default is every available one */
+	    (code = available(resume ? camp.backends : c.backends,
 			      resume ? "the campaign's backends" : "--backends")))
 		return code;
 	if (resume && !cli_has(&a, "jobs"))

@@ -137,9 +137,11 @@ int cli_int(const Args *a, const char *cmd, const char *name, long long dflt, lo
 	if (parse_ll(v, out) && *out >= min && *out <= max)
 		return 0;
 	if (min == 0 && max == LLONG_MAX)
-		fprintf(stderr, "assay %s: --%s expects a non-negative integer, got '%s'\n", cmd, name, v);
+		fprintf(stderr, "assay %s: --%s expects a non-negative integer below 2^63, got '%s'\n",
+			cmd, name, v);
 	else if (max == LLONG_MAX)
-		fprintf(stderr, "assay %s: --%s expects an integer >= %lld, got '%s'\n", cmd, name, min, v);
+		fprintf(stderr, "assay %s: --%s expects an integer >= %lld and below 2^63, got '%s'\n",
+			cmd, name, min, v);
 	else
 		fprintf(stderr, "assay %s: --%s expects an integer in %lld..%lld, got '%s'\n", cmd, name,
 			min, max, v);

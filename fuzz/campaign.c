@@ -582,21 +582,20 @@ static int check_log(const char *path, char *text, size_t len, Diag *d)
 		int64_t n = fz_json_valid(p, (size_t)(nl - p), &at, &why) ? case_of(p, done ? "done" : "case")
 									  : -2;
 		*nl = '\n';
+		Diag e = {0};
 		if (n == -2)
-			diag_set(d, 2, "%s:%d:%zu: not a JSON object: %s", path, lineno, at + 1, why);
+			diag_set(&e, 2, "%s:%d:%zu: not a JSON object: %s", path, lineno, at + 1, why);
 		else if (n < 0)
-			diag_set(d, 2, "%s:%d: a %s without its case number", path, lineno,
+			diag_set(&e, 2, "%s:%d: a %s without its case number", path, lineno,
 				 done ? "done line" : "record");
 		else if (n != want)
-			diag_set(d, 2, "%s:%d: a %s of case %lld where case %lld's belongs", path, lineno,
+			diag_set(&e, 2, "%s:%d: a %s of case %lld where case %lld's belongs", path, lineno,
 				 done ? "done line" : "record", (long long)n, (long long)want);
-		if (d->msg) {
-			char *msg = d->msg;
-			d->msg = NULL;
+		if (e.msg) {
 			diag_set(d, 2, "%.*s; the log is damaged before its last case, so the campaign "
-				 "cannot be resumed (only a torn last case is cut)", (int)strcspn(msg, "\n"),
-				 msg);
-			free(msg);
+				 "cannot be resumed (only a torn last case is cut)",
+				 (int)strcspn(e.msg, "\n"), e.msg);
+			diag_clear(&e);
 			return -1;
 		}
 		want += done;

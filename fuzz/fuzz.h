@@ -303,10 +303,12 @@ typedef struct {
 } FzSummary;
 
 /* Runs (or with resume, continues) the campaign in directory dir: settings.json (written
- * first; read back on resume, where c gives only the stop rule and the jobs),
+ * first, once fz_settings_check holds, so invalid settings leave no directory; read back on
+ * resume, where c gives only the stop rule and the jobs),
  * results.jsonl (per case: one JSON line per (backend, output) record with a "case"
  * member, then a {"done":N,...} line; written in case order, one write and fsync per case;
- * a resume drops a torn or incomplete last case and continues with the next), failures/
+ * a resume drops a torn or incomplete last case and continues with the next, and refuses,
+ * code 2, settings or a log damaged anywhere else: fz_settings_read, scan_log), failures/
  * (one folder per distinct failure: fz_save_failure, plus `count` of the cases that hit
  * it), errors/ (the graphs of cases the toolkit could not judge), summary.json. progress:
  * a live line (\r-updated on a terminal, a line every 10 s otherwise), or NULL. The

@@ -140,7 +140,7 @@ START_TEST(numbers_read_whole)
 	expect(run(t, "check %s/g.tg --backends c --threads 0", t), 2, "--threads", "'0'", NULL);
 	expect(run(t, "check %s/g.tg --backends c --schedules 1.5", t), 2, "--schedules", NULL);
 	expect(run(t, "check %s/g.tg --backends c --seed -1", t), 2,
-	       "--seed expects a non-negative integer, got '-1'", NULL);
+	       "--seed expects a non-negative integer below 2^63, got '-1'", NULL);
 	/* decimal only: "0x10" is not sixteen (and "010" is ten, not eight) */
 	expect(run(t, "check %s/g.tg --backends c --seed 0x10", t), 2, "--seed", "'0x10'", NULL);
 	expect(run(t, "check %s/g.tg --backends c --seed 99999999999999999999", t), 2, "--seed",

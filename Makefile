@@ -59,7 +59,7 @@ layers:
 	@sh scripts/check-layers.sh
 
 check: all $(TESTBIN)
-	@sh scripts/run-tests.sh $(B) $(TESTBIN)
+	@ASSAY=$(ASSAY) sh scripts/run-tests.sh $(B) $(TESTBIN)
 
 san:
 	$(MAKE) B=build-san OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

@@ -1,10 +1,15 @@
-/* cli/args.c: GNU-style flag parsing and the helpers every subcommand shares (loading a
- * graph with --size overrides, loading and generating inputs). */
+/* cli/args.c: GNU-style flag parsing and the helpers every subcommand shares: numbers read
+ * whole (an integer flag is decimal digits, a number flag a finite decimal number, each
+ * within its range, or an error naming that one flag and its value), the backends of
+ * --backends, --schedule FILE, a graph with its --size overrides, and its inputs. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "cli.h"
+#include "../fuzz/fuzz.h"
 
 static int find(const Args *a, const char *name, size_t len)
 {
@@ -106,30 +111,163 @@ const char *cli_get(const Args *a, const char *name)
 	return n ? cli_get_at(a, name, n - 1) : NULL;
 }
 
+/* A whole decimal integer: [+-]?[0-9]+ and nothing else ("0x10", "010" is ten, " 5" and
+ * "5x" are not integers), within long long. */
 static bool parse_ll(const char *s, long long *out)
 {
-	if (!*s)
+	const char *p = s + (*s == '-' || *s == '+');
+	if (!*p || strspn(p, "0123456789") != strlen(p))
 		return false;
 	char *end;
 	errno = 0;
-	long long v = strtoll(s, &end, 0);
+	long long v = strtoll(s, &end, 10);
 	if (errno || *end)
 		return false;
 	*out = v;
 	return true;
 }
 
-int cli_int(const Args *a, const char *cmd, const char *name, long long dflt, long long *out)
+int cli_int(const Args *a, const char *cmd, const char *name, long long dflt, long long min,
+	    long long max, long long *out)
 {
 	const char *v = cli_get(a, name);
 	*out = dflt;
 	if (!v)
 		return 0;
-	if (!parse_ll(v, out)) {
-		fprintf(stderr, "assay %s: --%s expects an integer, got '%s'\n", cmd, name, v);
-		return -1;
+	if (parse_ll(v, out) && *out >= min && *out <= max)
+		return 0;
+	if (min == 0 && max == LLONG_MAX)
+		fprintf(stderr, "assay %s: --%s expects a non-negative integer below 2^63, got '%s'\n",
+			cmd, name, v);
+	else if (max == LLONG_MAX)
+		fprintf(stderr, "assay %s: --%s expects an integer >= %lld and below 2^63, got '%s'\n",
+			cmd, name, min, v);
+	else
+		fprintf(stderr, "assay %s: --%s expects an integer in %lld..%lld, got '%s'\n", cmd, name,
+			min, max, v);
+	return -1;
+}
+
+/* A whole decimal number: [+-]?(D+|D+.D*|.D+)([eE][+-]?D+)? and nothing else (no "inf",
+ * "nan", hexadecimal or blanks), finite. */
+static bool parse_double(const char *s, double *out)
+{
+	const char *p = s + (*s == '-' || *s == '+');
+	size_t n = strspn(p, "0123456789"), f = 0;
+	p += n;
+	if (*p == '.')
+		f = strspn(++p, "0123456789"), p += f;
+	if (n + f == 0)
+		return false;
+	if (*p == 'e' || *p == 'E') {
+		p += 1 + (p[1] == '-' || p[1] == '+');
+		size_t e = strspn(p, "0123456789");
+		if (!e)
+			return false;
+		p += e;
+	}
+	if (*p)
+		return false;
+	errno = 0;
+	*out = strtod(s, NULL);
+	return errno == 0 && isfinite(*out);
+}
+
+int cli_double(const Args *a, const char *cmd, const char *name, double dflt, double min,
+	       double max, double *out)
+{
+	const char *v = cli_get(a, name);
+	*out = dflt;
+	if (!v)
+		return 0;
+	if (parse_double(v, out) && *out > min && *out <= max)
+		return 0;
+	if (min == 0)
+		fprintf(stderr, "assay %s: --%s expects a positive number (at most %g), got '%s'\n",
+			cmd, name, max, v);
+	else
+		fprintf(stderr, "assay %s: --%s expects a number above %g and at most %g, got '%s'\n",
+			cmd, name, min, max, v);
+	return -1;
+}
+
+int cli_backends(const Args *a, const char *cmd, const Backend **out, int *n)
+{
+	const char *list = cli_get(a, "backends");
+	FzRun r;
+	Diag d = {0};
+	*n = 0;
+	if (list && fz_run_backends(&r, list, &d)) {
+		fprintf(stderr, "assay %s: --backends: %s", cmd, d.msg);
+		diag_clear(&d);
+		return 2;
+	}
+	for (int k = 0; list ? k < r.nbackends : be_at(k) != NULL; k++) {
+		char why[256];
+		if (list)
+			out[(*n)++] = r.backends[k];
+		else if (be_at(k)->available(why, sizeof why) == 0)
+			out[(*n)++] = be_at(k);
+	}
+	if (*n == 0) {
+		fprintf(stderr, "assay %s: nothing to test: no backend is available here (see "
+			"'assay backends')\n", cmd);
+		return 2;
 	}
 	return 0;
+}
+
+int cli_unavailable(const Backend *const *bs, int n, char *why, size_t size)
+{
+	int count = 0;
+	size_t len = 0;
+	why[0] = 0;
+	for (int k = 0; k < n; k++) {
+		char w[256];
+		if (bs[k]->available(w, sizeof w) == 0)
+			continue;
+		count++;
+		if (len < size)
+			len += (size_t)snprintf(why + len, size - len, "%s%s: %s", len ? "; " : "",
+						bs[k]->name, w);
+	}
+	return count;
+}
+
+int cli_schedule(const Args *a, const char *cmd, Graph *g, bool *given)
+{
+	const char *path = cli_get(a, "schedule");
+	*given = path != NULL;
+	if (!path)
+		return 0;
+	struct stat st;
+	bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);   /* fopen would take it */
+	FILE *f = dir ? NULL : fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "assay %s: --schedule %s: %s\n", cmd, path,
+			dir ? "is a directory" : strerror(errno));
+		return 2;
+	}
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&buf, &n);
+	IR_ASSERT(m);
+	char chunk[65536];
+	for (size_t k; (k = fread(chunk, 1, sizeof chunk, f)) > 0;)
+		fwrite(chunk, 1, k, m);
+	bool bad = ferror(f);
+	fclose(f);
+	fclose(m);
+	Diag d = {0};
+	int rc = 0;
+	if (bad) {
+		fprintf(stderr, "assay %s: --schedule %s: cannot read it\n", cmd, path);
+		rc = 2;
+	} else if (ir_parse_schedule(g, buf, n, path, &d)) {
+		rc = cli_report(&d);
+	}
+	free(buf);
+	return rc;
 }
 
 void cli_usage(FILE *f, const char *cmd, const char *synopsis, const char *about,
@@ -212,7 +350,7 @@ int cli_load_inputs(const Args *a, const char *cmd, const Graph *g, HostTensor *
 	}
 	InputSpec spec = {DIST_NORMAL, 1, false};
 	long long seed;
-	if (cli_int(a, cmd, "seed", 1, &seed)) {
+	if (cli_int(a, cmd, "seed", 1, 0, LLONG_MAX, &seed)) {
 		code = 2;
 		goto out;
 	}

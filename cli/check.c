@@ -3,18 +3,22 @@
  * sampled schedules, diffs each output with the exact oracle, scores it against its error
  * budget and prints one row per (backend, schedule, output) (verify/ does the work).
  *
- * Exit codes (spec/cli.md): 0 when every verdict is pass or unsupported, 1 when any other
- * verdict occurred, 2 for the user's errors (a graph or schedule that does not parse, a
- * bad flag, a missing file), 3 when the toolkit failed (the oracle or a budget could not
- * be computed, a worker could not be started). The worst code wins: 3 > 2 > 1 > 0.
+ * Exit codes (spec/cli.md): 0 when every verdict is pass or unsupported and at least one
+ * is not unsupported, 1 when any other verdict occurred, 2 for the user's errors (a graph
+ * or schedule that does not parse, a bad flag, a missing file, an -o directory that is not
+ * empty without --force) and for a run that tested nothing (every selected backend
+ * unavailable, every result unsupported: like pytest's exit 5, so that a CI job that ran
+ * nothing does not pass), 3 when the toolkit failed (the oracle or a budget could not be
+ * computed, a worker could not be started). The worst code wins: 3 > 2 > 1 > 0.
  * Environment: ASSAY_FAULT and ASSAY_TEST_* (verify.h) break things on purpose.
  */
-#include <errno.h>
+#include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "cli.h"
+#include "../fuzz/fuzz.h"
 #include "../verify/verify.h"
 
 static const FlagSpec flags[] = {
@@ -35,13 +39,32 @@ static const FlagSpec flags[] = {
 	{"agree-k", true, false, "K        k of the top-k agreement figure (default min(5, extent))"},
 	{"json", false, false, "         one JSON record per line on stdout instead of the table"},
 	{"o", true, false, "DIR      keep kernels, schedules, inputs, outputs and DIR/results.jsonl"},
+	{"force", false, false, "         -o: write into a directory that is not empty"},
 	{"help", false, false, "         this help"},
 };
 
 typedef struct {
 	bool json;
 	int n, pass, fail, unsupported;
+	char seen[16][16];       /* the backends of why */
+	int nseen;
+	char why[1024];          /* "BACKEND: reason; ..." of the first unsupported result of each */
 } Sink;
+
+/* Keeps the first unsupported reason of each backend (for a run that tests nothing). */
+static void why_unsupported(Sink *s, const VfRecord *r)
+{
+	for (int k = 0; k < s->nseen; k++)
+		if (strcmp(s->seen[k], r->backend) == 0)
+			return;
+	if (s->nseen == (int)ARRAY_LEN(s->seen))
+		return;
+	snprintf(s->seen[s->nseen++], sizeof s->seen[0], "%s", r->backend);
+	const char *why = r->reason ? r->reason : "";
+	size_t len = strlen(s->why), n = strcspn(why, "\n");
+	snprintf(s->why + len, sizeof s->why - len, "%s%s: %.*s", len ? "; " : "", r->backend,
+		 (int)(n < 200 ? n : 200), why);
+}
 
 static void row(void *ctx, const VfRecord *r)
 {
@@ -50,6 +73,8 @@ static void row(void *ctx, const VfRecord *r)
 	s->pass += r->verdict == V_PASS;
 	s->unsupported += r->verdict == V_UNSUPPORTED;
 	s->fail += vf_verdict_fails(r->verdict);
+	if (r->verdict == V_UNSUPPORTED)
+		why_unsupported(s, r);
 	if (s->json) {
 		vf_record_json(stdout, r);
 		fflush(stdout);
@@ -77,74 +102,15 @@ static void row(void *ctx, const VfRecord *r)
 	fflush(stdout);
 }
 
-static int pick_backends(const Args *a, const Backend **out, int *n)
-{
-	*n = 0;
-	const char *list = cli_get(a, "backends");
-	if (!list) {
-		for (int k = 0; be_at(k) && *n < 16; k++) {
-			char why[256];
-			if (be_at(k)->available(why, sizeof why) == 0)
-				out[(*n)++] = be_at(k);
-		}
-		if (*n == 0) {
-			fprintf(stderr, "assay check: no backend is available here (see 'assay backends')\n");
-			return 2;
-		}
-		return 0;
-	}
-	for (const char *p = list; *p && *n < 16;) {
-		size_t len = strcspn(p, ",");
-		char name[64];
-		snprintf(name, sizeof name, "%.*s", (int)len, p);
-		const Backend *b = be_find(name);
-		if (!b) {
-			fprintf(stderr, "assay check: --backends: unknown backend '%s'\n", name);
-			return 2;
-		}
-		out[(*n)++] = b;
-		p += len + (p[len] == ',');
-	}
-	return 0;
-}
-
-static char *read_all(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 4096;
-	char *buf = malloc(cap);
-	*n = 0;
-	for (size_t k; buf && (k = fread(buf + *n, 1, cap - *n - 1, f)) > 0;) {
-		*n += k;
-		if (*n + 1 == cap)
-			buf = realloc(buf, cap *= 2);
-	}
-	fclose(f);
-	if (buf)
-		buf[*n] = 0;
-	return buf;
-}
-
 /* Applies --schedule FILE to g; the name of g's own schedule in *first. */
 static int own_schedule(const Args *a, Graph *g, const char **first)
 {
-	const char *path = cli_get(a, "schedule");
+	bool given;
 	*first = g->has_schedule ? "graph" : "default";
-	if (!path)
-		return 0;
-	size_t n;
-	char *src = read_all(path, &n);
-	if (!src) {
-		fprintf(stderr, "assay check: cannot read schedule '%s': %s\n", path, strerror(errno));
-		return 2;
-	}
-	Diag d = {0};
-	int rc = ir_parse_schedule(g, src, n, path, &d);
-	free(src);
-	*first = "file";
-	return rc ? cli_report(&d) : 0;
+	int rc = cli_schedule(a, "check", g, &given);
+	if (given)
+		*first = "file";
+	return rc;
 }
 
 static int worst(int a, int b)
@@ -187,62 +153,54 @@ out:
 static int options(const Args *a, VfOpts *o, long long *nsched)
 {
 	long long seed, threads, max_exact, nsample, axis, k;
-	if (cli_int(a, "check", "agree-axis", -1, &axis) || cli_int(a, "check", "agree-k", 0, &k))
+	double timeout, ctimeout;
+	if (cli_int(a, "check", "agree-axis", -1, -IR_MAXRANK, IR_MAXRANK - 1, &axis) ||
+	    cli_int(a, "check", "agree-k", 0, 1, 1 << 20, &k) ||
+	    cli_int(a, "check", "schedules", 0, 0, 10000, nsched) ||
+	    cli_int(a, "check", "seed", 1, 0, LLONG_MAX, &seed) ||
+	    cli_int(a, "check", "threads", 1, 1, 1024, &threads) ||
+	    cli_int(a, "check", "max-exact", 1 << 20, 1, LLONG_MAX, &max_exact) ||
+	    cli_int(a, "check", "sample", 4096, 2, LLONG_MAX, &nsample) ||
+	    cli_double(a, "check", "timeout", 20, 0, FZ_MAX_TIMEOUT, &timeout) ||
+	    cli_double(a, "check", "compile-timeout", 120, 0, FZ_MAX_TIMEOUT, &ctimeout))
 		return 2;
-	if (axis < -IR_MAXRANK || axis >= IR_MAXRANK || k < 0 || k > 1 << 20) {
-		fprintf(stderr, "assay check: --agree-axis must be in -%d..%d and --agree-k in 1..%d\n",
-			IR_MAXRANK, IR_MAXRANK - 1, 1 << 20);
+	const char *dist = cli_get(a, "inputs");
+	if (dist && dist_parse(dist) < 0) {
+		fprintf(stderr, "assay check: --inputs expects normal, uniform or adversarial, got '%s'\n",
+			dist);
 		return 2;
 	}
 	o->agree_axis = (int)axis;
 	o->agree_axis_set = true;
 	o->agree_k = (int)k;
-	if (cli_int(a, "check", "schedules", 0, nsched) || cli_int(a, "check", "seed", 1, &seed) ||
-	    cli_int(a, "check", "threads", 1, &threads) ||
-	    cli_int(a, "check", "max-exact", 1 << 20, &max_exact) ||
-	    cli_int(a, "check", "sample", 4096, &nsample))
-		return 2;
-	if (*nsched < 0 || *nsched > 10000 || threads < 1 || threads > 1024 || max_exact < 1 ||
-	    nsample < 2) {
-		fprintf(stderr, "assay check: --schedules must be in 0..10000, --threads in 1..1024, "
-			"--max-exact >= 1 and --sample >= 2\n");
-		return 2;
-	}
-	double timeout = 20;
-	const char *t = cli_get(a, "timeout");
-	if (t) {
-		char *end;
-		timeout = strtod(t, &end);
-		if (*end || !(timeout > 0) || timeout > 86400) {
-			fprintf(stderr, "assay check: --timeout expects seconds in (0, 86400], got '%s'\n", t);
-			return 2;
-		}
-	}
 	o->w.timeout_s = timeout;
-	const char *ct = cli_get(a, "compile-timeout");
-	if (ct) {
-		char *end;
-		o->w.compile_timeout_s = strtod(ct, &end);
-		if (*end || !(o->w.compile_timeout_s > 0) || o->w.compile_timeout_s > 86400) {
-			fprintf(stderr, "assay check: --compile-timeout expects seconds in (0, 86400], "
-				"got '%s'\n", ct);
-			return 2;
-		}
-	}
+	o->w.compile_timeout_s = ctimeout;
 	o->w.threads = (int)threads;
 	o->threads = (int)threads;
 	o->max_exact = max_exact;
 	o->nsample = nsample;
 	o->seed = (uint64_t)seed;
-	o->dist = cli_get(a, "inputs") ? cli_get(a, "inputs") : "normal";
+	o->dist = dist ? dist : "normal";
 	o->out_dir = cli_get(a, "o");
 	return 0;
 }
 
-/* Creates DIR and starts DIR/results.jsonl afresh. */
-static int out_dir(const char *dir)
+/* Creates DIR and starts DIR/results.jsonl afresh; a directory that holds anything is
+ * refused unless --force (it may hold another run's results). */
+static int out_dir(const char *dir, bool force)
 {
 	Diag d = {0};
+	DIR *dd = force ? NULL : opendir(dir);
+	bool full = false;
+	for (struct dirent *e; dd && !full && (e = readdir(dd));)
+		full = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (dd)
+		closedir(dd);
+	if (full) {
+		fprintf(stderr, "assay check: -o %s: the directory is not empty (it may hold another "
+			"run); give an empty or new one, or --force to write over it\n", dir);
+		return 2;
+	}
 	if (vf_mkdirs(dir, &d))
 		return cli_report(&d);
 	char *path = NULL;
@@ -264,7 +222,9 @@ int cmd_check(int argc, char **argv)
 			  "Runs each graph on every selected backend under its own schedule and N sampled\n"
 			  "ones, each (backend, schedule) in an isolated worker process; diffs every output\n"
 			  "with the exact oracle and scores it against its error budget. Exit 0: all pass\n"
-			  "(or unsupported); 1: a failing verdict; 2: bad input; 3: internal error.",
+			  "(or unsupported, as long as something was tested); 1: a failing verdict; 2: bad\n"
+			  "input, or nothing tested (no backend available, every result unsupported);\n"
+			  "3: internal error. -o refuses a directory that is not empty unless --force.",
 			  flags, ARRAY_LEN(flags));
 		return 0;
 	}
@@ -275,14 +235,20 @@ int cmd_check(int argc, char **argv)
 	const Backend *bs[16];
 	int nb;
 	long long nsched;
-	Sink sink = {cli_has(&a, "json"), 0, 0, 0, 0};
+	Sink sink = {.json = cli_has(&a, "json")};
 	VfOpts o = {.sink = row, .ctx = &sink};
 	Diag d = {0};
-	if ((code = pick_backends(&a, bs, &nb)) || (code = options(&a, &o, &nsched)))
+	char why[1024];
+	if ((code = cli_backends(&a, "check", bs, &nb)) || (code = options(&a, &o, &nsched)))
 		return code;
+	if (cli_has(&a, "backends") && cli_unavailable(bs, nb, why, sizeof why) == nb) {
+		fprintf(stderr, "assay check: nothing was tested: every backend is unavailable (%s)\n",
+			why);
+		return 2;
+	}
 	if (vf_opts_env(&o, &d))
 		return cli_report(&d);
-	if (o.out_dir && (code = out_dir(o.out_dir)))
+	if (o.out_dir && (code = out_dir(o.out_dir, cli_has(&a, "force"))))
 		return code;
 	if (!sink.json)
 		printf("%-16s %-8s %-9s %-8s %-17s %12s %12s\n", "graph", "backend", "schedule",
@@ -294,5 +260,11 @@ int cmd_check(int argc, char **argv)
 	if (!sink.json)
 		printf("%d results: %d pass, %d failing, %d unsupported\n", sink.n, sink.pass,
 		       sink.fail, sink.unsupported);
+	/* like pytest's exit 5: a run that judged no kernel is not a success */
+	if (code == 0 && sink.n == sink.unsupported) {
+		fprintf(stderr, "assay check: nothing was tested: every result is unsupported (%s)\n",
+			sink.why);
+		code = 2;
+	}
 	return code;
 }

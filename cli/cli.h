@@ -35,8 +35,25 @@ bool cli_has(const Args *a, const char *name);
 const char *cli_get(const Args *a, const char *name);   /* the last value, or NULL */
 int cli_count(const Args *a, const char *name);
 const char *cli_get_at(const Args *a, const char *name, int k);
-/* Integer flag with a default; prints an error and returns -1 on a malformed value. */
-int cli_int(const Args *a, const char *cmd, const char *name, long long dflt, long long *out);
+/* Integer flag --name: dflt when absent; else its whole value in decimal ("0x10" and "5x"
+ * are errors, "010" is ten) within min..max. Prints an error naming the flag and the value
+ * and returns -1 otherwise. */
+int cli_int(const Args *a, const char *cmd, const char *name, long long dflt, long long min,
+	    long long max, long long *out);
+/* Number flag --name: dflt when absent; else its whole value, a finite decimal number
+ * (no inf, nan or hexadecimal), with min < value <= max. Prints an error naming the flag
+ * and the value and returns -1 otherwise. */
+int cli_double(const Args *a, const char *cmd, const char *name, double dflt, double min,
+	       double max, double *out);
+/* The backends of --backends (in order, a repeated name once), or every available one
+ * without it: 0, or 2 after printing the error (an empty list or name, an unknown name,
+ * none available). out has room for every backend. */
+int cli_backends(const Args *a, const char *cmd, const Backend **out, int *n);
+/* How many of bs[0..n) are unavailable here; why gets "NAME: reason; ..." of those. */
+int cli_unavailable(const Backend *const *bs, int n, char *why, size_t size);
+/* Applies --schedule FILE to g when given (*given): 0, or an exit code after printing the
+ * error (a directory, an unreadable file, a schedule that does not parse). */
+int cli_schedule(const Args *a, const char *cmd, Graph *g, bool *given);
 void cli_usage(FILE *f, const char *cmd, const char *synopsis, const char *about,
 	       const FlagSpec *spec, int nspec);
 

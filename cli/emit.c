@@ -2,6 +2,7 @@
  * compiler derives for backend B under the graph's schedule (its `schedule` block, or
  * FILE's directives instead, or a sampled one with --sample SEED). --kir prints the kernel
  * IR instead of the source. The output is deterministic. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
@@ -18,36 +19,17 @@ static const FlagSpec flags[] = {
 static int load_schedule(const Args *a, Graph *g, Schedule *s)
 {
 	Diag d = {0};
-	const char *path = cli_get(a, "schedule");
-	if (path && cli_get(a, "sample")) {
+	bool given;
+	if (cli_get(a, "schedule") && cli_get(a, "sample")) {
 		fprintf(stderr, "assay emit: --schedule and --sample exclude each other\n");
 		return 2;
 	}
-	if (path) {
-		FILE *f = fopen(path, "rb");
-		if (!f) {
-			fprintf(stderr, "assay emit: cannot read schedule '%s'\n", path);
-			return 2;
-		}
-		size_t cap = 4096, n = 0;
-		char *buf = malloc(cap);
-		for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-			n += k;
-			if (n + 1 == cap)
-				buf = realloc(buf, cap *= 2);
-		}
-		fclose(f);
-		if (!buf)
-			return 3;
-		buf[n] = 0;
-		int rc = ir_parse_schedule(g, buf, n, path, &d);
-		free(buf);
-		if (rc)
-			return cli_report(&d);
-	}
+	int rc = cli_schedule(a, "emit", g, &given);
+	if (rc)
+		return rc;
 	if (cli_get(a, "sample")) {
 		long long seed;
-		if (cli_int(a, "emit", "sample", 0, &seed))
+		if (cli_int(a, "emit", "sample", 0, 0, LLONG_MAX, &seed))
 			return 2;
 		sched_sample(g, (uint64_t)seed, s);
 		return 0;

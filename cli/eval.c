@@ -130,7 +130,7 @@ static int run(const Args *a, const Graph *g, HostTensor *inputs, HostTensor *ou
 	       int64_t *unsamp)
 {
 	long long threads;
-	if (cli_int(a, "eval", "threads", 1, &threads))
+	if (cli_int(a, "eval", "threads", 1, 1, 1024, &threads))
 		return 2;
 	MpOpts o = {(int)threads, 0, 0};
 	MpStats st = {0};

@@ -7,27 +7,37 @@
  * to stderr. Environment: ASSAY_FAULT (seeded compiler faults, to measure the fuzzer) and
  * ASSAY_TEST_* (verify.h) are recorded in the campaign's settings.
  *
+ * Every setting is checked before the campaign's directory is made. A resume continues the
+ * same campaign or nothing: its settings are read strictly (fuzz/settings.c), its log is
+ * checked (fuzz/campaign.c, scan_log), and a flag given with --resume must equal the
+ * campaign's setting, but for the stop rule (--seconds, --cases, --until-failure), --jobs
+ * and --quiet. A backend unavailable here is refused up front: it would test nothing.
+ *
  * Exit codes: 0 no failure; 1 a distinct failure was found; 2 the user's input (a flag, a
- * directory that already holds a campaign); 3 the toolkit failed, or could not judge some
- * case (DIR/errors). The worst code wins.
+ * directory that already holds a campaign, a resume that would be another campaign, a
+ * damaged campaign, a backend unavailable here); 3 the toolkit failed, or could not judge
+ * some case (DIR/errors). The worst code wins.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "../fuzz/fuzz.h"
 
 static const FlagSpec flags[] = {
-	{"seconds", true, false, "N        stop starting cases after N seconds (default 60)"},
+	{"seconds", true, false, "N        stop starting cases after N seconds, N > 0 (default 60)"},
 	{"cases", true, false, "N        stop after N cases in all"},
-	{"jobs", true, false, "N        job processes running cases in parallel (default 1)"},
+	{"jobs", true, false, "N        job processes running cases in parallel (default 1, at most 64)"},
 	{"backends", true, false, "LIST     comma list of backends (default: every available one)"},
 	{"seed", true, false, "S        the campaign's seed (default 1)"},
 	{"inputs", true, false, "DIST     mix (default: drawn per case), normal, uniform, adversarial, specials"},
-	{"timeout", true, false, "S        seconds a worker may run (default 10)"},
+	{"timeout", true, false, "S        seconds a kernel may run, alloc to download (default 10)"},
+	{"compile-timeout", true, false, "S        seconds a worker may compile (default 60)"},
 	{"no-reduce", false, false, "         keep each failure's original graph, unreduced"},
 	{"reduce-tests", true, false, "N        checks the reducer may make per failure (default 300)"},
 	{"until-failure", false, false, "         stop at the first distinct failure (with ASSAY_FAULT: the first the fault is in)"},
-	{"max-defs", true, false, "N        definitions per generated graph at most (default 6)"},
+	{"max-defs", true, false, "N        definitions per generated graph at most (default 6, 1..24)"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
 	{"resume", true, false, "DIR      continue the campaign in DIR with its own settings"},
 	{"replay", true, false, "DIR      replay case CASE (the positional argument) of the campaign in DIR"},
@@ -37,56 +47,125 @@ static const FlagSpec flags[] = {
 	{"help", false, false, "         this help"},
 };
 
-static int available_backends(char *out, size_t n)
-{
-	size_t len = 0;
-	out[0] = 0;
-	for (int k = 0; be_at(k); k++) {
-		char why[256];
-		if (be_at(k)->available(why, sizeof why) == 0 && len < n)
-			len += (size_t)snprintf(out + len, n - len, "%s%s", len ? "," : "", be_at(k)->name);
-	}
-	if (!len) {
-		fprintf(stderr, "assay fuzz: no backend is available here (see 'assay backends')\n");
-		return 2;
-	}
-	return 0;
-}
-
-static int settings(const Args *a, FzCampaign *c)
+/* The settings the flags give into c (which holds the defaults); a new campaign's
+ * backends default to every available one. */
+static int settings(const Args *a, bool resume, FzCampaign *c)
 {
 	long long seed, cases, jobs, rt, maxdefs;
-	if (cli_int(a, "fuzz", "seed", 1, &seed) || cli_int(a, "fuzz", "cases", 0, &cases) ||
-	    cli_int(a, "fuzz", "jobs", 1, &jobs) || cli_int(a, "fuzz", "reduce-tests", 300, &rt) ||
-	    cli_int(a, "fuzz", "max-defs", c->gen.max_defs, &maxdefs))
+	double secs, timeout, ctimeout;
+	if (cli_int(a, "fuzz", "seed", 1, 0, LLONG_MAX, &seed) ||
+	    cli_int(a, "fuzz", "cases", 0, 1, FZ_MAX_CASES, &cases) ||
+	    cli_int(a, "fuzz", "jobs", 1, 1, FZ_MAXJOBS, &jobs) ||
+	    cli_int(a, "fuzz", "reduce-tests", 300, 1, FZ_MAX_REDUCE_TESTS, &rt) ||
+	    cli_int(a, "fuzz", "max-defs", c->gen.max_defs, 1, FZ_MAX_DEFS, &maxdefs) ||
+	    cli_double(a, "fuzz", "seconds", 0, 0, FZ_MAX_SECONDS, &secs) ||
+	    cli_double(a, "fuzz", "timeout", 10, 0, FZ_MAX_TIMEOUT, &timeout) ||
+	    cli_double(a, "fuzz", "compile-timeout", 60, 0, FZ_MAX_TIMEOUT, &ctimeout))
 		return 2;
-	const char *s = cli_get(a, "seconds"), *t = cli_get(a, "timeout");
-	char *end;
-	double secs = s ? strtod(s, &end) : 0, timeout = t ? strtod(t, &end) : 10;
-	if (cases < 0 || jobs < 1 || jobs > 64 || rt < 1 || maxdefs < 1 || secs < 0 ||
-	    !(timeout > 0) || (s && cases)) {
-		fprintf(stderr, "assay fuzz: give --seconds or --cases (not both, neither negative), "
-			"--jobs in 1..64, --reduce-tests and --max-defs >= 1, --timeout > 0\n");
+	if (cli_has(a, "seconds") && cli_has(a, "cases")) {
+		fprintf(stderr, "assay fuzz: give --seconds or --cases, not both\n");
+		return 2;
+	}
+	const char *in = cli_get(a, "inputs");
+	if (in && !fz_inputs_known(in)) {
+		fprintf(stderr, "assay fuzz: --inputs expects mix, normal, uniform, adversarial or "
+			"specials, got '%s'\n", in);
 		return 2;
 	}
 	c->seed = (uint64_t)seed;
 	c->cases = cases;
-	c->seconds = !s && !cases && !cli_has(a, "resume") ? 60 : secs;
+	c->seconds = !cli_has(a, "seconds") && !cases && !resume ? 60 : secs;
 	c->jobs = (int)jobs;
 	c->reduce_tests = (int)rt;
 	c->reduce = !cli_has(a, "no-reduce");
 	c->until_failure = cli_has(a, "until-failure");
 	c->timeout_s = timeout;
+	c->compile_timeout_s = ctimeout;
 	c->gen.max_defs = (int)maxdefs;
-	const char *in = cli_get(a, "inputs");
 	if (in)
-		snprintf(c->inputs, sizeof c->inputs, "%.31s", in);
-	const char *list = cli_get(a, "backends");
-	if (list) {
-		snprintf(c->backends, sizeof c->backends, "%.127s", list);
+		snprintf(c->inputs, sizeof c->inputs, "%s", in);
+	if (resume && !cli_has(a, "backends"))
+		return 0;   /* the campaign's own */
+	FzRun r = {0};
+	const Backend *bs[16];
+	int code = cli_backends(a, "fuzz", bs, &r.nbackends);
+	if (code)
+		return code;
+	for (int k = 0; k < r.nbackends; k++)
+		r.backends[k] = bs[k];
+	fz_backends_list(&r, c->backends, sizeof c->backends);
+	return 0;
+}
+
+/* Refuses a campaign on a backend that is unavailable here: it would test nothing there. */
+static int available(const char *list, const char *whose)
+{
+	FzRun r;
+	Diag d = {0};
+	char why[1024];
+	if (fz_run_backends(&r, list, &d))
+		return cli_report(&d);
+	int n = cli_unavailable(r.backends, r.nbackends, why, sizeof why);
+	if (n == 0)
 		return 0;
+	fprintf(stderr, "assay fuzz: %s: %s unavailable here (%s); a campaign runs on available "
+		"backends only (see 'assay backends')\n", whose,
+		n == r.nbackends ? "every backend is" : "a backend is", why);
+	return 2;
+}
+
+/* With --resume: every setting given must be the campaign's own; only the stop rule
+ * (--seconds, --cases, --until-failure), --jobs and --quiet may differ. */
+static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
+			 const FzCampaign *camp)
+{
+	char fm[512], fc[512];
+	const char *env = getenv("ASSAY_FAULT");
+	char theirs[8][160];
+	snprintf(theirs[0], 160, "seed %llu", (unsigned long long)camp->seed);
+	snprintf(theirs[1], 160, "backends %s", camp->backends);
+	snprintf(theirs[2], 160, "inputs %s", camp->inputs);
+	snprintf(theirs[3], 160, "timeout %g", camp->timeout_s);
+	snprintf(theirs[4], 160, "reduce true");
+	snprintf(theirs[5], 160, "reduce-tests %d", camp->reduce_tests);
+	snprintf(theirs[6], 160, "max-defs %d", camp->gen.max_defs);
+	snprintf(theirs[7], 160, "compile-timeout %g", camp->compile_timeout_s);
+	const struct {
+		const char *flag;
+		bool differs;
+	} t[ARRAY_LEN(theirs)] = {
+		{"seed", mine->seed != camp->seed},
+		{"backends", strcmp(mine->backends, camp->backends) != 0},
+		{"inputs", strcmp(mine->inputs, camp->inputs) != 0},
+		{"timeout", mine->timeout_s != camp->timeout_s},
+		{"no-reduce", camp->reduce},
+		{"reduce-tests", mine->reduce_tests != camp->reduce_tests},
+		{"max-defs", mine->gen.max_defs != camp->gen.max_defs},
+		{"compile-timeout", mine->compile_timeout_s != camp->compile_timeout_s},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
+		if (!cli_has(a, t[i].flag) || !t[i].differs)
+			continue;
+		const char *v = cli_get(a, t[i].flag);
+		fprintf(stderr, "assay fuzz: --%s%s%s is not the campaign's setting (%s, in "
+			"%s/settings.json); a resumed campaign keeps its settings: only --seconds, "
+			"--cases, --until-failure and --jobs may be given anew\n", t[i].flag,
+			*v ? " " : "", v, theirs[i], dir);
+		return 2;
 	}
-	return available_backends(c->backends, sizeof c->backends);
+	if (env && *env && mine->faults != camp->faults) {
+		fprintf(stderr, "assay fuzz: ASSAY_FAULT=%s is not the campaign's faults ('%s', in "
+			"%s/settings.json); a resumed campaign keeps its faults\n",
+			vf_faults_name(mine->faults, fm, sizeof fm),
+			vf_faults_name(camp->faults, fc, sizeof fc), dir);
+		return 2;
+	}
+	if (mine->hooks && mine->hooks != camp->hooks) {
+		fprintf(stderr, "assay fuzz: the ASSAY_TEST_* hooks set (0x%x) are not the campaign's "
+			"(0x%x, in %s/settings.json)\n", mine->hooks, camp->hooks, dir);
+		return 2;
+	}
+	return 0;
 }
 
 static int list_faults(void)
@@ -122,10 +201,17 @@ static int replay(const Args *a)
 		fprintf(stderr, "assay fuzz: --replay DIR expects the case number as its argument\n");
 		return 2;
 	}
-	char *end;
-	unsigned long long n = strtoull(a->pos[0], &end, 10);
-	if (*end || !*a->pos[0]) {
-		fprintf(stderr, "assay fuzz: --replay: '%s' is not a case number\n", a->pos[0]);
+	for (int k = 0; k < a->nspec; k++)
+		if (a->count[k] && strcmp(a->spec[k].name, "replay") && strcmp(a->spec[k].name, "json")) {
+			fprintf(stderr, "assay fuzz: --replay takes no --%s: a case is replayed with its "
+				"campaign's settings\n", a->spec[k].name);
+			return 2;
+		}
+	const char *s = a->pos[0];
+	errno = 0;
+	unsigned long long n = strtoull(s, NULL, 10);
+	if (!*s || strspn(s, "0123456789") != strlen(s) || errno) {
+		fprintf(stderr, "assay fuzz: --replay: '%s' is not a case number\n", s);
 		return 2;
 	}
 	FzCampaign c;
@@ -174,7 +260,11 @@ int cmd_fuzz(int argc, char **argv)
 			  "minimal repro and saved under DIR/failures with its kernels and outputs.\n"
 			  "DIR/results.jsonl is append-only and fsync'ed per case: a killed campaign loses\n"
 			  "at most the cases in flight, and --resume DIR continues it with the same seeds.\n"
-			  "ASSAY_FAULT=NAME seeds a compiler fault (see --list-faults) to measure the fuzzer.\n"
+			  "A resume reads DIR's settings strictly, refuses a log damaged before its torn\n"
+			  "last case, and refuses a flag that differs from the campaign's setting: only\n"
+			  "--seconds, --cases, --until-failure, --jobs and --quiet may be given anew.\n"
+			  "A backend unavailable here is refused. ASSAY_FAULT=NAME seeds a compiler fault\n"
+			  "(see --list-faults) to measure the fuzzer.\n"
 			  "Exit 0: no failure; 1: a failure; 2: bad input; 3: internal error.",
 			  flags, ARRAY_LEN(flags));
 		return 0;
@@ -192,18 +282,26 @@ int cmd_fuzz(int argc, char **argv)
 			"other argument (see 'assay fuzz --help')\n");
 		return 2;
 	}
-	FzCampaign c;
+	FzCampaign c, camp;
 	fz_campaign_defaults(&c);
-	if ((code = settings(&a, &c)))
-		return code;
-	if (resume && !cli_has(&a, "jobs"))
-		c.jobs = 0;   /* the campaign's own */
 	VfOpts env = {0};
 	Diag d = {0};
+	if ((code = settings(&a, resume, &c)))
+		return code;
 	if (vf_opts_env(&env, &d))
 		return cli_report(&d);
 	c.faults = env.w.faults;
 	c.hooks = env.w.hooks;
+	if (resume && fz_settings_read(dir, &camp, &d))
+		return cli_report(&d);
+	if (resume && (code = same_settings(&a, dir, &c, &camp)))
+		return code;
+	if ((resume || cli_has(&a, "backends")) &&   /* the default is every available one */
+	    (code = available(resume ? camp.backends : c.backends,
+			      resume ? "the campaign's backends" : "--backends")))
+		return code;
+	if (resume && !cli_has(&a, "jobs"))
+		c.jobs = 0;   /* the campaign's own */
 	FzSummary sum;
 	if (fz_campaign_run(dir, &c, resume, cli_has(&a, "quiet") ? NULL : stderr, &sum, &d))
 		return cli_report(&d);

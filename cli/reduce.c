@@ -11,6 +11,7 @@
  * Exit codes: 0 the repro was written; 2 the user's input (a graph that does not parse or
  * does not fail, a bad flag); 3 the toolkit failed.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
@@ -36,7 +37,7 @@ static int inputs_of(const Args *a, const char *text, FzRun *r)
 	r->specials = false;
 	fz_repro_inputs(text, &r->seed, &r->dist, &r->specials);
 	long long seed;
-	if (cli_int(a, "reduce", "seed", (long long)r->seed, &seed) || seed < 0)
+	if (cli_int(a, "reduce", "seed", (long long)r->seed, 0, LLONG_MAX, &seed))
 		return 2;
 	r->seed = (uint64_t)seed;
 	const char *in = cli_get(a, "inputs");
@@ -56,21 +57,13 @@ static int inputs_of(const Args *a, const char *text, FzRun *r)
 
 static int backends_of(const Args *a, FzRun *r)
 {
-	Diag d = {0};
-	const char *list = cli_get(a, "backends");
-	if (list)
-		return fz_run_backends(r, list, &d) ? cli_report(&d) : 0;
+	const Backend *bs[16];
+	int n;
+	int rc = cli_backends(a, "reduce", bs, &n);
 	r->nbackends = 0;
-	for (int k = 0; be_at(k) && r->nbackends < FZ_MAXBACKENDS; k++) {
-		char why[256];
-		if (be_at(k)->available(why, sizeof why) == 0)
-			r->backends[r->nbackends++] = be_at(k);
-	}
-	if (r->nbackends == 0) {
-		fprintf(stderr, "assay reduce: no backend is available here (see 'assay backends')\n");
-		return 2;
-	}
-	return 0;
+	for (int k = 0; !rc && k < n && k < FZ_MAXBACKENDS; k++)
+		r->backends[r->nbackends++] = bs[k];
+	return rc;
 }
 
 /* The signature of the failure to keep: the first failing verdict (of --output). */
@@ -155,16 +148,9 @@ int cmd_reduce(int argc, char **argv)
 	FzRun r = {0};
 	VfOpts env = {0};
 	Diag d = {0};
-	if (cli_int(&a, "reduce", "tests", 400, &tests) || tests < 1) {
-		fprintf(stderr, "assay reduce: --tests expects a positive integer\n");
+	if (cli_int(&a, "reduce", "tests", 400, 1, FZ_MAX_REDUCE_TESTS, &tests) ||
+	    cli_double(&a, "reduce", "timeout", 10, 0, FZ_MAX_TIMEOUT, &r.timeout_s))
 		return 2;
-	}
-	const char *t = cli_get(&a, "timeout");
-	r.timeout_s = t ? strtod(t, NULL) : 10;
-	if (!(r.timeout_s > 0)) {
-		fprintf(stderr, "assay reduce: --timeout expects seconds > 0\n");
-		return 2;
-	}
 	if (vf_opts_env(&env, &d))
 		return cli_report(&d);
 	r.faults = env.w.faults;

@@ -678,8 +678,60 @@ static void pend(Camp *C, uint64_t n, char *blob)
 	C->pend[C->npend++] = (Pending){n, blob};
 }
 
-/* Reads the log of a campaign being resumed: cuts a torn or incomplete last case, counts
- * everything, and queues the reductions of incomplete failure folders. */
+/* The case number of member key of a log line (NUL-terminated), or -1 when it has none. */
+static int64_t case_of(const char *line, const char *key)
+{
+	char v[32];
+	if (!fz_json_get(line, key, v, sizeof v) || !*v || strspn(v, "0123456789") != strlen(v) ||
+	    strlen(v) > 15)
+		return -1;
+	return strtoll(v, NULL, 10);
+}
+
+/* Checks the complete cases text[0..len) of the log at path (lines counted from 1): every
+ * line one JSON object, cases numbered 0, 1, 2, ... in order, each record ("case": N) of
+ * the case whose done line ({"done": N, ...}) follows it. 0, or -1 with d (code 2) naming
+ * the line. */
+static int check_log(const char *path, char *text, size_t len, Diag *d)
+{
+	int64_t want = 0;
+	int lineno = 1;
+	for (char *p = text; p < text + len; p++, lineno++) {
+		char *nl = memchr(p, '\n', (size_t)(text + len - p));
+		size_t at;
+		const char *why = NULL;
+		IR_ASSERT(nl);   /* len ends at a line's end */
+		*nl = 0;
+		bool done = strncmp(p, "{\"done\":", 8) == 0;
+		int64_t n = fz_json_valid(p, (size_t)(nl - p), &at, &why) ? case_of(p, done ? "done" : "case")
+									  : -2;
+		*nl = '\n';
+		Diag e = {0};
+		if (n == -2)
+			diag_set(&e, 2, "%s:%d:%zu: not a JSON object: %s", path, lineno, at + 1, why);
+		else if (n < 0)
+			diag_set(&e, 2, "%s:%d: a %s without its case number", path, lineno,
+				 done ? "done line" : "record");
+		else if (n != want)
+			diag_set(&e, 2, "%s:%d: a %s of case %lld where case %lld's belongs", path, lineno,
+				 done ? "done line" : "record", (long long)n, (long long)want);
+		if (e.msg) {
+			diag_set(d, 2, "%.*s; the log is damaged before its last case, so the campaign "
+				 "cannot be resumed (only a torn last case is cut)",
+				 (int)strcspn(e.msg, "\n"), e.msg);
+			diag_clear(&e);
+			return -1;
+		}
+		want += done;
+		p = nl;
+	}
+	return 0;
+}
+
+/* Reads the log of a campaign being resumed: checks its complete cases (check_log), cuts a
+ * torn or incomplete last case (the lines after the last done line, a last line without
+ * its newline), counts everything, and queues the reductions of incomplete failure
+ * folders. */
 static int scan_log(Camp *C, Diag *d)
 {
 	char *path = fmt("%s/results.jsonl", C->dir);
@@ -706,13 +758,15 @@ static int scan_log(Camp *C, Diag *d)
 		p = nl + 1;
 	}
 	int rc = 0;
-	if (!f && vf_write_text(path, "", d))   /* killed between the settings and the log */
+	if (text && check_log(path, text, good, d))
+		rc = -1;
+	else if (!f && vf_write_text(path, "", d))   /* killed between the settings and the log */
 		rc = -1;
 	else if (good < len && truncate(path, (off_t)good)) {
 		diag_set(d, 3, "fuzz: cannot cut the torn end of %s: %s", path, strerror(errno));
 		rc = -1;
 	}
-	if (text)
+	if (text && rc == 0)
 		account(C, text, good, false);
 	C->next_case = C->next_write = cases;
 	for (int i = 0; rc == 0 && i < C->nent; i++) {
@@ -1081,11 +1135,20 @@ static void list_failures(Camp *C)
 	}
 }
 
-/* A fresh campaign directory: refuses one that already holds a campaign. */
+/* A fresh campaign directory: refuses settings that are not valid before anything is
+ * written (a directory is a campaign only once its settings are valid), and a directory
+ * that already holds a campaign. */
 static int fresh_dir(Camp *C, Diag *d)
 {
 	char *settings = fmt("%s/settings.json", C->dir), *log = fmt("%s/results.jsonl", C->dir);
 	int rc = -1;
+	Diag sd = {0};
+	if (fz_settings_check(&C->c, &sd)) {
+		diag_set(d, 2, "the settings of the campaign %s are not valid: %.*s", C->dir,
+			 (int)strcspn(sd.msg, "\n"), sd.msg);
+		diag_clear(&sd);
+		goto out;
+	}
 	if (access(settings, F_OK) == 0 || access(log, F_OK) == 0) {
 		diag_set(d, 2, "%s already holds a campaign (continue it with --resume %s)", C->dir,
 			 C->dir);
@@ -1101,7 +1164,8 @@ out:
 	return rc;
 }
 
-/* The settings of the campaign being resumed; c's stop rule and jobs win when given. */
+/* The settings of the campaign being resumed (read strictly: fz_settings_read); c's stop
+ * rule (cases or seconds, until_failure) and jobs win when given. */
 static int resume_settings(Camp *C, const FzCampaign *c, Diag *d)
 {
 	if (fz_settings_read(C->dir, &C->c, d))

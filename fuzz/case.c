@@ -1,4 +1,4 @@
-/* fuzz/case.c: one case of a campaign, and a campaign's settings file.
+/* fuzz/case.c: one case of a campaign.
  *
  * Case n of a campaign with seed S is a pure function of (S, n) and the settings: the graph
  * (fz_gen, its schedule block included), the inputs' distribution and seed (drawn from the
@@ -11,10 +11,7 @@
  *    (one per distinct key), "gen_s", "oracle_s", "budget_s", "compile_s", "launch_s",
  *    "worker_s", "classify_s", "check_s"}
  * Timings aside, the text is the same in any process, with any number of jobs.
- *
- * Settings (DIR/settings.json): one JSON object with the members of FzCampaign, faults
- * and hooks by name, and the generator's size knobs (the weights are the generator's
- * defaults of this version).
+ * (The campaign's settings file is fuzz/settings.c's.)
  */
 #include <math.h>
 #include <stdlib.h>
@@ -52,136 +49,9 @@ void fz_campaign_defaults(FzCampaign *c)
 	fz_gen_defaults(&c->gen);
 }
 
-/* ------------------------------------------------------------------ JSON out */
-
 static void json_num(FILE *f, const char *key, double x)
 {
 	fprintf(f, ",\"%s\":%.6g", key, isfinite(x) ? x : 0);
-}
-
-/* ------------------------------------------------------------------ settings */
-
-int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
-{
-	char *buf = NULL, faults[512];
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	IR_ASSERT(f);
-	fprintf(f, "{\"version\":1,\"seed\":%llu,\"cases\":%lld,\"seconds\":%.17g,\"jobs\":%d",
-		(unsigned long long)c->seed, (long long)c->cases, c->seconds, c->jobs);
-	fputs(",\"backends\":", f);
-	vf_json_str(f, c->backends);
-	fputs(",\"inputs\":", f);
-	vf_json_str(f, c->inputs);
-	fputs(",\"faults\":", f);
-	vf_json_str(f, vf_faults_name(c->faults, faults, sizeof faults));
-	fprintf(f, ",\"hooks\":%u,\"compile_timeout_s\":%.17g,\"timeout_s\":%.17g,\"reduce\":%s,\"reduce_tests\":%d", c->hooks,
-		c->compile_timeout_s, c->timeout_s, c->reduce ? "true" : "false", c->reduce_tests);
-	fprintf(f, ",\"until_failure\":%s,\"case_limit_s\":%.17g", c->until_failure ? "true" : "false",
-		c->case_limit_s);
-	const GenOpts *o = &c->gen;
-	fprintf(f, ",\"gen\":{\"max_rank\":%d,\"max_extent\":%d,\"max_defs\":%d,\"max_inputs\":%d,"
-		"\"max_depth\":%d,\"max_red\":%d,\"max_elems\":%lld,\"max_work\":%lld,"
-		"\"p_schedule\":%.17g}}\n", o->max_rank, o->max_extent, o->max_defs, o->max_inputs,
-		o->max_depth, o->max_red, (long long)o->max_elems, (long long)o->max_work,
-		o->p_schedule);
-	fclose(f);
-	char *path = NULL;
-	IR_ASSERT(asprintf(&path, "%s/settings.json", dir) >= 0);
-	int rc = fz_write_atomic(path, buf, d);
-	free(path);
-	free(buf);
-	return rc;
-}
-
-static bool get_num(const char *s, const char *key, double *x)
-{
-	char v[64];
-	if (!fz_json_get(s, key, v, sizeof v))
-		return false;
-	*x = strtod(v, NULL);
-	return true;
-}
-
-static void read_gen(const char *s, GenOpts *o)
-{
-	char gen[1024];
-	double x;
-	if (!fz_json_get(s, "gen", gen, sizeof gen))
-		return;
-	if (get_num(gen, "max_rank", &x)) o->max_rank = (int)x;
-	if (get_num(gen, "max_extent", &x)) o->max_extent = (int)x;
-	if (get_num(gen, "max_defs", &x)) o->max_defs = (int)x;
-	if (get_num(gen, "max_inputs", &x)) o->max_inputs = (int)x;
-	if (get_num(gen, "max_depth", &x)) o->max_depth = (int)x;
-	if (get_num(gen, "max_red", &x)) o->max_red = (int)x;
-	if (get_num(gen, "max_elems", &x)) o->max_elems = (int64_t)x;
-	if (get_num(gen, "max_work", &x)) o->max_work = (int64_t)x;
-	if (get_num(gen, "p_schedule", &x)) o->p_schedule = x;
-}
-
-int fz_settings_read(const char *dir, FzCampaign *c, Diag *d)
-{
-	char *path = NULL, v[512];
-	IR_ASSERT(asprintf(&path, "%s/settings.json", dir) >= 0);
-	FILE *f = fopen(path, "r");
-	char line[8192];
-	bool ok = f && fgets(line, sizeof line, f);
-	if (f)
-		fclose(f);
-	fz_campaign_defaults(c);
-	if (!ok || !fz_json_get(line, "seed", v, sizeof v)) {
-		diag_set(d, 2, "%s: not a campaign's settings (missing or unreadable)", path);
-		free(path);
-		return -1;
-	}
-	c->seed = strtoull(v, NULL, 10);
-	double x;
-	if (get_num(line, "cases", &x)) c->cases = (int64_t)x;
-	if (get_num(line, "seconds", &x)) c->seconds = x;
-	if (get_num(line, "jobs", &x)) c->jobs = (int)x;
-	if (get_num(line, "hooks", &x)) c->hooks = (unsigned)x;
-	if (get_num(line, "timeout_s", &x)) c->timeout_s = x;
-	if (get_num(line, "compile_timeout_s", &x)) c->compile_timeout_s = x;
-	if (get_num(line, "reduce_tests", &x)) c->reduce_tests = (int)x;
-	if (get_num(line, "case_limit_s", &x)) c->case_limit_s = x;
-	if (fz_json_get(line, "reduce", v, sizeof v)) c->reduce = strcmp(v, "true") == 0;
-	if (fz_json_get(line, "until_failure", v, sizeof v))
-		c->until_failure = strcmp(v, "true") == 0;
-	if (fz_json_get(line, "backends", v, sizeof v))
-		snprintf(c->backends, sizeof c->backends, "%.*s", (int)sizeof c->backends - 1, v);
-	if (fz_json_get(line, "inputs", v, sizeof v))
-		snprintf(c->inputs, sizeof c->inputs, "%.*s", (int)sizeof c->inputs - 1, v);
-	int rc = 0;
-	if (fz_json_get(line, "faults", v, sizeof v) && vf_faults_parse(v, &c->faults, d))
-		rc = -1;
-	read_gen(line, &c->gen);
-	free(path);
-	return rc;
-}
-
-/* ------------------------------------------------------------------ one case */
-
-int fz_run_backends(FzRun *r, const char *list, Diag *d)
-{
-	r->nbackends = 0;
-	for (const char *p = list; *p;) {
-		size_t len = strcspn(p, ",");
-		char name[64];
-		snprintf(name, sizeof name, "%.*s", (int)len, p);
-		const Backend *b = be_find(name);
-		if (!b || r->nbackends == FZ_MAXBACKENDS) {
-			diag_set(d, 2, "unknown backend '%s' (or more than %d)", name, FZ_MAXBACKENDS);
-			return -1;
-		}
-		r->backends[r->nbackends++] = b;
-		p += len + (p[len] == ',');
-	}
-	if (r->nbackends == 0) {
-		diag_set(d, 2, "no backend given");
-		return -1;
-	}
-	return 0;
 }
 
 /* The inputs of case n: the distribution (drawn unless the settings fix one) and a seed

@@ -311,10 +311,12 @@ typedef struct {
 } FzSummary;
 
 /* Runs (or with resume, continues) the campaign in directory dir: settings.json (written
- * first; read back on resume, where c gives only the stop rule and the jobs),
+ * first, once fz_settings_check holds, so invalid settings leave no directory; read back on
+ * resume, where c gives only the stop rule and the jobs),
  * results.jsonl (per case: one JSON line per (backend, output) record with a "case"
  * member, then a {"done":N,...} line; written in case order, one write and fsync per case;
- * a resume drops a torn or incomplete last case and continues with the next), failures/
+ * a resume drops a torn or incomplete last case and continues with the next, and refuses,
+ * code 2, settings or a log damaged anywhere else: fz_settings_read, scan_log), failures/
  * (one folder per distinct failure: fz_save_failure, plus `count` of the cases that hit
  * it), errors/ (the graphs of cases the toolkit could not judge), summary.json. progress:
  * a live line (\r-updated on a terminal, a line every 10 s otherwise), or NULL. The
@@ -322,10 +324,35 @@ typedef struct {
  * -1 with d. */
 int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *progress,
 		    FzSummary *sum, Diag *d);
+
+/* ================================================================ settings (settings.c) */
+
+/* The ranges of a campaign's settings (settings.json; the CLI's flags). */
+enum { FZ_MAXJOBS = 64, FZ_MAX_DEFS = 24, FZ_MAX_REDUCE_TESTS = 1000000 };
+#define FZ_MAX_CASES 1000000000000000LL
+#define FZ_MAX_SECONDS 1e9
+#define FZ_MAX_TIMEOUT 86400.0
+
+/* DIR/settings.json into c, read strictly (fuzz/settings.c says what it accepts): 0, or -1
+ * with d (code 2) naming the file, the member and its value; c then holds the defaults. */
 int fz_settings_read(const char *dir, FzCampaign *c, Diag *d);
+/* Writes DIR/settings.json atomically. 0, or -1 with d. */
 int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d);
-/* The backends of a comma list into r->backends. 0, or -1 with d (code 2). */
+/* Whether c's settings are valid (the ranges of fz_settings_read, backends, inputs and
+ * faults known): 0, or -1 with d (code 2) naming the member ("member 'jobs': ..."). */
+int fz_settings_check(const FzCampaign *c, Diag *d);
+/* Whether name is a campaign's input distribution: mix, normal, uniform, adversarial or
+ * specials. */
+bool fz_inputs_known(const char *name);
+/* The backends of a comma list into r->backends, in order, a repeated name once ("c,c" is
+ * c). 0, or -1 with d (code 2) for an empty list, an empty name ("c,,vulkan") or an
+ * unknown one. fz_backends_list writes r's backends back as a comma list into buf. */
 int fz_run_backends(FzRun *r, const char *list, Diag *d);
+void fz_backends_list(const FzRun *r, char *buf, size_t n);
+/* Whether text[0..n) is exactly one JSON object (RFC 8259's grammar; whitespace around it
+ * allowed). On false, *err_at gets the byte offset of the error and *why what is wrong
+ * (static text); either may be NULL. */
+bool fz_json_valid(const char *text, size_t n, size_t *err_at, const char **why);
 
 /* The FzRun of case n of campaign c: its backends, faults, hooks, timeout, inputs (cache_dir
  * borrowed). 0, or -1 with d (code 2: an unknown backend or distribution). */

@@ -201,6 +201,105 @@ START_TEST(json_members)
 }
 END_TEST
 
+/* fz_json_valid takes exactly the grammar of RFC 8259 for one object. */
+START_TEST(json_lines_valid)
+{
+	static const char *good[] = {
+		"{}", " {\"a\":1} ", "{\"a\":-0.5e+3,\"b\":[1,2,{\"c\":null}],\"d\":\"q\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\"}",
+		"{\"a\":true,\"b\":false,\"c\":[]}", "{\"a\":0,\"b\":1E-7,\"c\":123456789012345678901}",
+		"{\"x\":\"\xc3\xa9\"}",
+	};
+	static const char *bad[] = {
+		"", "[1]", "{", "{\"a\":1", "{\"a\":1}}", "{\"a\":1} x", "{\"a\"1}", "{\"a\":}", "{a:1}",
+		"{\"a\":01}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":1e}", "{\"a\":+1}", "{\"a\":nan}",
+		"{\"a\":inf}", "{\"a\":tru}", "{\"a\":\"x}", "{\"a\":\"\\x\"}", "{\"a\":\"\\u12\"}",
+		"{\"a\":\"\t\"}", "{\"a\":[1,]}", "{\"a\":1,}", "{\"a\":1,\"b\"}", "{\"a\":{\"b\":1}",
+		"{\"graph\":\"fz0\",\"back{\"done\":0,\"fails\":[]}",
+	};
+	for (size_t i = 0; i < ARRAY_LEN(good); i++) {
+		const char *why = NULL;
+		size_t at = 0;
+		ck_assert_msg(fz_json_valid(good[i], strlen(good[i]), &at, &why), "refused %s: %s at %zu",
+			      good[i], why, at);
+	}
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		const char *why = NULL;
+		ck_assert_msg(!fz_json_valid(bad[i], strlen(bad[i]), NULL, &why), "accepted %s", bad[i]);
+		ck_assert_ptr_nonnull(why);
+	}
+	/* a case's own text, line by line */
+	FzCampaign c;
+	fz_campaign_defaults(&c);
+	char *blob = NULL;
+	Diag d = {0};
+	ck_assert_int_eq(fz_case_run(&c, 3, cache(), NULL, &blob, NULL, NULL, &d), 0);
+	for (char *p = blob, *nl; (nl = strchr(p, '\n')); p = nl + 1)
+		ck_assert_msg(fz_json_valid(p, (size_t)(nl - p), NULL, NULL), "%.*s", (int)(nl - p), p);
+	free(blob);
+}
+END_TEST
+
+/* What fz_settings_write writes, fz_settings_read reads back exactly. */
+START_TEST(settings_roundtrip)
+{
+	char dir[] = "/tmp/assay-test-fuzz.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	FzCampaign c, back;
+	fz_campaign_defaults(&c);
+	c.seed = UINT64_MAX;
+	c.cases = 12;
+	c.seconds = 0.1;
+	c.jobs = FZ_MAXJOBS;
+	snprintf(c.backends, sizeof c.backends, "c,opencl");
+	snprintf(c.inputs, sizeof c.inputs, "specials");
+	c.faults = KF_DROP_TAIL | KF_PAD_ZERO;
+	c.hooks = VF_HOOK_NAN;
+	c.timeout_s = 1.0 / 3;
+	c.reduce = false;
+	c.until_failure = true;
+	c.gen.max_defs = 3;
+	c.gen.max_work = 123456789012;
+	c.gen.p_schedule = 0.1;
+	Diag d = {0};
+	ck_assert_int_eq(fz_settings_check(&c, &d), 0);
+	ck_assert_int_eq(fz_settings_write(dir, &c, &d), 0);
+	ck_assert_msg(fz_settings_read(dir, &back, &d) == 0, "%s", d.msg);
+	ck_assert(memcmp(&c, &back, sizeof c) == 0);
+	c.jobs = 0;
+	ck_assert_int_eq(fz_settings_check(&c, &d), -1);
+	ck_assert_msg(strstr(d.msg, "member 'jobs'"), "%s", d.msg);
+	diag_clear(&d);
+	c.jobs = 1;
+	snprintf(c.backends, sizeof c.backends, "c,,opencl");
+	ck_assert_int_eq(fz_settings_check(&c, &d), -1);
+	diag_clear(&d);
+	ck_assert_int_eq(fz_settings_read("/nonexistent", &back, &d), -1);
+	ck_assert_int_eq(d.code, 2);
+	diag_clear(&d);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* fz_run_backends: in order, a repeated name once; empty and unknown names refused. */
+START_TEST(backend_lists)
+{
+	FzRun r;
+	Diag d = {0};
+	char back[128];
+	ck_assert_int_eq(fz_run_backends(&r, "opencl,c,opencl,c", &d), 0);
+	fz_backends_list(&r, back, sizeof back);
+	ck_assert_str_eq(back, "opencl,c");
+	static const char *bad[] = {"", ",", "c,", ",c", "c,,c", "nope", "c,cc", "C"};
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		ck_assert_msg(fz_run_backends(&r, bad[i], &d) == -1, "accepted '%s'", bad[i]);
+		ck_assert_int_eq(d.code, 2);
+		diag_clear(&d);
+	}
+}
+END_TEST
+
 START_TEST(repro_inputs_roundtrip)
 {
 	FzSig s = {"c", V_SPECIAL_MISMATCH, DT_F32, "y", 0, KF_PAD_ZERO};
@@ -602,6 +701,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, sig_keys);
 	tcase_add_test(tc, json_members);
 	tcase_add_test(tc, repro_inputs_roundtrip);
+	tcase_add_test(tc, json_lines_valid);
+	tcase_add_test(tc, settings_roundtrip);
+	tcase_add_test(tc, backend_lists);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("campaigns");
 	tcase_set_timeout(tc, 180);

@@ -398,9 +398,10 @@ int npy_check(const Graph *g, int tensor, const HostTensor *t, const char *path,
 /* A definition's schedule, resolved from the graph's directives (graph-format.md section 7;
  * compiler/sched.c states the exact meaning of each choice):
  * - op: the format of the definition's real arithmetic (terms, expression values, loads
- *   rounded on reading): accum for reductions (default f32; f64, f16 or bf16 by directive);
- *   f64 for a plain definition stored in f64, else f32; f64 for the real subexpressions of
- *   integer definitions.
+ *   rounded on reading): accum for reductions (by default f64 when the definition reads an
+ *   f64 value, else f32: sched.c says what reading one means; any of f64, f32, f16, bf16
+ *   by directive); for a plain definition f64 when it reads an f64 value or is stored in
+ *   f64, else f32; f64 for the real subexpressions of integer definitions.
  * - accum: the accumulation format of a reduction (= op); DT_I32 for integer results.
  * - store: the storage format of the (value) result; DT_I32 for integer results; for an
  *   inlined definition it is op (the value is used as computed).
@@ -420,7 +421,8 @@ typedef struct {
 	DefSched *defs;   /* ndefs entries (heap; sched_free) */
 } Schedule;
 
-/* The default schedule of g (no directive). */
+/* The default schedule of g (no directive): every format f64 for a definition that reads
+ * an f64 value, f32 for the others (graph-format.md section 7, version 2). */
 void sched_default(const Graph *g, Schedule *s);
 /* The schedule of g's directives (g->dirs), checked for applicability: an index that is
  * not there, a split or order of a non-reduction, an inline of an output, a reduction or a
@@ -458,8 +460,9 @@ typedef struct {
  * domains (a mask of RW_*). st (may be NULL) accumulates counters. The copy keeps every
  * size, tensor, definition (its index, names, indices, monoid and type), output and
  * directive of g; only expressions (bodies, range bounds) change, so a Schedule built for g
- * applies to the copy as it is, and a directive names the same definition in both. The
- * caller frees. */
+ * applies to the copy as it is, and a directive names the same definition in both (build
+ * it from g: a rule that drops an f64 read or cast, such as f64(f16(x)) -> f16(x), changes
+ * the copy's own default formats, section 7). The caller frees. */
 Graph *rw_simplify(const Graph *g, unsigned domains, RwStats *st);
 /* The rewrite the compiler applies before lowering (verify/'s workers, for every backend
  * run): the exact and integer rules only, which keep the exact value of every output bit

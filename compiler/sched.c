@@ -5,9 +5,11 @@
  * - store e : F      e's values are rounded to F (f64 f32 f16 bf16) when stored.
  * - accum s : F      s's arithmetic (its terms and accumulators) is done in F (f64, f32,
  *                    f16, bf16; f16 and bf16 as f32 operations each rounded to F).
- *                    A plain definition computes in f64 when stored in f64, else in f32.
+ *                    A plain definition computes in f64 when it reads an f64 value or is
+ *                    stored in f64, else in f32.
  * - inline e         e has no buffer: each read of e computes e's body at the read's
- *                    indices, in e's own format (f32), with no rounding to a store format.
+ *                    indices, in e's own format (f64 when e reads an f64 value, else f32),
+ *                    with no rounding to a store format.
  * - tile y : i=T     left-hand index i runs in tiles of T (the last one partial when T
  *                    does not divide the extent); tiles are the unit of parallel work.
  * - split s : j=S    the terms of s are dealt into S partial reductions by (j - lo) mod S
@@ -17,6 +19,24 @@
  * - order s : O      linear: ((t0 op t1) op t2) ...; pairwise: left half = the first
  *                    floor(n/2) terms, recursively. Only sum, prod and logsumexp's sum
  *                    depend on it; max and min are exact in any order.
+ * Default formats (section 7, version 2): a format no directive names is f64 when the
+ * definition reads an f64 value, else f32 (its computation, accumulation and storage alike).
+ * A definition reads an f64 value when its body (operands, `?:` conditions, `??` defaults,
+ * index lists and range bounds alike) reads
+ *   - an input declared f64,
+ *   - a definition's real result stored in f64, whether by default or by `store d : f64`
+ *     (so the default is transitive, and `store d : f32`, f16 or bf16 stops it: d is then
+ *     an f32 / 16-bit value for its readers),
+ *   - an inlined definition computed in f64 (an inlined value has its op format),
+ * or contains an f64(...) cast. Not f64 values: literals (a literal denotes its exact
+ * value, rounded into the reader's format), index variables and sizes used as values, and
+ * every integer result (i32 inputs and definitions, argmax/argmin and topk indices) even
+ * when its body reads f64. A real read counts wherever it stands, even under an f32(...)
+ * cast or only in a condition. 16-bit inputs read nothing f64, so they compute in f32.
+ * Each definition's default depends only on the definitions above it, so settle_all
+ * fixes them in file order; sched_text compares each definition with the default it has
+ * under the schedule's own choices above it, so that the text reads back to the same
+ * schedule.
  * Applicability: a directive naming something that is not there, a split/order of a
  * non-reduction or of a selection (argmax, argmin, topk: they have no order to choose),
  * store of an integer definition, accum of a plain or integer definition, inline of an
@@ -66,15 +86,73 @@ static bool is_output(const Graph *g, int d)
 	return false;
 }
 
-/* Recomputes the formats that follow from the others. */
-static void settle(const Graph *g, int d, DefSched *s)
+/* ------------------------------------------------------------ default formats */
+
+/* Is a read of tensor t an f64 value under s (whose entry for t's definition is settled)?
+ * An f64 input; a definition's real result stored in f64 (by default or by a directive);
+ * an inlined definition computed in f64. Integer results (i32 definitions, argmax, argmin,
+ * topk indices) never are, whatever their bodies read. */
+static bool f64_value(const Graph *g, const Schedule *s, int t)
+{
+	const Tensor *T = &g->tensors[t];
+	if (T->kind == TK_INPUT || T->dtype == DT_I32)
+		return T->dtype == DT_F64;
+	const DefSched *x = &s->defs[T->def];
+	return x->inlined ? x->op == DT_F64 : x->store == DT_F64;
+}
+
+/* Does the expression r read an f64 value (anywhere: operands, conditions, index lists,
+ * `??` defaults) or contain an f64(...) cast? memo (one byte per node of g: 0 not yet
+ * known, 1 no, 2 yes) is valid across definitions, because a node reads only tensors
+ * defined above every definition that contains it, which are settled first. */
+static bool reads_f64(const Graph *g, const Schedule *s, Ref r, uint8_t *memo)
+{
+	if (r == REF_NONE)
+		return false;
+	if (memo[r])
+		return memo[r] == 2;
+	const Node *n = ir_node(g, r);
+	bool y = false;
+	if (n->kind == NK_READ) {
+		y = f64_value(g, s, (int)n->u.read.tensor) || reads_f64(g, s, n->u.read.pad, memo);
+		const Ref *ix = ir_read_idx(g, n);
+		for (uint32_t i = 0; !y && i < n->u.read.n; i++)
+			y = reads_f64(g, s, ix[i], memo);
+	} else if (n->kind == NK_OP) {
+		y = n->op == OP_CAST_F64;
+		for (int i = 0; !y && i < op_info((Op)n->op)->arity; i++)
+			y = reads_f64(g, s, n->a[i], memo);
+	}
+	memo[r] = y ? 2 : 1;
+	return y;
+}
+
+/* The default format of definition d under s (entries before d settled): f64 when its
+ * body or a range bound reads an f64 value, else f32. */
+static Dtype default_format(const Graph *g, const Schedule *s, int d, uint8_t *memo)
 {
 	const Def *D = &g->defs[d];
+	bool y = reads_f64(g, s, D->body, memo);
+	for (int r = 0; !y && r < D->nred; r++)
+		y = reads_f64(g, s, D->red[r].lo, memo) || reads_f64(g, s, D->red[r].hi, memo);
+	return y ? DT_F64 : DT_F32;
+}
+
+/* Fills the formats no directive chose (DT_NONE) with dflt and recomputes the formats that
+ * follow from the others. */
+static void settle(const Graph *g, int d, DefSched *s, Dtype dflt)
+{
+	const Def *D = &g->defs[d];
+	if (s->store == DT_NONE)
+		s->store = dflt;
+	if (s->accum == DT_NONE)
+		s->accum = dflt;
 	if (!real_body(g, d)) {
 		s->op = DT_F64;
 		s->accum = DT_I32;
 	} else if (D->monoid == MO_NONE) {
-		s->op = s->accum = (!s->inlined && s->store == DT_F64) ? DT_F64 : DT_F32;
+		bool wide = dflt == DT_F64 || (!s->inlined && s->store == DT_F64);
+		s->op = s->accum = wide ? DT_F64 : DT_F32;
 	} else {
 		s->op = s->accum;
 	}
@@ -86,18 +164,34 @@ static void settle(const Graph *g, int d, DefSched *s)
 		s->store = s->op;
 }
 
-void sched_default(const Graph *g, Schedule *s)
+/* Settles every definition of s in file order: each one's default depends on the formats
+ * of the definitions it reads, which come before it. */
+static void settle_all(const Graph *g, Schedule *s)
+{
+	uint8_t *memo = calloc((size_t)g->nnodes + 1, 1);
+	IR_ASSERT(memo);
+	for (int d = 0; d < g->ndefs; d++)
+		settle(g, d, &s->defs[d], default_format(g, s, d, memo));
+	free(memo);
+}
+
+/* A schedule of g with nothing chosen: formats DT_NONE (to be settled), linear order. */
+static void sched_blank(const Graph *g, Schedule *s)
 {
 	s->ndefs = g->ndefs;
 	s->defs = calloc((size_t)g->ndefs + 1, sizeof *s->defs);
 	IR_ASSERT(s->defs);
 	for (int d = 0; d < g->ndefs; d++) {
 		DefSched *x = &s->defs[d];
-		x->store = DT_F32;
-		x->accum = DT_F32;
+		x->op = x->store = x->accum = DT_NONE;
 		x->order = ORDER_LINEAR;
-		settle(g, d, x);
 	}
+}
+
+void sched_default(const Graph *g, Schedule *s)
+{
+	sched_blank(g, s);
+	settle_all(g, s);
 }
 
 void sched_free(Schedule *s)
@@ -292,7 +386,7 @@ static int apply(Ck *c, int d, DefSched *s)
 
 int sched_build(const Graph *g, Schedule *s, Diag *d)
 {
-	sched_default(g, s);
+	sched_blank(g, s);
 	/* the first directive of each (definition, kind, result): store may name either
 	 * result of a topk */
 	int *seen = calloc((size_t)g->ndefs * SD__COUNT * 2 + 1, sizeof *seen);
@@ -332,8 +426,7 @@ int sched_build(const Graph *g, Schedule *s, Diag *d)
 			}
 		}
 	}
-	for (int def = 0; def < g->ndefs; def++)
-		settle(g, def, &s->defs[def]);
+	settle_all(g, s);
 	free(seen);
 	return 0;
 fail:
@@ -369,7 +462,12 @@ static int64_t pick_size(Rng *r, int64_t extent)
 	return v > extent && extent > 0 ? extent : v;
 }
 
-static void sample_def(const Graph *g, int d, Rng *r, DefSched *s)
+/* The choices for definition d, whose default format is dflt. The formats drawn are the
+ * ones other than f32, version 1's default; where the default is f64 a drawn f64 becomes
+ * f32, so that a drawn format is never the default (a directive that changes nothing)
+ * and f64 graphs see f32 stores and accumulations. The draws themselves do not depend on
+ * dflt: a graph whose defaults are f32 samples what it did before version 2. */
+static void sample_def(const Graph *g, int d, Rng *r, DefSched *s, Dtype dflt)
 {
 	const Def *D = &g->defs[d];
 	bool red = D->monoid != MO_NONE;
@@ -380,10 +478,14 @@ static void sample_def(const Graph *g, int d, Rng *r, DefSched *s)
 	if (!int_result(g, d) && chance(r, 2, 5)) {
 		static const Dtype st[] = {DT_F16, DT_BF16, DT_F64};
 		s->store = st[rnd(r) % ARRAY_LEN(st)];
+		if (s->store == dflt)
+			s->store = DT_F32;
 	}
 	if (red && real_body(g, d) && chance(r, 1, 3)) {
 		static const Dtype ac[] = {DT_F64, DT_F64, DT_F64, DT_F16, DT_BF16};
 		s->accum = ac[rnd(r) % ARRAY_LEN(ac)];
+		if (s->accum == dflt)
+			s->accum = DT_F32;
 	}
 	if (chance(r, 1, 2)) {
 		int n = D->monoid == MO_TOPK ? D->nlhs - 1 : D->nlhs;
@@ -404,11 +506,15 @@ static void sample_def(const Graph *g, int d, Rng *r, DefSched *s)
 void sched_sample(const Graph *g, uint64_t seed, Schedule *s)
 {
 	Rng r = {seed * 0x2545f4914f6cdd1dull + 0x853c49e6748fea9bull};
-	sched_default(g, s);
+	sched_blank(g, s);
+	uint8_t *memo = calloc((size_t)g->nnodes + 1, 1);
+	IR_ASSERT(memo);
 	for (int d = 0; d < g->ndefs; d++) {
-		sample_def(g, d, &r, &s->defs[d]);
-		settle(g, d, &s->defs[d]);
+		Dtype dflt = default_format(g, s, d, memo);
+		sample_def(g, d, &r, &s->defs[d], dflt);
+		settle(g, d, &s->defs[d], dflt);
 	}
+	free(memo);
 }
 
 /* ------------------------------------------------------------ text */
@@ -464,19 +570,24 @@ char *sched_text(const Graph *g, const Schedule *s)
 {
 	Str o = {0};
 	put(&o, "%s", "");
-	Schedule dflt;
-	sched_default(g, &dflt);
+	uint8_t *memo = calloc((size_t)g->nnodes + 1, 1);
+	IR_ASSERT(memo);
 	for (int d = 0; d < g->ndefs; d++) {
-		const DefSched *x = &s->defs[d], *z = &dflt.defs[d];
+		const DefSched *x = &s->defs[d];
 		const Def *D = &g->defs[d];
 		const char *n = dname(g, d);
 		if (x->inlined) {
 			put(&o, "inline %s\n", n);
 			continue;
 		}
-		if (x->store != z->store)
+		/* what d would be with no format directive, the definitions above it as in s
+		 * (so that the text read back settles to s again) */
+		DefSched z = *x;
+		z.store = z.accum = DT_NONE;
+		settle(g, d, &z, default_format(g, s, d, memo));
+		if (x->store != z.store)
 			put(&o, "store %s : %s\n", n, dt_name(x->store));
-		if (D->monoid != MO_NONE && x->accum != z->accum)
+		if (D->monoid != MO_NONE && x->accum != z.accum)
 			put(&o, "accum %s : %s\n", n, dt_name(x->accum));
 		if (has_args(x->tile, D->nlhs, 1)) {
 			put(&o, "tile %s : ", n);
@@ -488,9 +599,9 @@ char *sched_text(const Graph *g, const Schedule *s)
 			put_args(&o, x->split, D->nred, 2, red_name, D);
 			put(&o, "\n");
 		}
-		if (x->order != z->order)
+		if (x->order != ORDER_LINEAR)
 			put(&o, "order %s : %s\n", n, x->order == ORDER_PAIRWISE ? "pairwise" : "linear");
 	}
-	sched_free(&dflt);
+	free(memo);
 	return o.buf;
 }

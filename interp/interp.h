@@ -77,7 +77,10 @@ int mp_points(const Graph *g, const HostTensor *inputs, const MpOpts *o, int out
  * term is taken; each partial reduces its terms in the order they come, in order[k] (an
  * empty partial is the identity: -0 for sums, 1 for products), and the S partials are
  * combined in order[k] over p0, p1, ... (linear: ((p0 op p1) op p2) ...). split[k] of 0 or
- * 1 is no split; max and min are exact in any order, and selections are never split. */
+ * 1 is no split; max and min are exact in any order, and selections are never split.
+ * dflt is one uniform format, not graph-format.md section 7's default schedule (which is
+ * per definition: f64 where a definition reads an f64 value); a schedule's formats come
+ * from sched_formats (oracles' orc_emu_config). */
 typedef struct {
 	Dtype dflt;
 	const Dtype *op;

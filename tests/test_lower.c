@@ -889,19 +889,6 @@ START_TEST(bad_schedule_text)
 }
 END_TEST
 
-static bool sched_equal(const Graph *g, const Schedule *a, const Schedule *b)
-{
-	for (int d = 0; d < g->ndefs; d++) {
-		const DefSched *x = &a->defs[d], *y = &b->defs[d];
-		if (x->inlined != y->inlined || x->op != y->op || x->accum != y->accum ||
-		    x->store != y->store || x->order != y->order ||
-		    memcmp(x->tile, y->tile, sizeof x->tile) ||
-		    memcmp(x->split, y->split, sizeof x->split))
-			return false;
-	}
-	return true;
-}
-
 /* Sampled schedules: legal (their text reads back to the same schedule), deterministic,
  * and over many seeds every directive and format appears. */
 START_TEST(sampler)
@@ -912,13 +899,13 @@ START_TEST(sampler)
 		Schedule s, s2, s3;
 		sched_sample(g, seed, &s);
 		sched_sample(g, seed, &s3);
-		ck_assert(sched_equal(g, &s, &s3));
+		ck_assert(tu_sched_equal(g, &s, &s3));
 		char *text = sched_text(g, &s);
 		Diag d = {0};
 		ck_assert_msg(ir_parse_schedule(g, text, strlen(text), "sampled", &d) == 0 &&
 			      sched_build(g, &s2, &d) == 0, "seed %llu: %s\n%s",
 			      (unsigned long long)seed, text, d.msg ? d.msg : "");
-		ck_assert_msg(sched_equal(g, &s, &s2), "seed %llu: text does not read back:\n%s",
+		ck_assert_msg(tu_sched_equal(g, &s, &s2), "seed %llu: text does not read back:\n%s",
 			      (unsigned long long)seed, text);
 		for (int k = 0; k < g->ndefs; k++) {
 			const DefSched *x = &s.defs[k];

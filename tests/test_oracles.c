@@ -7,8 +7,9 @@
  * (the oracle verify compares with) and exact from mp_exact in f64 (within 2^-53
  * relative of the exact value, allowed for), for the emulating interpreter under the
  * schedule (backend "emul": every operation correctly rounded) and for the c backend
- * (backend "c": glibc's allowances), on every example, under the default and sampled
- * schedules, on normal, adversarial (mp_make_inputs) and "rough" inputs (wide magnitudes,
+ * (backend "c": glibc's allowances), on every example (and on five of them with every
+ * real input declared f64, whose default schedules compute in f64), under the default and
+ * sampled schedules, on normal, adversarial (mp_make_inputs) and "rough" inputs (wide magnitudes,
  * nearly cancelling pairs, exact ties, subnormals of the dtype; no overflow, so budgets
  * stay finite). Elements whose exact value is infinite or NaN are compared categorically
  * elsewhere and skipped here; elements flagged as near ties are skipped (counted).
@@ -742,10 +743,48 @@ static void check_output(const char *what, const Graph *g, int k, const HostTens
 	}
 }
 
-/* A copy of g's outputs as f64 (for the exact value within 2^-53). */
-static HostTensor *exact64(int ex, const HostTensor *in)
+/* Example i as written, or (f64) with every real input declared f64 instead, so that its
+ * default schedule computes in f64 (graph-format.md section 7, version 2) and sampled ones
+ * mix f64 with f32 and 16-bit stores and accumulations. */
+static Graph *load_variant(int i, bool f64)
 {
-	Graph *g = load_example(ex);
+	if (!f64)
+		return load_example(i);
+	char *src = tu_read_file(examples[i].file, NULL);
+	ck_assert_msg(src != NULL, "%s: cannot read it", examples[i].file);
+	/* the text with ": f32[", ": f16[" or ": bf16[" on an input line as ": f64[" */
+	char *out = malloc(strlen(src) + 1), *w = out;
+	static const char *const from[] = {": f32[", ": f16[", ": bf16["};
+	bool input = strncmp(src, "input ", 6) == 0;   /* on an input line */
+	for (const char *p = src; *p;) {
+		size_t n = 0;
+		for (size_t f = 0; input && !n && f < ARRAY_LEN(from); f++)
+			if (strncmp(p, from[f], strlen(from[f])) == 0)
+				n = strlen(from[f]);
+		if (n) {
+			w += sprintf(w, ": f64[");
+			p += n;
+			continue;
+		}
+		if (*p == '\n')
+			input = strncmp(p + 1, "input ", 6) == 0;
+		*w++ = *p++;
+	}
+	*w = 0;
+	free(src);
+	src = out;
+	Diag d = {0};
+	Graph *g = ir_parse(src, strlen(src), examples[i].file, examples[i].ov, examples[i].nov,
+			    &d);
+	ck_assert_msg(g != NULL, "%s (f64 inputs): %s", examples[i].file, d.msg);
+	free(src);
+	return g;
+}
+
+/* A copy of g's outputs as f64 (for the exact value within 2^-53). */
+static HostTensor *exact64(int ex, bool f64, const HostTensor *in)
+{
+	Graph *g = load_variant(ex, f64);
 	for (int k = 0; k < g->noutputs; k++)
 		if (g->outputs[k].dtype != DT_I32)
 			g->outputs[k].dtype = DT_F64;
@@ -756,31 +795,35 @@ static HostTensor *exact64(int ex, const HostTensor *in)
 
 enum { NSCHED = 4 };
 
-/* Every example, on three kinds of inputs, under the default and NSCHED - 1 sampled
- * schedules: the emulator within the "emul" budgets and the c backend within the "c"
- * budgets, against the correctly rounded oracle (and the exact value, for normal inputs). */
-START_TEST(examples_are_within_budget)
+/* Example ex (its f64 variant with f64), on three kinds of inputs, under the default and
+ * NSCHED - 1 sampled schedules: the emulator within the "emul" budgets and the c backend
+ * within the "c" budgets, against the correctly rounded oracle (and the exact value, for
+ * normal inputs). */
+static void within_budget(int ex, bool f64)
 {
-	Graph *g = load_example(_i);
+	Graph *g = load_variant(ex, f64);
+	const char *name = examples[ex].file, *variant = f64 ? " (f64 inputs)" : "";
 	int no = g->noutputs;
 	Tally te = {0}, tc = {0};
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t salt = f64 ? 500 : 0;
 	for (int dist = 0; dist < 3; dist++) {
 		HostTensor *in = calloc((size_t)ir_ninputs(g) + 1, sizeof *in);
-		InputSpec spec = {dist == 1 ? DIST_ADVERSARIAL : DIST_NORMAL, 41 + (uint64_t)_i, false};
+		InputSpec spec = {dist == 1 ? DIST_ADVERSARIAL : DIST_NORMAL,
+				  41 + (uint64_t)ex + salt, false};
 		Diag d = {0};
 		ck_assert_int_eq(mp_make_inputs(g, &spec, NULL, in, &d), 0);
 		if (dist == 2)
-			roughen(g, in, 7 + (uint64_t)_i);
-		HostTensor *want = exact(g, in), *want64 = dist == 0 ? exact64(_i, in) : NULL;
+			roughen(g, in, 7 + (uint64_t)ex + salt);
+		HostTensor *want = exact(g, in), *want64 = dist == 0 ? exact64(ex, f64, in) : NULL;
 		for (int si = 0; si < NSCHED; si++) {
 			Schedule s;
 			if (si == 0)
 				sched_default(g, &s);
 			else
-				sched_sample(g, (uint64_t)(1000 * _i + 10 * dist + si), &s);
-			char what[256], *txt = sched_text(g, &s);
+				sched_sample(g, (uint64_t)(1000 * ex + 10 * dist + si) + salt, &s);
+			char what[320], *txt = sched_text(g, &s);
 			for (char *p = txt; *p; p++)
 				*p = *p == '\n' ? ';' : *p;
 			uint8_t *te_ties[8] = {0}, *tc_ties[8] = {0};
@@ -788,12 +831,12 @@ START_TEST(examples_are_within_budget)
 			HostTensor *bc = budget(g, &s, "c", in, tc_ties);
 			HostTensor *e = emulate(g, &s, in), *c = run_c(g, &s, in);
 			for (int k = 0; k < no; k++) {
-				snprintf(what, sizeof what, "%s dist %d [%s] emulator", examples[_i].file,
+				snprintf(what, sizeof what, "%s%s dist %d [%s] emulator", name, variant,
 					 dist, txt);
 				check_output(what, g, k, &e[k], &want[k], want64 ? &want64[k] : NULL,
 					     &be[k], te_ties[k], &te);
 				if (c) {
-					snprintf(what, sizeof what, "%s dist %d [%s] c", examples[_i].file,
+					snprintf(what, sizeof what, "%s%s dist %d [%s] c", name, variant,
 						 dist, txt);
 					check_output(what, g, k, &c[k], &want[k],
 						     want64 ? &want64[k] : NULL, &bc[k], tc_ties[k], &tc);
@@ -815,15 +858,39 @@ START_TEST(examples_are_within_budget)
 		free_tensors(want64, no);
 		free_tensors(in, ir_ninputs(g));
 	}
-	ck_assert_msg(te.checked > 0, "%s: nothing was checked", examples[_i].file);
+	ck_assert_msg(te.checked > 0, "%s%s: nothing was checked", name, variant);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("%-30s emulator: %lld checked, %lld special, %lld unbounded, %lld near ties, max "
-	       "ratio %.3g; c: %lld checked, max ratio %.3g (%.1f s)\n", examples[_i].file,
+	printf("%-30s%s emulator: %lld checked, %lld special, %lld unbounded, %lld near ties, "
+	       "max ratio %.3g; c: %lld checked, max ratio %.3g (%.1f s)\n", name, variant,
 	       (long long)te.checked, (long long)te.special, (long long)te.unbounded,
 	       (long long)te.ties, te.max_ratio, (long long)tc.checked, tc.max_ratio,
 	       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 	fflush(stdout);
 	ir_free(g);
+}
+
+START_TEST(examples_are_within_budget)
+{
+	within_budget(_i, false);
+}
+END_TEST
+
+/* The examples whose f64 variants are checked too: reductions, an online-style softmax,
+ * a topk and argmax route, a convolution window. */
+static const int f64_examples[] = {1, 2, 4, 6, 10};
+
+START_TEST(f64_examples_are_within_budget)
+{
+	Graph *g = load_variant(f64_examples[_i], true);
+	Schedule s;
+	sched_default(g, &s);
+	bool any = false;   /* the variant computes in f64 by default */
+	for (int d = 0; d < g->ndefs; d++)
+		any |= s.defs[d].op == DT_F64 && s.defs[d].store != DT_I32;
+	ck_assert_msg(any, "%s: no definition computes in f64", examples[f64_examples[_i]].file);
+	sched_free(&s);
+	ir_free(g);
+	within_budget(f64_examples[_i], true);
 }
 END_TEST
 
@@ -1009,6 +1076,7 @@ static Suite *suite(void)
 	t = tcase_create("examples");
 	tcase_set_timeout(t, 120);
 	tcase_add_loop_test(t, examples_are_within_budget, 0, (int)ARRAY_LEN(examples));
+	tcase_add_loop_test(t, f64_examples_are_within_budget, 0, (int)ARRAY_LEN(f64_examples));
 	tcase_add_test(t, flushing_device_within_budgets);
 	suite_add_tcase(s, t);
 	t = tcase_create("tight");

@@ -106,6 +106,21 @@ static inline bool tu_same(double a, double b)
 	return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
 }
 
+/* Two schedules of g make the same choices for every definition (formats, inlining,
+ * order, tiles, splits). */
+static inline bool tu_sched_equal(const Graph *g, const Schedule *a, const Schedule *b)
+{
+	for (int d = 0; d < g->ndefs; d++) {
+		const DefSched *x = &a->defs[d], *y = &b->defs[d];
+		if (x->inlined != y->inlined || x->op != y->op || x->accum != y->accum ||
+		    x->store != y->store || x->order != y->order ||
+		    memcmp(x->tile, y->tile, sizeof x->tile) ||
+		    memcmp(x->split, y->split, sizeof x->split))
+			return false;
+	}
+	return true;
+}
+
 /* Runs a Check suite with fork mode on and returns the process exit status. */
 static inline int tu_run(Suite *s)
 {

@@ -33,7 +33,7 @@ static const FlagSpec flags[] = {
 	{"agree-axis", true, false, "A        axis of the argmax / top-k agreement figures (default -1: the last)"},
 	{"agree-k", true, false, "K        k of the top-k agreement figure (default min(5, extent))"},
 	{"json", false, false, "         one JSON record per line on stdout instead of the table"},
-	{"o", true, false, "DIR      keep kernels, schedules, inputs, outputs and DIR/results.jsonl"},
+	{"o", true, false, "DIR      keep kernels, schedules, inputs, outputs, DIR/results.jsonl and DIR/provenance.json"},
 	{"help", false, false, "         this help"},
 };
 
@@ -273,6 +273,8 @@ int cmd_check(int argc, char **argv)
 		return cli_report(&d);
 	if (o.out_dir && (code = out_dir(o.out_dir)))
 		return code;
+	if (o.out_dir && vf_provenance_write(o.out_dir, "check", argc, argv, bs, nb, o.seed, &d))
+		return cli_report(&d);
 	if (!sink.json)
 		printf("%-16s %-8s %-9s %-8s %-17s %12s %12s\n", "graph", "backend", "schedule",
 		       "output", "verdict", "max_ulp", "err/budget");

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "cli.h"
 #include "../fuzz/fuzz.h"
+#include "../reports/reports.h"
 
 static const FlagSpec flags[] = {
 	{"seconds", true, false, "N        stop starting cases after N seconds (default 60)"},
@@ -87,6 +88,24 @@ static int settings(const Args *a, FzCampaign *c)
 		return 0;
 	}
 	return available_backends(c->backends, sizeof c->backends);
+}
+
+/* The records by class, as `assay report` and `assay gate` name them (reports/). */
+static void results_line(const char *dir)
+{
+	RpLoadOpts lo = {true};
+	RpRun run;
+	Diag d = {0};
+	if (rp_load(dir, &lo, &run, &d)) {
+		diag_clear(&d);
+		return;
+	}
+	RpFig f;
+	rp_figures(&run, NULL, NULL, &f);
+	printf("results: ");
+	rp_class_line(stdout, &f, ", ");
+	printf("\n");
+	rp_free(&run);
 }
 
 static int list_faults(void)
@@ -204,6 +223,8 @@ int cmd_fuzz(int argc, char **argv)
 		return cli_report(&d);
 	c.faults = env.w.faults;
 	c.hooks = env.w.hooks;
+	c.argc = argc;
+	c.argv = argv;
 	FzSummary sum;
 	if (fz_campaign_run(dir, &c, resume, cli_has(&a, "quiet") ? NULL : stderr, &sum, &d))
 		return cli_report(&d);
@@ -211,5 +232,6 @@ int cmd_fuzz(int argc, char **argv)
 	       "error%s; %s\n", (long long)sum.cases, (long long)sum.records, sum.distinct,
 	       sum.distinct == 1 ? "" : "s", sum.kills, (long long)sum.errors,
 	       sum.errors == 1 ? "" : "s", dir);
+	results_line(dir);
 	return sum.errors ? 3 : sum.distinct ? 1 : 0;
 }

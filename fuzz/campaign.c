@@ -891,7 +891,8 @@ static void list_failures(Camp *C)
 	}
 }
 
-/* A fresh campaign directory: refuses one that already holds a campaign. */
+/* A fresh campaign directory (with its provenance.json): refuses one that already holds a
+ * campaign. */
 static int fresh_dir(Camp *C, Diag *d)
 {
 	char *settings = fmt("%s/settings.json", C->dir), *log = fmt("%s/results.jsonl", C->dir);
@@ -901,8 +902,11 @@ static int fresh_dir(Camp *C, Diag *d)
 			 C->dir);
 		goto out;
 	}
+	FzRun r;
 	if (vf_mkdirs(C->dir, d) || fz_settings_write(C->dir, &C->c, d) ||
-	    vf_write_text(log, "", d))
+	    vf_write_text(log, "", d) || fz_run_backends(&r, C->c.backends, d) ||
+	    vf_provenance_write(C->dir, "fuzz", C->c.argc, C->c.argv, r.backends, r.nbackends,
+				C->c.seed, d))
 		goto out;
 	rc = 0;
 out:

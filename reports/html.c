@@ -297,6 +297,17 @@ static void reason(FILE *f, const char *s)
 	free(t);
 }
 
+/* What a special-value mismatch was, in bold before its reason. */
+static void special(FILE *f, const RpRecord *r)
+{
+	if (r->verdict != V_SPECIAL_MISMATCH)
+		return;
+	char sp[128];
+	fputs("<b>", f);
+	esc(f, rp_special_text(r, sp, sizeof sp));
+	fputs("</b>: ", f);
+}
+
 static void failure_row(FILE *f, const RpRun *run, const RpDistinct *D, int k, const char *out)
 {
 	const RpRecord *r = &run->recs[D->first];
@@ -312,12 +323,7 @@ static void failure_row(FILE *f, const RpRun *run, const RpDistinct *D, int k, c
 	fputs("</td><td>", f);
 	esc(f, r->output);
 	fprintf(f, "</td><td class=\"n\">%lld</td><td class=\"why\">", (long long)D->hits);
-	if (r->verdict == V_SPECIAL_MISMATCH) {
-		char sp[128];
-		fputs("<b>", f);
-		esc(f, rp_special_text(r, sp, sizeof sp));
-		fputs("</b>: ", f);
-	}
+	special(f, r);
 	reason(f, r->reason);
 	fputs("<details><summary>repro</summary>", f);
 	if (strlen(r->reason) > REASON_MAX || strchr(r->reason, '\n')) {
@@ -417,12 +423,7 @@ static void others(FILE *f, const RpRun *run, const RpSummary *s, VfClass c, con
 			esc(f, cells[j]);
 		}
 		fputs("</td><td class=\"why\">", f);
-		if (c == VC_UNCLAIMED) {
-			char sp[128];
-			fputs("<b>", f);
-			esc(f, rp_special_text(r, sp, sizeof sp));
-			fputs("</b>: ", f);
-		}
+		special(f, r);
 		reason(f, r->reason);
 		fputs("</td><td>", f);
 		if (r->case_no >= 0) {

@@ -50,21 +50,24 @@ static void frac(FILE *f, double x)
 		rp_json_num_out(f, x);
 }
 
+/* {NAME: n} for k counts, name[i] naming n[i]. */
+static void counts(FILE *f, const int64_t *n, const char *const *name, int k)
+{
+	for (int i = 0; i < k; i++)
+		fprintf(f, "%s\"%s\":%lld", i ? "," : "{", name[i], (long long)n[i]);
+	fputc('}', f);
+}
+
 static void fig(FILE *f, const RpFig *F, bool first)
 {
-	key(f, "results", &first), fprintf(f, "%lld", (long long)F->results);
-	key(f, "verdicts", &first);
-	fputc('{', f);
+	const char *vn[V__COUNT], *cn[VC__COUNT];
 	for (int v = 0; v < V__COUNT; v++)
-		fprintf(f, "%s\"%s\":%lld", v ? "," : "", vf_verdict_name((Verdict)v),
-			(long long)F->verdicts[v]);
-	fputc('}', f);
-	key(f, "classes", &first);
-	fputc('{', f);
+		vn[v] = vf_verdict_name((Verdict)v);
 	for (int c = 0; c < VC__COUNT; c++)
-		fprintf(f, "%s\"%s\":%lld", c ? "," : "", vf_class_name((VfClass)c),
-			(long long)F->classes[c]);
-	fputc('}', f);
+		cn[c] = vf_class_name((VfClass)c);
+	key(f, "results", &first), fprintf(f, "%lld", (long long)F->results);
+	key(f, "verdicts", &first), counts(f, F->verdicts, vn, V__COUNT);
+	key(f, "classes", &first), counts(f, F->classes, cn, VC__COUNT);
 	key(f, "failing", &first), fprintf(f, "%lld", (long long)F->failing);
 	key(f, "numeric", &first), fprintf(f, "%lld", (long long)F->numeric);
 	key(f, "max_ratio", &first), frac(f, F->numeric ? F->max_ratio : NAN);
@@ -113,6 +116,24 @@ static void distinct(FILE *f, const RpRun *run, const RpSummary *s)
 	fputc(']', f);
 }
 
+/* A record's graph, backend, schedule, output, dtype, verdict and special (what its
+ * special values were, else null), members of an object begun by the caller. */
+static void what(FILE *f, const RpRecord *r)
+{
+	char sp[128];
+	fputs("\"graph\":", f), vf_json_str(f, r->graph);
+	fputs(",\"backend\":", f), vf_json_str(f, r->backend);
+	fputs(",\"schedule\":", f), vf_json_str(f, r->sched);
+	fputs(",\"output\":", f), vf_json_str(f, r->output);
+	fputs(",\"dtype\":", f), vf_json_str(f, r->dtype);
+	fputs(",\"verdict\":", f), vf_json_str(f, vf_verdict_name(r->verdict));
+	fputs(",\"special\":", f);
+	if (r->verdict == V_SPECIAL_MISMATCH)
+		vf_json_str(f, rp_special_text(r, sp, sizeof sp));
+	else
+		fputs("null", f);
+}
+
 /* The records of class c: unclaimed special values, or flaky ones. */
 static void others(FILE *f, const RpRun *run, VfClass c, const char *name)
 {
@@ -121,19 +142,8 @@ static void others(FILE *f, const RpRun *run, VfClass c, const char *name)
 		const RpRecord *r = &run->recs[i];
 		if (r->cls != c)
 			continue;
-		char sp[128];
-		fputs(k++ ? ",{\"graph\":" : "{\"graph\":", f);
-		vf_json_str(f, r->graph);
-		fputs(",\"backend\":", f), vf_json_str(f, r->backend);
-		fputs(",\"schedule\":", f), vf_json_str(f, r->sched);
-		fputs(",\"output\":", f), vf_json_str(f, r->output);
-		fputs(",\"dtype\":", f), vf_json_str(f, r->dtype);
-		fputs(",\"verdict\":", f), vf_json_str(f, vf_verdict_name(r->verdict));
-		fputs(",\"special\":", f);
-		if (r->verdict == V_SPECIAL_MISMATCH)
-			vf_json_str(f, rp_special_text(r, sp, sizeof sp));
-		else
-			fputs("null", f);
+		fputs(k++ ? ",{" : "{", f);
+		what(f, r);
 		fputs(",\"reason\":", f), vf_json_str(f, r->reason);
 		if (r->case_no >= 0)
 			fprintf(f, ",\"case\":%lld", (long long)r->case_no);
@@ -218,21 +228,10 @@ static void results(FILE *f, const RpRun *run)
 	fputs(",\"results\":[", f);
 	for (int i = 0; i < run->nrecs; i++) {
 		const RpRecord *r = &run->recs[i];
-		fputs(i ? ",\n{\"graph\":" : "\n{\"graph\":", f);
-		vf_json_str(f, r->graph);
-		fputs(",\"backend\":", f), vf_json_str(f, r->backend);
-		fputs(",\"schedule\":", f), vf_json_str(f, r->sched);
-		fputs(",\"output\":", f), vf_json_str(f, r->output);
-		fputs(",\"dtype\":", f), vf_json_str(f, r->dtype);
-		fputs(",\"verdict\":", f), vf_json_str(f, vf_verdict_name(r->verdict));
+		fputs(i ? ",\n{" : "\n{", f);
+		what(f, r);
 		fputs(",\"class\":", f), vf_json_str(f, vf_class_name(r->cls));
 		bool nums = rp_has_numbers(r);
-		char sp[128];
-		fputs(",\"special\":", f);
-		if (r->verdict == V_SPECIAL_MISMATCH)
-			vf_json_str(f, rp_special_text(r, sp, sizeof sp));
-		else
-			fputs("null", f);
 		fputs(",\"max_ulp\":", f), frac(f, rp_has_ratio(r) ? r->max_ulp : NAN);
 		fputs(",\"max_ratio\":", f);
 		frac(f, !rp_has_ratio(r) ? NAN :

@@ -45,24 +45,32 @@ const char *vf_commit(void)
 	return ASSAY_COMMIT;
 }
 
+/* Writes p[0..n) to fd; false (errno set) when it could not. */
+static bool write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			errno = w < 0 ? errno : EIO;
+			return false;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
 /* The child: each backend's device (or why it is unavailable), NUL-terminated, to fd. */
 static void probe_child(int fd, const Backend *const *bes, int nb)
 {
 	for (int i = 0; i < nb; i++) {
 		char why[512] = "", *dev = bes[i]->available(why, sizeof why) == 0 ?
 					    bes[i]->device() : NULL, *s = NULL;
-		if (asprintf(&s, "%s%s", dev ? "" : "unavailable: ", dev ? dev : why) < 0)
+		if (asprintf(&s, "%s%s", dev ? "" : "unavailable: ", dev ? dev : why) < 0 ||
+		    !write_all(fd, s, strlen(s) + 1))
 			_exit(3);
-		size_t n = strlen(s) + 1;
-		for (const char *p = s; n;) {
-			ssize_t w = write(fd, p, n);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				_exit(3);
-			p += w;
-			n -= (size_t)w;
-		}
 		free(s);
 		free(dev);
 	}
@@ -222,21 +230,7 @@ int vf_provenance_write(const char *dir, const char *cmd, int argc, char *const 
 		write_error(d, tmp, errno);
 		goto out;
 	}
-	size_t n = strlen(text);
-	for (const char *p = text; n;) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			write_error(d, tmp, w < 0 ? errno : EIO);
-			close(fd);
-			remove(tmp);
-			goto out;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	int err = fsync(fd) ? errno : 0;
+	int err = !write_all(fd, text, strlen(text)) || fsync(fd) ? errno : 0;
 	if (close(fd) && !err)
 		err = errno;
 	if (!err && rename(tmp, path))

@@ -46,6 +46,24 @@ $(B)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The commit id compiled into assay (vf_commit, `assay --version`, provenance.json): `git
+# rev-parse --short HEAD`, with -dirty when tracked files differ from it, "unknown" outside
+# a git checkout of this tree. $(B)/commit.txt is rewritten only when the id changes, so
+# only verify/provenance.o is rebuilt then.
+$(B)/commit.txt: FORCE
+	@mkdir -p $(B)
+	@id=unknown; \
+	if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ]; then \
+		id=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown); \
+		[ "$$id" = unknown ] || [ -z "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || \
+			id=$$id-dirty; \
+	fi; \
+	[ "$$(cat $@ 2>/dev/null)" = "$$id" ] || echo "$$id" >$@
+
+$(B)/verify/provenance.o: verify/provenance.c $(HDRS) $(B)/commit.txt
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DASSAY_COMMIT="\"$$(cat $(B)/commit.txt)\"" -c -o $@ $<
+
 $(B)/tests/%: tests/%.c $(wildcard tests/*.h) $(B)/libassay.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wno-pedantic -o $@ $< $(B)/libassay.a $(CHECK_LIBS) $(LDLIBS)
@@ -90,4 +108,4 @@ gate: all
 clean:
 	rm -rf build build-san assay
 
-.PHONY: all check san san-parser bench gate clean layers faults
+.PHONY: all check san san-parser bench gate clean layers faults FORCE

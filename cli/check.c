@@ -38,14 +38,14 @@ static const FlagSpec flags[] = {
 	{"agree-axis", true, false, "A        axis of the argmax / top-k agreement figures (default -1: the last)"},
 	{"agree-k", true, false, "K        k of the top-k agreement figure (default min(5, extent))"},
 	{"json", false, false, "         one JSON record per line on stdout instead of the table"},
-	{"o", true, false, "DIR      keep kernels, schedules, inputs, outputs and DIR/results.jsonl"},
+	{"o", true, false, "DIR      keep kernels, schedules, inputs, outputs, DIR/results.jsonl and DIR/provenance.json"},
 	{"force", false, false, "         -o: write into a directory that is not empty"},
 	{"help", false, false, "         this help"},
 };
 
 typedef struct {
 	bool json;
-	int n, pass, fail, unsupported;
+	int n, pass, fail, unsupported, flaky;
 	char seen[16][16];       /* the backends of why */
 	int nseen;
 	char why[1024];          /* "BACKEND: reason; ..." of the first unsupported result of each */
@@ -72,6 +72,7 @@ static void row(void *ctx, const VfRecord *r)
 	s->n++;
 	s->pass += r->verdict == V_PASS;
 	s->unsupported += r->verdict == V_UNSUPPORTED;
+	s->flaky += r->verdict == V_FLAKY;
 	s->fail += vf_verdict_fails(r->verdict);
 	if (r->verdict == V_UNSUPPORTED)
 		why_unsupported(s, r);
@@ -80,10 +81,15 @@ static void row(void *ctx, const VfRecord *r)
 		fflush(stdout);
 		return;
 	}
+	/* a failing row never shows a perfect-looking 0: a special-value mismatch is a
+	 * category, not a distance */
 	bool numeric = r->verdict == V_PASS || r->verdict == V_OVER_BUDGET ||
-		       r->verdict == V_SPECIAL_MISMATCH;
+		       r->verdict == V_SPECIAL_MISMATCH || r->verdict == V_FLAKY;
 	char ulp[32] = "-", ratio[32] = "-";
-	if (numeric) {
+	if (r->verdict == V_SPECIAL_MISMATCH) {
+		snprintf(ratio, sizeof ratio, "special x%lld",
+			 (long long)(r->m.n_special ? r->m.n_special : r->m64.n_special));
+	} else if (numeric) {
 		snprintf(ulp, sizeof ulp, "%.0f", r->m.max_ulp);
 		snprintf(ratio, sizeof ratio, "%.3g", fmax(r->m.max_ratio, r->m64.max_ratio));
 	}
@@ -250,6 +256,8 @@ int cmd_check(int argc, char **argv)
 		return cli_report(&d);
 	if (o.out_dir && (code = out_dir(o.out_dir, cli_has(&a, "force"))))
 		return code;
+	if (o.out_dir && vf_provenance_write(o.out_dir, "check", argc, argv, bs, nb, o.seed, &d))
+		return cli_report(&d);
 	if (!sink.json)
 		printf("%-16s %-8s %-9s %-8s %-17s %12s %12s\n", "graph", "backend", "schedule",
 		       "output", "verdict", "max_ulp", "err/budget");
@@ -260,6 +268,9 @@ int cmd_check(int argc, char **argv)
 	if (!sink.json)
 		printf("%d results: %d pass, %d failing, %d unsupported\n", sink.n, sink.pass,
 		       sink.fail, sink.unsupported);
+	if (!sink.json && sink.flaky)
+		printf("%d flaky: the first run crashed or timed out, a re-run alone passed (not "
+		       "failures)\n", sink.flaky);
 	/* like pytest's exit 5: a run that judged no kernel is not a success */
 	if (code == 0 && sink.n == sink.unsupported) {
 		fprintf(stderr, "assay check: nothing was tested: every result is unsupported (%s)\n",

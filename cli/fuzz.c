@@ -22,8 +22,10 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "cli.h"
 #include "../fuzz/fuzz.h"
+#include "../reports/reports.h"
 
 static const FlagSpec flags[] = {
 	{"seconds", true, false, "N        stop starting cases after N seconds, N > 0 (default 60)"},
@@ -168,6 +170,37 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 	return 0;
 }
 
+/* The records by class, as `assay report` and `assay gate` name them (reports/ reads the
+ * log: about 30 MB/s here, so a log past LOG_MAX is left to `assay report`). */
+static void results_line(const char *dir)
+{
+	enum { LOG_MAX = 256 << 20 };
+	char *log = NULL;
+	struct stat st;
+	if (asprintf(&log, "%s/results.jsonl", dir) < 0)
+		return;
+	bool big = stat(log, &st) == 0 && st.st_size > LOG_MAX;
+	free(log);
+	if (big) {
+		printf("results: %lld MiB of records, counted by class by `assay report %s`\n",
+		       (long long)(st.st_size >> 20), dir);
+		return;
+	}
+	RpLoadOpts lo = {true};
+	RpRun run;
+	Diag d = {0};
+	if (rp_load(dir, &lo, &run, &d)) {
+		diag_clear(&d);
+		return;
+	}
+	RpFig f;
+	rp_figures(&run, NULL, NULL, &f);
+	printf("results: ");
+	rp_class_line(stdout, &f, ", ");
+	printf("\n");
+	rp_free(&run);
+}
+
 static int list_faults(void)
 {
 	for (unsigned b = 0; b < KF__COUNT; b++) {
@@ -302,6 +335,8 @@ int cmd_fuzz(int argc, char **argv)
 		return code;
 	if (resume && !cli_has(&a, "jobs"))
 		c.jobs = 0;   /* the campaign's own */
+	c.argc = argc;
+	c.argv = argv;
 	FzSummary sum;
 	if (fz_campaign_run(dir, &c, resume, cli_has(&a, "quiet") ? NULL : stderr, &sum, &d))
 		return cli_report(&d);
@@ -309,5 +344,6 @@ int cmd_fuzz(int argc, char **argv)
 	       "error%s; %s\n", (long long)sum.cases, (long long)sum.records, sum.distinct,
 	       sum.distinct == 1 ? "" : "s", sum.kills, (long long)sum.errors,
 	       sum.errors == 1 ? "" : "s", dir);
+	results_line(dir);
 	return sum.errors ? 3 : sum.distinct ? 1 : 0;
 }

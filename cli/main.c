@@ -4,8 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
-
-#define ASSAY_VERSION "0.1.0"
+#include "../verify/verify.h"
 
 typedef struct {
 	const char *name;
@@ -50,7 +49,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(c, "--version") == 0) {
-		printf("assay %s\n", ASSAY_VERSION);
+		printf("assay %s (commit %s)\n", vf_version(), vf_commit());
 		return 0;
 	}
 	for (size_t i = 0; i < ARRAY_LEN(commands); i++)
@@ -59,7 +58,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_LEN(planned) && planned[i]; i++)
 		if (strcmp(c, planned[i]) == 0) {
 			fprintf(stderr, "assay: '%s' is not in this version of assay (%s); see README.md\n",
-				c, ASSAY_VERSION);
+				c, vf_version());
 			return 2;
 		}
 	fprintf(stderr, "assay: unknown command '%s' (see 'assay --help')\n", c);

@@ -65,8 +65,10 @@ int cmd_report(int argc, char **argv)
 			fprintf(stderr, "assay report: warning: %s\n", made.plot_note);
 		RpFig f;
 		rp_figures(&run, NULL, NULL, &f);
-		printf("%d results (%lld failing), %d plots\nwrote %s/index.html, report.md, "
-		       "report.json, junit.xml\n", run.nrecs, (long long)f.failing, made.nplots, out);
+		printf("%d results: ", run.nrecs);
+		rp_class_line(stdout, &f, ", ");
+		printf("; %d plots\nwrote %s/index.html, report.md, report.json, junit.xml\n",
+		       made.nplots, out);
 		free(made.plot_note);
 	}
 	rp_free(&run);

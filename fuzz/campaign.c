@@ -1135,9 +1135,9 @@ static void list_failures(Camp *C)
 	}
 }
 
-/* A fresh campaign directory: refuses settings that are not valid before anything is
- * written (a directory is a campaign only once its settings are valid), and a directory
- * that already holds a campaign. */
+/* A fresh campaign directory (with its provenance.json): refuses settings that are not
+ * valid before anything is written (a directory is a campaign only once its settings are
+ * valid), and a directory that already holds a campaign. */
 static int fresh_dir(Camp *C, Diag *d)
 {
 	char *settings = fmt("%s/settings.json", C->dir), *log = fmt("%s/results.jsonl", C->dir);
@@ -1154,8 +1154,11 @@ static int fresh_dir(Camp *C, Diag *d)
 			 C->dir);
 		goto out;
 	}
+	FzRun r;
 	if (vf_mkdirs(C->dir, d) || fz_settings_write(C->dir, &C->c, d) ||
-	    vf_write_text(log, "", d))
+	    vf_write_text(log, "", d) || fz_run_backends(&r, C->c.backends, d) ||
+	    vf_provenance_write(C->dir, "fuzz", C->c.argc, C->c.argv, r.backends, r.nbackends,
+				C->c.seed, d))
 		goto out;
 	rc = 0;
 out:

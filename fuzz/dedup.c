@@ -232,14 +232,6 @@ static int classify_faults(const Graph *g, const FzRun *rb, const FzResult *res,
 	return rc;
 }
 
-/* Crash, timeout, oob-write and compile-error are verdicts about a whole kernel: they
- * repeat in every output's record, so their signature has no output format (one failure
- * per case and kernel, not one per output). */
-static bool kernel_verdict(Verdict v)
-{
-	return v == V_CRASH || v == V_TIMEOUT || v == V_OOB_WRITE || v == V_COMPILE_ERROR;
-}
-
 int fz_classify(const Graph *g, const FzRun *r, const FzResult *res, FzSig **out, Diag *d)
 {
 	FzSig *sigs = calloc((size_t)res->n + 1, sizeof *sigs);
@@ -248,7 +240,9 @@ int fz_classify(const Graph *g, const FzRun *r, const FzResult *res, FzSig **out
 		const FzVerdict *v = &res->v[k];
 		snprintf(sigs[k].backend, sizeof sigs[k].backend, "%s", v->backend);
 		snprintf(sigs[k].output, sizeof sigs[k].output, "%s", v->output);
-		sigs[k].dtype = kernel_verdict(v->verdict) ? DT_NONE : v->dtype;
+		/* a verdict about the whole kernel has no output format in its signature: one
+		 * failure per case and kernel, not one per output */
+		sigs[k].dtype = vf_verdict_whole(v->verdict) ? DT_NONE : v->dtype;
 		sigs[k].verdict = v->suspect ? v->verdict : V_PASS;
 	}
 	FzRun rb;

@@ -150,7 +150,7 @@ typedef struct {
 	char output[64];
 	Dtype dtype;
 	Verdict verdict;
-	bool suspect;            /* vf_compiler_suspect: a failure the fuzzer chases */
+	bool suspect;            /* vf_class VC_FAILURE: a failure the fuzzer chases */
 } FzVerdict;
 
 /* What fz_check gathers: every verdict, optionally every record as JSON, and the time
@@ -288,6 +288,8 @@ typedef struct {
 	double case_limit_s;     /* a job's case or reduction running longer is killed and the
 	                            case recorded as an error (<= 0: 600) */
 	GenOpts gen;
+	int argc;                /* the command line a new campaign records in provenance.json */
+	char *const *argv;       /* (`assay fuzz` ARGV...; NULL: none); not part of settings.json */
 } FzCampaign;
 
 void fz_campaign_defaults(FzCampaign *c);

@@ -57,9 +57,7 @@ static void sink(void *ctx, const VfRecord *r)
 	snprintf(v->output, sizeof v->output, "%s", r->output);
 	v->dtype = r->dtype;
 	v->verdict = r->verdict;
-	v->suspect = vf_compiler_suspect(r->verdict, &r->m);
-	if (r->sampled && v->suspect && r->m.n_special == 0 && r->m.n_over == 0)
-		v->suspect = vf_compiler_suspect(r->verdict, &r->m64);  /* the f64 pass failed it */
+	v->suspect = vf_class(r->verdict, &r->m, r->sampled, &r->m64) == VC_FAILURE;
 	if (!s->oracle_seen)
 		res->oracle_s += r->oracle_s;
 	s->oracle_seen = true;

@@ -8,7 +8,12 @@
  *   a result that failed without numbers (crash, timeout, oob-write, compile-error)
  *   counts all its elements as outside; unsupported results count nothing.
  * - argmax_agree, topk_agree: agreeing rows over rows, pooled (verify/agree.c).
- * - distinct failures: distinct signatures among failing results (rp_signature).
+ * - classes: every result is in one (vf_class): failure, unclaimed special values (a
+ *   special-value mismatch only where the budget is +inf: failing, but no claim of the
+ *   budget is broken, so not a compiler failure), flaky, pass, unsupported.
+ * - distinct failures: distinct signatures among the results of class failure
+ *   (rp_signature): what `assay fuzz` counts as distinct failures, since it chases the
+ *   same class (a campaign's signatures are its own keys).
  * A case is one (graph, backend, schedule[, campaign case]); schedule directives are
  * counted once per case, by kind (store and accum with their format, order with its
  * value).
@@ -18,15 +23,95 @@
 #include <string.h>
 #include "reports.h"
 
-static bool numeric(Verdict v)
+/* Shown where a count is given in words. */
+static const char *plural(int64_t n, const char *one, const char *many)
 {
-	return v == V_PASS || v == V_OVER_BUDGET || v == V_SPECIAL_MISMATCH;
+	return n == 1 ? one : many;
+}
+
+void rp_class_line(FILE *f, const RpFig *F, const char *sep)
+{
+	const int64_t *c = F->classes;
+	fprintf(f, "%lld distinct failure%s", (long long)F->distinct, plural(F->distinct, "", "s"));
+	if (c[VC_FAILURE])
+		fprintf(f, " (%lld result%s)", (long long)c[VC_FAILURE],
+			plural(c[VC_FAILURE], "", "s"));
+	fprintf(f, "%s%lld result%s with unclaimed special values%s%lld flaky%s%lld pass%s%lld "
+		"unsupported", sep, (long long)c[VC_UNCLAIMED], plural(c[VC_UNCLAIMED], "", "s"),
+		sep, (long long)c[VC_FLAKY], sep, (long long)c[VC_PASS], sep,
+		(long long)c[VC_UNSUPPORTED]);
+}
+
+int rp_status(const RpFig *F)
+{
+	return F->classes[VC_FAILURE] ? 2 : F->classes[VC_UNCLAIMED] || F->classes[VC_FLAKY];
+}
+
+const char *rp_fig_worst(const RpFig *F, double x, const char *fmt, char *buf, size_t n)
+{
+	char v[32];
+	if (isinf(x))
+		snprintf(v, sizeof v, "∞");
+	else
+		snprintf(v, sizeof v, fmt, x);
+	if (!F->numeric)
+		snprintf(buf, n, "–");
+	else if (F->specials && !(x > 0))
+		snprintf(buf, n, "special ×%lld", (long long)F->specials);
+	else if (F->specials)
+		snprintf(buf, n, "%s + special ×%lld", v, (long long)F->specials);
+	else
+		snprintf(buf, n, "%s", v);
+	return buf;
+}
+
+bool rp_has_numbers(const RpRecord *r)
+{
+	return r->verdict == V_PASS || r->verdict == V_OVER_BUDGET ||
+	       r->verdict == V_SPECIAL_MISMATCH;
+}
+
+bool rp_has_ratio(const RpRecord *r)
+{
+	return r->verdict == V_PASS || r->verdict == V_OVER_BUDGET;
+}
+
+/* A value as a special-value category reads it: NaN, +inf, -inf, -0, +0, or the number. */
+static void value(char *buf, size_t n, double x)
+{
+	if (isnan(x))
+		snprintf(buf, n, "NaN");
+	else if (isinf(x))
+		snprintf(buf, n, x > 0 ? "+inf" : "-inf");
+	else if (x == 0)
+		snprintf(buf, n, signbit(x) ? "-0" : "+0");
+	else
+		snprintf(buf, n, "%.6g", x);
+}
+
+const char *rp_special_text(const RpRecord *r, char *buf, size_t n)
+{
+	if (!r->n_special || !r->has_worst) {
+		snprintf(buf, n, r->f64_n_special ? "special values vs the f64 evaluation (%lld "
+			 "elements)" : "special values", (long long)r->f64_n_special);
+		return buf;
+	}
+	char got[32], want[32];
+	value(got, sizeof got, r->worst_got);
+	value(want, sizeof want, r->worst_want);
+	if (r->n_special > 1)
+		snprintf(buf, n, "%s vs %s (%lld elements)", got, want, (long long)r->n_special);
+	else
+		snprintf(buf, n, "%s vs %s", got, want);
+	return buf;
 }
 
 const char *rp_signature(const RpRecord *r, char *buf, size_t n)
 {
 	if (r->signature && *r->signature)
 		snprintf(buf, n, "%s", r->signature);
+	else if (vf_verdict_whole(r->verdict))   /* one per kernel, whatever its outputs */
+		snprintf(buf, n, "%s | %s | %s", r->graph, r->backend, vf_verdict_name(r->verdict));
 	else
 		snprintf(buf, n, "%s | %s | %s | %s", r->graph, r->backend, r->output,
 			 vf_verdict_name(r->verdict));
@@ -50,15 +135,14 @@ static int64_t distinct(char **s, int64_t n)
 	return k;
 }
 
-static bool distinct_failure(const RpRecord *r);
-
 static void add(RpFig *f, const RpRecord *r)
 {
 	f->results++;
 	f->verdicts[r->verdict]++;
+	f->classes[r->cls]++;
 	f->failing += vf_verdict_fails(r->verdict);
 	f->specials += r->verdict == V_SPECIAL_MISMATCH;
-	if (numeric(r->verdict)) {
+	if (rp_has_numbers(r)) {
 		f->numeric++;
 		double ratio = r->max_ratio > r->f64_max_ratio || isnan(r->f64_max_ratio) ?
 			       r->max_ratio : r->f64_max_ratio;
@@ -87,7 +171,7 @@ void rp_figures(const RpRun *run, RpKeep *keep, void *ctx, RpFig *f)
 		if (keep && !keep(ctx, r))
 			continue;
 		add(f, r);
-		if (distinct_failure(r)) {
+		if (r->cls == VC_FAILURE) {
 			char buf[1024];
 			sigs[nsig] = strdup(rp_signature(r, buf, sizeof buf));
 			IR_ASSERT(sigs[nsig]);
@@ -178,22 +262,11 @@ static int by_count(const void *a, const void *b)
 	return x->hits != y->hits ? (x->hits < y->hits ? 1 : -1) : x->first - y->first;
 }
 
-/* A failing record that counts as a distinct failure: as verify's vf_compiler_suspect, a
- * special-value mismatch found only where the budget is +inf (the schedule's own formats
- * overflowed) is a failing result but not a distinct failure of the compiler. */
-static bool distinct_failure(const RpRecord *r)
-{
-	if (!vf_verdict_fails(r->verdict))
-		return false;
-	return !(r->verdict == V_SPECIAL_MISMATCH && r->n_special > 0 &&
-		 r->n_special == r->n_special_unbounded);
-}
-
 static void distincts(const RpRun *run, RpSummary *s)
 {
 	for (int i = 0; i < run->nrecs; i++) {
 		const RpRecord *r = &run->recs[i];
-		if (!distinct_failure(r))
+		if (r->cls != VC_FAILURE)
 			continue;
 		char buf[1024];
 		rp_signature(r, buf, sizeof buf);

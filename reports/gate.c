@@ -6,9 +6,10 @@
  * and holds (metric `results` always has a figure, so `gate SCOPE results >= 1` insists
  * that a scope is present). With a baseline run, a gate also fails when its figure is worse
  * than the baseline's figure for the same scope: larger for max_ratio, max_ulp,
- * distinct_failures, special_mismatches and failing; smaller for frac_within,
+ * distinct_failures, special_mismatches, failing and flaky; smaller for frac_within,
  * argmax_agree, topk_agree and results. Exact comparison: the same seeds give the same
- * figures, so any change is a change.
+ * figures, so any change is a change. After the gates, one line names the run's classes
+ * of results (rp_class_line), as the report's headline does.
  */
 #include <fnmatch.h>
 #include <math.h>
@@ -26,7 +27,7 @@ static bool in_scope(void *ctx, const RpRecord *r)
 static bool lower_is_better(GateMetric m)
 {
 	return m == GM_MAX_RATIO || m == GM_MAX_ULP || m == GM_DISTINCT_FAILURES ||
-	       m == GM_SPECIAL_MISMATCHES || m == GM_FAILING;
+	       m == GM_SPECIAL_MISMATCHES || m == GM_FAILING || m == GM_FLAKY;
 }
 
 static double figure(const Gate *g, const RpRun *run, int64_t *results)
@@ -46,6 +47,7 @@ static double figure(const Gate *g, const RpRun *run, int64_t *results)
 	case GM_SPECIAL_MISMATCHES: return (double)F.specials;
 	case GM_FAILING: return (double)F.failing;
 	case GM_RESULTS: return (double)F.results;
+	case GM_FLAKY: return (double)F.classes[VC_FLAKY];
 	default: return NAN;
 	}
 }
@@ -128,7 +130,11 @@ int rp_gate_run(const RpPolicy *p, const RpRun *run, const RpRun *baseline, FILE
 			fprintf(f, " (worse than the baseline)");
 		fputc('\n', f);
 	}
-	fprintf(f, "%d gates: %d hold, %d fail -> %s\n", p->ngates, p->ngates - failed, failed,
+	RpFig all;
+	rp_figures(run, NULL, NULL, &all);
+	fputs("results: ", f);
+	rp_class_line(f, &all, ", ");
+	fprintf(f, "\n%d gates: %d hold, %d fail -> %s\n", p->ngates, p->ngates - failed, failed,
 		failed ? "FAIL" : "PASS");
 	return failed;
 }

@@ -1,9 +1,13 @@
 /* reports/html.c: index.html, one self-contained page: inline CSS, the plots embedded as
  * data: URIs of their SVG (each image isolated from the others' ids), no script and no
- * network. Sections: a headline (the run's verdict), a summary per backend x format, the
- * plots, the distinct failures with their repros inline and links to their folders, the
- * schedule directives and rewrite rules exercised (and never exercised), every result,
- * and a campaign's settings.
+ * network. Sections: a headline (every class of result with its count, rp_class_line) and
+ * what made the run (provenance: assay's version and commit, the command, seed, host,
+ * date and devices), a summary per backend x format, the plots, the distinct failures
+ * with their repros inline and links to their folders, then apart the results with
+ * unclaimed special values and the flaky ones, the schedule directives and rewrite rules
+ * exercised (and never exercised), every result, and a campaign's settings. A failing row
+ * never shows a perfect-looking 0: a special-value mismatch shows what it was ("NaN vs
+ * 1.5"), a crash or compile error no numbers.
  *
  * Links to the run's folders are relative to the report's folder, so the pair can be
  * moved together or published as CI artifacts. Every text that comes from a record is
@@ -88,7 +92,11 @@ static const char css[] =
 	"td.n{text-align:right;font-variant-numeric:tabular-nums}"
 	".pill{padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;white-space:nowrap}"
 	".v-pass{background:#e6f4e7;color:#1b5e20}.v-unsupported{background:#eee;color:#555}"
-	".v-fail{background:#fde8e8;color:#b71c1c}"
+	".v-fail{background:#fde8e8;color:#b71c1c}.v-warn{background:#fff4d6;color:#7a5a00}"
+	".warn{background:#f0b400;color:#222}header .prov{font-size:13px;margin-top:10px}"
+	"header code{color:#fff;background:rgba(255,255,255,.12);padding:1px 4px;border-radius:3px;"
+	"overflow-wrap:anywhere}header ul{margin:4px 0 0;padding-left:20px;font-size:13px;"
+	"color:#c9d3dd}"
 	".plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:18px}"
 	"figure{margin:0;background:#fff;padding:10px;border:1px solid #e3e7ec;border-radius:6px}"
 	"figure img{width:100%;height:auto;display:block}"
@@ -100,10 +108,15 @@ static const char css[] =
 	"details summary{cursor:pointer;color:#1565c0}td.why{overflow-wrap:anywhere;max-width:560px}"
 	"td a{overflow-wrap:anywhere}";
 
-static void pill(FILE *f, Verdict v)
+/* The verdict, coloured by its class; unclaimed special values say so. */
+static void pill(FILE *f, const RpRecord *r)
 {
-	fprintf(f, "<span class=\"pill %s\">%s</span>", v == V_PASS ? "v-pass" :
-		v == V_UNSUPPORTED ? "v-unsupported" : "v-fail", vf_verdict_name(v));
+	static const char *const cls[VC__COUNT] = {
+		[VC_PASS] = "v-pass", [VC_FAILURE] = "v-fail", [VC_UNCLAIMED] = "v-warn",
+		[VC_FLAKY] = "v-warn", [VC_UNSUPPORTED] = "v-unsupported",
+	};
+	fprintf(f, "<span class=\"pill %s\">%s%s</span>", cls[r->cls], vf_verdict_name(r->verdict),
+		r->cls == VC_UNCLAIMED ? " (unclaimed)" : "");
 }
 
 static void num(FILE *f, double x, const char *fmt)
@@ -123,6 +136,41 @@ static void pct(FILE *f, double x)
 	num(f, isnan(x) ? x : 100 * x, x == 1 ? "%.0f%%" : "%.2f%%");
 }
 
+static void provenance(FILE *f, const RpProvenance *p)
+{
+	if (!p->present) {
+		fputs("<p class=\"prov\">No provenance recorded (made before assay recorded "
+		      "provenance.json: the version, commit, command line and devices of this run are "
+		      "unknown).</p>", f);
+		return;
+	}
+	fputs("<p class=\"prov\">Made by assay ", f);
+	esc(f, p->version);
+	fputs(" (commit <code>", f);
+	esc(f, p->commit);
+	fputs("</code>) on <code>", f);
+	esc(f, p->host);
+	fputs("</code> (", f);
+	esc(f, p->os);
+	fputs(") · ", f);
+	esc(f, p->date);
+	fprintf(f, " · seed %llu", (unsigned long long)p->seed);
+	if (*p->command) {
+		fputs("<br><code>", f);
+		esc(f, p->command);
+		fputs("</code>", f);
+	}
+	fputs("</p><ul>", f);
+	for (int i = 0; i < p->nbackends; i++) {
+		fputs("<li><b>", f);
+		esc(f, p->backends[i]);
+		fputs("</b>: ", f);
+		esc(f, p->devices[i]);
+		fputs("</li>", f);
+	}
+	fputs("</ul>", f);
+}
+
 static void head(FILE *f, const RpRun *run, const RpSummary *s)
 {
 	char when[64];
@@ -138,19 +186,20 @@ static void head(FILE *f, const RpRun *run, const RpSummary *s)
 		s->ngraphs, run->settings ? (int)run->cases : s->ncases);
 	if (run->case_errors)
 		fprintf(f, " (%lld the toolkit could not judge)", (long long)run->case_errors);
-	fprintf(f, " · %s</p>", when);
-	if (s->all.failing)
-		fprintf(f, "<div class=\"badge bad\">%lld failing results · %d distinct failures</div>",
-			(long long)s->all.failing, s->ndistinct);
-	else
-		fprintf(f, "<div class=\"badge ok\">every result within budget</div>");
+	fprintf(f, " · report made %s</p>", when);
+	static const char *const badge[] = {"ok", "warn", "bad"};
+	fprintf(f, "<div class=\"badge %s\">", badge[rp_status(&s->all)]);
+	rp_class_line(f, &s->all, " · ");
+	fputs("</div>", f);
+	provenance(f, &run->prov);
 	fprintf(f, "</header>\n<main>\n");
 }
 
 static void summary(FILE *f, const RpSummary *s)
 {
 	fprintf(f, "<section id=\"summary\"><h2>Summary per backend and format</h2>\n<table><tr>"
-		   "<th>backend</th><th>format</th><th>results</th><th>pass</th><th>failing</th>"
+		   "<th>backend</th><th>format</th><th>results</th><th>pass</th><th>failures</th>"
+		   "<th>unclaimed special values</th><th>flaky</th>"
 		   "<th>unsupported</th><th>worst error/budget</th><th>within budget</th>"
 		   "<th>argmax agree</th><th>top-k agree</th><th>max ULP</th>"
 		   "<th>distinct failures</th></tr>\n");
@@ -164,15 +213,19 @@ static void summary(FILE *f, const RpSummary *s)
 		} else {
 			fputs("<b>all</b></td><td>", f);
 		}
-		fprintf(f, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
-			   "<td class=\"n\">%lld</td><td class=\"n\">%lld</td>", (long long)F->results,
-			(long long)F->verdicts[V_PASS], (long long)F->failing,
-			(long long)F->verdicts[V_UNSUPPORTED]);
-		num(f, F->numeric ? F->max_ratio : NAN, "%.3g");
+		fprintf(f, "</td><td class=\"n\">%lld</td>", (long long)F->results);
+		static const VfClass order[] = {VC_PASS, VC_FAILURE, VC_UNCLAIMED, VC_FLAKY,
+						VC_UNSUPPORTED};
+		for (size_t c = 0; c < ARRAY_LEN(order); c++)
+			fprintf(f, "<td class=\"n\">%lld</td>", (long long)F->classes[order[c]]);
+		char worst[64];
+		fprintf(f, "<td class=\"n\">%s</td>", rp_fig_worst(F, F->max_ratio, "%.3g", worst,
+								    sizeof worst));
 		pct(f, rp_frac_within(F));
 		pct(f, rp_argmax_agree(F));
 		pct(f, rp_topk_agree(F));
-		num(f, F->numeric ? F->max_ulp : NAN, "%.0f");
+		fprintf(f, "<td class=\"n\">%s</td>", rp_fig_worst(F, F->max_ulp, "%.0f", worst,
+								    sizeof worst));
 		fprintf(f, "<td class=\"n\">%lld</td></tr>\n", (long long)F->distinct);
 	}
 	fprintf(f, "</table></section>\n");
@@ -244,12 +297,23 @@ static void reason(FILE *f, const char *s)
 	free(t);
 }
 
+/* What a special-value mismatch was, in bold before its reason. */
+static void special(FILE *f, const RpRecord *r)
+{
+	if (r->verdict != V_SPECIAL_MISMATCH)
+		return;
+	char sp[128];
+	fputs("<b>", f);
+	esc(f, rp_special_text(r, sp, sizeof sp));
+	fputs("</b>: ", f);
+}
+
 static void failure_row(FILE *f, const RpRun *run, const RpDistinct *D, int k, const char *out)
 {
 	const RpRecord *r = &run->recs[D->first];
 	const RpFailure *F = D->folder >= 0 ? &run->fails[D->folder] : NULL;
 	fprintf(f, "<tr><td class=\"n\">%d</td><td>", k + 1);
-	pill(f, r->verdict);
+	pill(f, r);
 	fputs("</td><td>", f);
 	esc(f, r->graph);
 	fputs("</td><td>", f);
@@ -259,6 +323,7 @@ static void failure_row(FILE *f, const RpRun *run, const RpDistinct *D, int k, c
 	fputs("</td><td>", f);
 	esc(f, r->output);
 	fprintf(f, "</td><td class=\"n\">%lld</td><td class=\"why\">", (long long)D->hits);
+	special(f, r);
 	reason(f, r->reason);
 	fputs("<details><summary>repro</summary>", f);
 	if (strlen(r->reason) > REASON_MAX || strchr(r->reason, '\n')) {
@@ -292,8 +357,9 @@ static void failures(FILE *f, const RpRun *run, const RpSummary *s, const char *
 {
 	fprintf(f, "<section id=\"failures\"><h2>Distinct failures</h2>\n");
 	if (!s->ndistinct && !run->nfails) {
-		fprintf(f, "<p>None: every result is within its budget (or unsupported).</p>"
-			   "</section>\n");
+		fprintf(f, "<p>None: %s</p></section>\n", s->all.failing || s->all.classes[VC_FLAKY] ?
+			"no result points at the compiler (the results below are not compiler "
+			"failures)." : "every result is within its budget (or unsupported).");
 		return;
 	}
 	fprintf(f, "<table><tr><th>#</th><th>verdict</th><th>graph</th><th>backend</th>"
@@ -320,6 +386,58 @@ static void failures(FILE *f, const RpRun *run, const RpSummary *s, const char *
 		free(link);
 	}
 	fprintf(f, "</section>\n");
+}
+
+/* The results of class c, apart from the failures, with what explains them and how to
+ * run each again. */
+static void others(FILE *f, const RpRun *run, const RpSummary *s, VfClass c, const char *out)
+{
+	int64_t n = s->all.classes[c];
+	if (!n)
+		return;
+	if (c == VC_UNCLAIMED)
+		fprintf(f, "<section id=\"unclaimed\"><h2>Unclaimed special values</h2>\n<p>%lld "
+			   "result%s with special values (NaN, ±inf) only where the error budget is "
+			   "+inf: the budget makes no claim there (the schedule's own formats may "
+			   "overflow, a divisor or a log argument may be 0), so <code>assay check</code> "
+			   "fails them but they are not compiler failures; the fuzzer does not chase "
+			   "them (docs/fuzz.md, \"Failures the fuzzer does not chase\").</p>\n",
+			(long long)n, n == 1 ? "" : "s");
+	else
+		fprintf(f, "<section id=\"flaky\"><h2>Flaky results</h2>\n<p>%lld result%s whose "
+			   "crash or timeout a re-run of the kernel alone did not reproduce: recorded, "
+			   "not failures (a policy may gate on <code>flaky</code>).</p>\n",
+			(long long)n, n == 1 ? "" : "s");
+	fprintf(f, "<table><tr><th>#</th><th>verdict</th><th>graph</th><th>backend</th>"
+		   "<th>schedule</th><th>output</th><th>format</th><th>%s</th><th>run again</th>"
+		   "</tr>\n", c == VC_UNCLAIMED ? "kernel vs oracle, and why" : "reason");
+	for (int i = 0, k = 0; i < run->nrecs && k < MAX_ROWS; i++) {
+		const RpRecord *r = &run->recs[i];
+		if (r->cls != c)
+			continue;
+		fprintf(f, "<tr><td class=\"n\">%d</td><td>", ++k);
+		pill(f, r);
+		const char *cells[] = {r->graph, r->backend, r->sched, r->output, r->dtype};
+		for (size_t j = 0; j < ARRAY_LEN(cells); j++) {
+			fputs("</td><td>", f);
+			esc(f, cells[j]);
+		}
+		fputs("</td><td class=\"why\">", f);
+		special(f, r);
+		reason(f, r->reason);
+		fputs("</td><td>", f);
+		if (r->case_no >= 0) {
+			fputs("<code>assay fuzz --replay ", f);
+			esc(f, run->dir);
+			fprintf(f, " %lld</code>", (long long)r->case_no);
+		} else {
+			char *link = *r->case_dir ? link_to(out, run->dir, r->case_dir) : NULL;
+			command(f, r, link);
+			free(link);
+		}
+		fputs("</td></tr>\n", f);
+	}
+	fprintf(f, "</table></section>\n");
 }
 
 /* The rules fired (firings, cases) and those never fired, by domain. */
@@ -402,17 +520,24 @@ static void result_row(FILE *f, const RpRun *run, const RpRecord *r, const char 
 	fputs("</td><td>", f);
 	esc(f, r->dtype);
 	fputs("</td><td>", f);
-	pill(f, r->verdict);
+	pill(f, r);
 	fputs("</td>", f);
-	bool nums = r->verdict == V_PASS || r->verdict == V_OVER_BUDGET ||
-		    r->verdict == V_SPECIAL_MISMATCH;
-	num(f, nums ? r->max_ulp : NAN, "%.0f");
-	num(f, nums ? (r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio) : NAN,
-	    "%.3g");
+	/* a special value is a category, not a ratio; a crash has no numbers at all */
+	bool nums = rp_has_numbers(r);
+	num(f, rp_has_ratio(r) ? r->max_ulp : NAN, "%.0f");
+	if (r->verdict == V_SPECIAL_MISMATCH) {
+		char sp[128];
+		fputs("<td class=\"n\">", f);
+		esc(f, rp_special_text(r, sp, sizeof sp));
+		fputs("</td>", f);
+	} else {
+		num(f, nums ? (r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio) :
+		    NAN, "%.3g");
+	}
 	pct(f, nums ? r->frac_within : NAN);
-	pct(f, r->argmax_agree);
-	pct(f, r->topk_agree);
-	num(f, (double)r->red_len, "%.0f");
+	pct(f, nums ? r->argmax_agree : NAN);
+	pct(f, nums ? r->topk_agree : NAN);
+	num(f, nums && r->red_len > 0 ? (double)r->red_len : NAN, "%.0f");   /* –: none */
 	fputs("<td>", f);
 	if (*r->case_dir) {
 		char *link = link_to(out, run->dir, r->case_dir);
@@ -429,13 +554,13 @@ static void results(FILE *f, const RpRun *run, const char *out)
 	fprintf(f, "<section id=\"results\"><h2>Results</h2>\n");
 	bool all = run->nrecs <= MAX_ROWS;
 	if (!all)
-		fprintf(f, "<p class=\"muted\">%d results: the failing ones are listed (at most %d); "
-			   "report.json holds every figure.</p>\n", run->nrecs, MAX_ROWS);
+		fprintf(f, "<p class=\"muted\">%d results: those that did not pass are listed (at "
+			   "most %d); report.json holds every figure.</p>\n", run->nrecs, MAX_ROWS);
 	fprintf(f, "<table><tr><th>graph</th><th>backend</th><th>schedule</th><th>output</th>"
 		   "<th>format</th><th>verdict</th><th>max ULP</th><th>error/budget</th>"
 		   "<th>within</th><th>argmax</th><th>top-k</th><th>reduction</th><th></th></tr>\n");
 	for (int i = 0, shown = 0; i < run->nrecs && shown < MAX_ROWS; i++)
-		if (all || vf_verdict_fails(run->recs[i].verdict)) {
+		if (all || (run->recs[i].cls != VC_PASS && run->recs[i].cls != VC_UNSUPPORTED)) {
 			result_row(f, run, &run->recs[i], out);
 			shown++;
 		}
@@ -449,6 +574,8 @@ void rp_html(FILE *f, const RpRun *run, const RpSummary *s, const RpPlot *p, int
 	summary(f, s);
 	plots(f, p, np, plot_note);
 	failures(f, run, s, out);
+	others(f, run, s, VC_UNCLAIMED, out);
+	others(f, run, s, VC_FLAKY, out);
 	coverage(f, s);
 	results(f, run, out);
 	if (run->settings) {

@@ -8,10 +8,16 @@
  *       | <skipped message="unsupported: ..."/>
  *
  * One test case per graph x backend x schedule (x campaign case): its outputs' records
- * are consecutive in results.jsonl. Suites come in order of graph name. It fails when any output has a failing verdict (the
- * worst, in verdict order, names the type), is skipped when every output is unsupported,
- * else passes. A failure's text names the repro: the failure folder of a campaign, else
- * the case's folder of `assay check -o`. Characters XML 1.0 cannot carry become '?'.
+ * are consecutive in results.jsonl. Suites come in order of graph name. A test case fails
+ * when any output is of class failure (vf_class: what the report counts as a distinct
+ * failure's result, and the fuzzer chases; the worst verdict, in verdict order, names the
+ * type), is skipped when every output is unsupported, else passes. A passing case whose
+ * outputs hold unclaimed special values (special values only where the budget is +inf:
+ * no claim broken, no compiler failure) says so in its <system-out>; one with a flaky
+ * output carries a <flakyFailure type="flaky"> (Maven Surefire's element for a failure a
+ * re-run did not reproduce, which Jenkins and GitLab show). A failure's text names the
+ * repro: the failure folder of a campaign, else the case's folder of `assay check -o`.
+ * Characters XML 1.0 cannot carry become '?'.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,15 +74,53 @@ static const char *repro_of(const RpRun *run, const RpRecord *r)
 	return *r->case_dir ? r->case_dir : "";
 }
 
+/* What a passing case's outputs of class c were: <system-out> for unclaimed special
+ * values, <flakyFailure> for flaky ones. */
+static void notes(FILE *f, const RpRun *run, int i, int j, VfClass c)
+{
+	const RpRecord *first = NULL;
+	for (int k = i; k < j && !first; k++)
+		first = run->recs[k].cls == c ? &run->recs[k] : NULL;
+	if (!first)
+		return;
+	if (c == VC_FLAKY) {
+		fputs("\n      <flakyFailure type=\"flaky\" message=\"flaky: output ", f);
+		xml(f, first->output);
+		fputs(": ", f);
+		xml_line(f, first->reason, 300);
+		fputs("\">", f);
+	} else {
+		fputs("\n      <system-out>", f);
+	}
+	for (int k = i; k < j; k++) {
+		const RpRecord *r = &run->recs[k];
+		if (r->cls != c)
+			continue;
+		char sp[128];
+		fprintf(f, "output %s (%s): ", r->output, r->dtype);
+		if (c == VC_UNCLAIMED) {
+			fputs("unclaimed special values, ", f);
+			xml(f, rp_special_text(r, sp, sizeof sp));
+			fputs(", only where the budget is +inf (no claim: not a compiler failure)\n", f);
+		} else {
+			fputs("flaky (a re-run did not reproduce it)\n", f);
+		}
+		xml(f, r->reason);
+		fputc('\n', f);
+	}
+	fputs(c == VC_FLAKY ? "</flakyFailure>" : "</system-out>", f);
+}
+
 static void testcase(FILE *f, const RpRun *run, int i, int j, Tally *t)
 {
 	const RpRecord *a = &run->recs[i];
-	int worst = -1, unsupported = 0;
+	int worst = -1, unsupported = 0, other = 0;
 	for (int k = i; k < j; k++) {
-		Verdict v = run->recs[k].verdict;
-		unsupported += v == V_UNSUPPORTED;
-		if (vf_verdict_fails(v) && (worst < 0 || (int)v > worst))
-			worst = (int)v;
+		const RpRecord *r = &run->recs[k];
+		unsupported += r->cls == VC_UNSUPPORTED;
+		other += r->cls == VC_UNCLAIMED || r->cls == VC_FLAKY;
+		if (r->cls == VC_FAILURE && (worst < 0 || (int)r->verdict > worst))
+			worst = (int)r->verdict;
 	}
 	t->tests++;
 	t->time += a->worker_s;
@@ -89,8 +133,15 @@ static void testcase(FILE *f, const RpRun *run, int i, int j, Tally *t)
 	if (a->case_no >= 0)
 		fprintf(f, " case %lld", (long long)a->case_no);
 	fprintf(f, "\" time=\"%.3f\"", a->worker_s);
-	if (worst < 0 && unsupported < j - i) {
+	if (worst < 0 && unsupported < j - i && !other) {
 		fputs("/>\n", f);
+		return;
+	}
+	if (worst < 0 && unsupported < j - i) {
+		fputc('>', f);
+		notes(f, run, i, j, VC_FLAKY);
+		notes(f, run, i, j, VC_UNCLAIMED);
+		fputs("\n    </testcase>\n", f);
 		return;
 	}
 	if (worst < 0) {
@@ -103,7 +154,7 @@ static void testcase(FILE *f, const RpRun *run, int i, int j, Tally *t)
 	t->failures++;
 	const RpRecord *w = NULL;
 	for (int k = i; k < j && !w; k++)
-		if ((int)run->recs[k].verdict == worst)
+		if (run->recs[k].cls == VC_FAILURE && (int)run->recs[k].verdict == worst)
 			w = &run->recs[k];
 	fprintf(f, ">\n      <failure type=\"%s\" message=\"%s: output ", vf_verdict_name(w->verdict),
 		vf_verdict_name(w->verdict));
@@ -113,9 +164,11 @@ static void testcase(FILE *f, const RpRun *run, int i, int j, Tally *t)
 	fputs("\">", f);
 	for (int k = i; k < j; k++) {
 		const RpRecord *r = &run->recs[k];
-		if (!vf_verdict_fails(r->verdict))
+		if (r->cls != VC_FAILURE && r->cls != VC_UNCLAIMED)
 			continue;
-		fprintf(f, "output %s (%s): %s\n", r->output, r->dtype, vf_verdict_name(r->verdict));
+		fprintf(f, "output %s (%s): %s%s\n", r->output, r->dtype, vf_verdict_name(r->verdict),
+			r->cls == VC_UNCLAIMED ? " (unclaimed special values: not a compiler failure)" :
+			"");
 		xml(f, r->reason);
 		fputc('\n', f);
 	}
@@ -123,7 +176,9 @@ static void testcase(FILE *f, const RpRun *run, int i, int j, Tally *t)
 	xml(f, run->dir);
 	fputc('/', f);
 	xml(f, repro_of(run, w));
-	fputs("\n      </failure>\n    </testcase>\n", f);
+	fputs("\n      </failure>", f);
+	notes(f, run, i, j, VC_FLAKY);
+	fputs("\n    </testcase>\n", f);
 }
 
 typedef struct {

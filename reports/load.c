@@ -14,6 +14,9 @@
  *   backend, verdict and format, for its output if listed), and name their failure
  *   folders (failures/KEY with '/' as '.'). Records may also carry "rules" ({rule name:
  *   firings} of the case's rewrite; absent when no rewrite ran), counted by the report.
+ * - DIR/provenance.json (verify/provenance.c), when present: which assay, command, seed,
+ *   host, date and devices made the run. A run made before provenance was recorded has
+ *   none (RpProvenance.present false); a malformed one is an error.
  * - The settings of a campaign: DIR/settings.json (its presence makes the run a
  *   campaign; shown as it is).
  * - The distinct failures of a campaign: each folder under DIR/failures/ that holds a .tg
@@ -125,6 +128,27 @@ static void rules_of(const JsVal *o, RpRecord *r)
 	r->nrules = ru->n;
 }
 
+/* The elements over budget of a record that does not say (written before "n_over"). */
+static int64_t over_of(const RpRecord *r)
+{
+	int64_t within = (int64_t)llround(r->frac_within * (double)r->n_checked);
+	int64_t over = r->n_checked - r->n_special - r->n_tie_disagree - within;
+	return over > 0 ? over : r->max_ratio > 1;
+}
+
+/* vf_class of a record, from the counts it carries. */
+static VfClass class_of(const RpRecord *r)
+{
+	VfMetrics m, m64;
+	vf_metrics_init(&m);
+	vf_metrics_init(&m64);
+	m.n_special = r->n_special, m.n_special_unbounded = r->n_special_unbounded;
+	m.n_over = r->n_over;
+	m64.n_special = r->f64_n_special, m64.n_special_unbounded = r->f64_n_special_unbounded;
+	m64.n_over = r->f64_n_over;
+	return vf_class(r->verdict, &m, r->sampled, &m64);
+}
+
 /* Fills r from a parsed record; a static message when a required field is missing. */
 static const char *record_of(const JsVal *o, RpRecord *r)
 {
@@ -156,6 +180,15 @@ static const char *record_of(const JsVal *o, RpRecord *r)
 	r->n_unsamplable = int_of(o, "n_unsamplable", 0);
 	r->n_unbounded = int_of(o, "n_unbounded", 0), r->n_ties = int_of(o, "n_ties", 0);
 	r->n_tie_disagree = int_of(o, "n_tie_disagree", 0);
+	r->n_over = int_of(o, "n_over", -1);
+	if (r->n_over < 0)   /* an older record: frac_within = (checked - special - over - ties) */
+		r->n_over = over_of(r);
+	const JsVal *f64 = rp_json_get(o, "f64"), *w = rp_json_get(o, "worst");
+	r->f64_n_special = int_of(f64, "n_special", 0);
+	r->f64_n_special_unbounded = int_of(f64, "n_special_unbounded", 0);
+	r->f64_n_over = int_of(f64, "n_over", 0);
+	r->has_worst = w && w->kind == JS_OBJ;
+	r->worst_got = num_of(w, "got", NAN), r->worst_want = num_of(w, "want", NAN);
 	r->n_elements = int_of(o, "n_elements", 0), r->red_len = int_of(o, "red_len", 0);
 	r->agree_rows = int_of(o, "agree_rows", 0), r->case_no = int_of(o, "case", -1);
 	r->agree_axis = (int)int_of(o, "agree_axis", -1), r->agree_k = (int)int_of(o, "agree_k", 0);
@@ -167,6 +200,7 @@ static const char *record_of(const JsVal *o, RpRecord *r)
 	if (r->agree_rows <= 0)
 		r->argmax_agree = r->topk_agree = NAN;
 	rules_of(o, r);
+	r->cls = class_of(r);
 	return NULL;
 }
 
@@ -188,7 +222,7 @@ static const char *key_for(const RpRecord *r, const JsVal *items)
 {
 	char prefix[256];
 	snprintf(prefix, sizeof prefix, "%s/%s/%s/", r->backend, vf_verdict_name(r->verdict),
-		 r->dtype);
+		 vf_verdict_whole(r->verdict) ? "-" : r->dtype);
 	const char *any = NULL;
 	for (int i = 0; items && i < items->n; i++) {
 		const JsVal *it = &items->items[i];
@@ -213,7 +247,9 @@ static void done_line(RpRun *run, const JsVal *o)
 		return;
 	for (int i = run->nrecs - 1; i >= 0 && (double)run->recs[i].case_no == n; i--) {
 		RpRecord *r = &run->recs[i];
-		const char *item = vf_verdict_fails(r->verdict) ? key_for(r, fails) : NULL;
+		/* only failures have keys: an unclaimed special value of the same backend, verdict
+		 * and format must not take a failure's (key_for falls back to any such key) */
+		const char *item = r->cls == VC_FAILURE ? key_for(r, fails) : NULL;
 		if (!item)
 			continue;
 		const char *at = strrchr(item, '@');
@@ -398,6 +434,111 @@ static void failures_in(RpRun *run, const char *base, const char *rel)
 	free_names(dirs, n);
 }
 
+/* ---------------------------------------------------------------- provenance */
+
+/* w quoted for a POSIX shell when it needs to be, appended to m. */
+static void shell_word(FILE *m, const char *w)
+{
+	if (*w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			 "_./=,:+@%^-") == strlen(w)) {
+		fputs(w, m);
+		return;
+	}
+	fputc('\'', m);
+	for (; *w; w++)
+		if (*w == '\'')
+			fputs("'\\''", m);
+		else
+			fputc(*w, m);
+	fputc('\'', m);
+}
+
+static char *command_of(const JsVal *c)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&buf, &n);
+	IR_ASSERT(m);
+	for (int i = 0; c && c->kind == JS_ARR && i < c->n; i++)
+		if (c->items[i].kind == JS_STR) {
+			fputs(i ? " " : "", m);
+			shell_word(m, c->items[i].str);
+		}
+	fclose(m);
+	return buf;
+}
+
+/* DIR/provenance.json into run->prov; absent is no error (a run made before it). */
+static int provenance(RpRun *run, Diag *d)
+{
+	RpProvenance *p = &run->prov;
+	char *path = join(run->dir, "provenance.json");
+	size_t len;
+	char *text = slurp(path, &len);
+	int rc = 0;
+	if (!text) {
+		if (errno != ENOENT) {
+			diag_set(d, 2, "cannot read %s: %s", path, strerror(errno));
+			rc = -1;
+		}
+		free(path);
+		return rc;
+	}
+	JsVal v;
+	size_t at = 0;
+	const char *err = NULL;
+	if (rp_json_parse(text, len, &v, &at, &err) == 0 && v.kind != JS_OBJ) {
+		rp_json_free(&v);
+		err = "not a JSON object";
+	}
+	if (err) {
+		int line = 1;
+		size_t bol = 0;
+		for (size_t i = 0; i < at && i < len; i++)
+			if (text[i] == '\n')
+				line++, bol = i + 1;
+		diag_set(d, 2, "%s:%d:%d: malformed provenance: %s", path, line, col_of(at - bol),
+			 err);
+		free(text);
+		free(path);
+		return -1;
+	}
+	p->present = true;
+	p->version = str_of(&v, "version"), p->commit = str_of(&v, "commit");
+	p->cwd = str_of(&v, "cwd"), p->host = str_of(&v, "host"), p->os = str_of(&v, "os");
+	p->date = str_of(&v, "date");
+	p->command = command_of(rp_json_get(&v, "command"));
+	p->seed = (uint64_t)num_of(&v, "seed", 0);
+	const JsVal *b = rp_json_get(&v, "backends");
+	int nb = b && b->kind == JS_ARR ? b->n : 0;
+	p->backends = calloc((size_t)nb + 1, sizeof *p->backends);
+	p->devices = calloc((size_t)nb + 1, sizeof *p->devices);
+	IR_ASSERT(p->backends && p->devices);
+	for (int i = 0; i < nb; i++) {
+		p->backends[i] = str_of(&b->items[i], "name");
+		p->devices[i] = str_of(&b->items[i], "device");
+	}
+	p->nbackends = nb;
+	rp_json_free(&v);
+	free(text);
+	free(path);
+	return 0;
+}
+
+static void provenance_free(RpProvenance *p)
+{
+	char **s[] = {&p->version, &p->commit, &p->cwd, &p->host, &p->os, &p->date, &p->command};
+	for (size_t i = 0; i < ARRAY_LEN(s); i++)
+		free(*s[i]);
+	for (int i = 0; i < p->nbackends; i++) {
+		free(p->backends[i]);
+		free(p->devices[i]);
+	}
+	free(p->backends);
+	free(p->devices);
+	memset(p, 0, sizeof *p);
+}
+
 static void campaign(RpRun *run)
 {
 	static const char *settings[] = {"settings.json"};
@@ -441,6 +582,8 @@ int rp_load(const char *dir, const RpLoadOpts *o, RpRun *run, Diag *d)
 		diag_set(d, 2, "%s holds no records (an empty run: nothing to report)", path);
 		goto out;
 	}
+	if (provenance(run, d))
+		goto out;
 	campaign(run);
 	rc = 0;
 out:
@@ -463,6 +606,7 @@ void rp_free(RpRun *run)
 	}
 	free(run->recs);
 	free(run->fails);
+	provenance_free(&run->prov);
 	free(run->dir);
 	free(run->settings_path);
 	free(run->settings);

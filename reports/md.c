@@ -1,13 +1,16 @@
-/* reports/md.c: report.md, a summary fit for a pull-request comment: the headline, one
+/* reports/md.c: report.md, a summary fit for a pull-request comment: the headline (every
+ * class of result with its count, rp_class_line), what made the run (provenance), one
  * table row per backend x format, the first distinct failures with where their repros are,
- * and the coverage of schedule directives and rules in two lines. GitHub-flavoured
- * Markdown; table cells have their pipes escaped and are cut to one line.
+ * then apart the results with unclaimed special values and the flaky ones, and the
+ * coverage of schedule directives and rules in two lines. GitHub-flavoured Markdown; table
+ * cells have their pipes escaped and are cut to one line. A failing row never shows a
+ * perfect-looking 0: a special-value mismatch shows what it was ("NaN vs 1.5").
  */
 #include <math.h>
 #include <string.h>
 #include "reports.h"
 
-enum { MAX_FAILURES = 10, MAX_REASON = 220 };
+enum { MAX_FAILURES = 10, MAX_OTHERS = 10, MAX_REASON = 220 };
 
 /* Text for one table cell or list item: one line, pipes and backticks escaped, cut. */
 static void cell(FILE *f, const char *s, size_t max)
@@ -24,12 +27,8 @@ static void cell(FILE *f, const char *s, size_t max)
 
 static void ratio(FILE *f, const RpFig *F)
 {
-	if (!F->numeric)
-		fputs(" – |", f);
-	else if (isinf(F->max_ratio))
-		fputs(" ∞ |", f);
-	else
-		fprintf(f, " %.3g |", F->max_ratio);
+	char buf[64];
+	fprintf(f, " %s |", rp_fig_worst(F, F->max_ratio, "%.3g", buf, sizeof buf));
 }
 
 static void pct(FILE *f, double x)
@@ -42,8 +41,9 @@ static void pct(FILE *f, double x)
 
 static void table(FILE *f, const RpSummary *s)
 {
-	fprintf(f, "| backend | format | results | pass | failing | worst error/budget | within "
-		   "budget | argmax agree | top-k agree |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n");
+	fprintf(f, "| backend | format | results | pass | failures | unclaimed special values | "
+		   "flaky | unsupported | worst error/budget | within budget | argmax agree | "
+		   "top-k agree |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
 	for (int g = 0; g <= s->ngroups; g++) {
 		const RpFig *F = g < s->ngroups ? &s->groups[g].fig : &s->all;
 		if (g < s->ngroups) {
@@ -55,8 +55,10 @@ static void table(FILE *f, const RpSummary *s)
 		} else {
 			fputs("| **all** | |", f);
 		}
-		fprintf(f, " %lld | %lld | %lld |", (long long)F->results,
-			(long long)F->verdicts[V_PASS], (long long)F->failing);
+		fprintf(f, " %lld | %lld | %lld | %lld | %lld | %lld |", (long long)F->results,
+			(long long)F->classes[VC_PASS], (long long)F->classes[VC_FAILURE],
+			(long long)F->classes[VC_UNCLAIMED], (long long)F->classes[VC_FLAKY],
+			(long long)F->classes[VC_UNSUPPORTED]);
 		ratio(f, F);
 		pct(f, rp_frac_within(F));
 		pct(f, rp_argmax_agree(F));
@@ -67,14 +69,22 @@ static void table(FILE *f, const RpSummary *s)
 
 static void failures(FILE *f, const RpRun *run, const RpSummary *s)
 {
-	if (!s->ndistinct)
-		return;
 	fprintf(f, "\n### Distinct failures (%d)\n\n", s->ndistinct);
+	if (!s->ndistinct)
+		fprintf(f, "None: %s\n", s->all.failing || s->all.classes[VC_FLAKY] ?
+			"no result points at the compiler." :
+			"every result is within its budget (or unsupported).");
 	for (int k = 0; k < s->ndistinct && k < MAX_FAILURES; k++) {
 		const RpDistinct *D = &s->distinct[k];
 		const RpRecord *r = &run->recs[D->first];
 		const RpFailure *F = D->folder >= 0 ? &run->fails[D->folder] : NULL;
 		fprintf(f, "%d. **%s** ", k + 1, vf_verdict_name(r->verdict));
+		if (r->verdict == V_SPECIAL_MISMATCH) {
+			char sp[128];
+			fputs("(", f);
+			cell(f, rp_special_text(r, sp, sizeof sp), 120);
+			fputs(") ", f);
+		}
 		fputc('`', f);
 		fputs(r->graph, f);
 		fprintf(f, "` on %s, schedule %s, output %s, ×%lld: ", r->backend, r->sched,
@@ -85,6 +95,81 @@ static void failures(FILE *f, const RpRun *run, const RpSummary *s)
 	}
 	if (s->ndistinct > MAX_FAILURES)
 		fprintf(f, "\n…and %d more (see index.html).\n", s->ndistinct - MAX_FAILURES);
+}
+
+/* The results of class c, listed apart from the failures, with what explains them. */
+static void others(FILE *f, const RpRun *run, const RpSummary *s, VfClass c)
+{
+	int64_t n = s->all.classes[c];
+	if (!n)
+		return;
+	if (c == VC_UNCLAIMED)
+		fprintf(f, "\n### Unclaimed special values (%lld result%s)\n\nSpecial values (NaN, "
+			   "±inf) where the error budget is +inf: the budget makes no claim there (the "
+			   "schedule's own formats may overflow, a divisor may be 0), so these fail "
+			   "`assay check` but are not compiler failures, and the fuzzer does not chase "
+			   "them (docs/fuzz.md).\n\n", (long long)n, n == 1 ? "" : "s");
+	else
+		fprintf(f, "\n### Flaky (%lld result%s)\n\nA crash or timeout that a re-run of "
+			   "the kernel alone did not reproduce: recorded, not a failure.\n\n",
+			(long long)n, n == 1 ? "" : "s");
+	int k = 0;
+	for (int i = 0; i < run->nrecs && k < MAX_OTHERS; i++) {
+		const RpRecord *r = &run->recs[i];
+		if (r->cls != c)
+			continue;
+		char sp[128];
+		fprintf(f, "%d. `", ++k);
+		cell(f, r->graph, 60);
+		fprintf(f, "` on %s, schedule %s, output %s (%s)", r->backend, r->sched, r->output,
+			r->dtype);
+		if (r->case_no >= 0)
+			fprintf(f, ", case %lld", (long long)r->case_no);
+		fputs(": ", f);
+		if (c == VC_UNCLAIMED)
+			cell(f, rp_special_text(r, sp, sizeof sp), 120);
+		else
+			cell(f, r->reason, MAX_REASON);
+		fputc('\n', f);
+	}
+	if (n > k)
+		fprintf(f, "\n…and %lld more (see index.html).\n", (long long)(n - k));
+}
+
+static void provenance(FILE *f, const RpRun *run)
+{
+	const RpProvenance *p = &run->prov;
+	if (!p->present) {
+		fputs("*No provenance recorded* (made before assay recorded provenance.json: the "
+		      "version, commit, command line and devices of this run are unknown).\n\n", f);
+		return;
+	}
+	fputs("Made by assay ", f);
+	cell(f, p->version, 40);
+	fputs(" (commit ", f);
+	cell(f, p->commit, 60);
+	fputs(") on `", f);
+	cell(f, p->host, 80);
+	fputs("` (", f);
+	cell(f, p->os, 120);
+	fputs("), ", f);
+	cell(f, p->date, 40);
+	fprintf(f, ", seed %llu", (unsigned long long)p->seed);
+	if (*p->command) {
+		fputs(": `", f);
+		for (const char *c = p->command; *c; c++)   /* no backtick ends the code span */
+			fputc(*c == '`' ? '\'' : *c, f);
+		fputc('`', f);
+	}
+	fputs(".\n", f);
+	for (int i = 0; i < p->nbackends; i++) {
+		fputs("- ", f);
+		cell(f, p->backends[i], 40);
+		fputs(": ", f);
+		cell(f, p->devices[i], 400);
+		fputc('\n', f);
+	}
+	fputc('\n', f);
 }
 
 static void coverage(FILE *f, const RpSummary *s)
@@ -121,11 +206,11 @@ static void coverage(FILE *f, const RpSummary *s)
 
 void rp_markdown(FILE *f, const RpRun *run, const RpSummary *s, const char *out_dir)
 {
-	if (s->all.failing)
-		fprintf(f, "## assay: ❌ %lld failing results, %d distinct failures\n\n",
-			(long long)s->all.failing, s->ndistinct);
-	else
-		fprintf(f, "## assay: ✅ every result within budget\n\n");
+	static const char *const icon[] = {"✅", "⚠️", "❌"};
+	fprintf(f, "## assay: %s ", icon[rp_status(&s->all)]);
+	rp_class_line(f, &s->all, " · ");
+	fputs("\n\n", f);
+	provenance(f, run);
 	fprintf(f, "%s `%s`: %lld results over %d graphs and %lld cases", run->settings ?
 		"Campaign" : "Check run", run->dir, (long long)s->all.results, s->ngraphs,
 		run->settings ? (long long)run->cases : (long long)s->ncases);
@@ -134,6 +219,8 @@ void rp_markdown(FILE *f, const RpRun *run, const RpSummary *s, const char *out_
 	fputs(".\n\n", f);
 	table(f, s);
 	failures(f, run, s);
+	others(f, run, s, VC_UNCLAIMED);
+	others(f, run, s, VC_FLAKY);
 	coverage(f, s);
 	fprintf(f, "\nFull report with plots: `%s/index.html`\n", out_dir);
 }

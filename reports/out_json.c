@@ -1,21 +1,31 @@
 /* reports/out_json.c: report.json, every figure of the report in one JSON object:
  *
  *   {"dir", "kind": "check" | "campaign", "graphs", "cases",
+ *    "provenance": {"version", "commit", "command" (shell words), "cwd", "seed", "host",
+ *                   "os", "date", "backends": [{"name", "device"}]} | null (none recorded),
  *    "totals": FIG, "groups": [{"backend", "dtype", ...FIG, "ratio_quantiles": {"p50",
  *               "p90", "p99", "max"}, "ulp_bits": {BITS: results}}],
  *    "distinct_failures": [{"signature", "count" (failing results), "cases" (that hit
  *                           it: the folder's count in a campaign), "verdict", "graph", "backend",
  *                           "schedule", "output", "reason", "folder", "repro"}],
  *    "failure_folders": [{"name", "repro", "count", "signature"}],
+ *    "unclaimed_special_values", "flaky": [{"graph", "backend", "schedule", "output",
+ *                   "dtype", "verdict", "special" (what the values were: rp_special_text;
+ *                   null for flaky), "reason", "case" (campaigns; else null), "line"}],
  *    "directives": {"exercised": {KIND: cases}, "never": [KIND]},
  *    "rules": {"recorded": bool, "cases" (that recorded rules), "firings": {NAME: n} (every
  *              known rule, 0 when never fired), "exercised": {NAME: {"firings", "cases"}},
  *              "never": [NAME], "domains": {NAME: "exact" | "real" | "integer"}},
- *    "results": [{"graph", "backend", "schedule", "output", "dtype", "verdict", "max_ulp",
- *                 "max_ratio", "frac_within", "argmax_agree", "topk_agree", "red_len",
- *                 "case_dir", "line"}]}
+ *    "results": [{"graph", "backend", "schedule", "output", "dtype", "verdict", "class",
+ *                 "special", "max_ulp", "max_ratio", "frac_within", "argmax_agree",
+ *                 "topk_agree", "red_len", "case_dir", "line"}]}
+ * A result's class is vf_class_name's; "special" names a special-value mismatch ("NaN vs
+ * 1.5"; else null), whose max_ulp and max_ratio are then null (no ratio measures a NaN), as
+ * are every figure of a result without numbers (crash, timeout, oob-write, compile-error,
+ * flaky, unsupported).
  *
- * FIG = {"results", "verdicts": {VERDICT: n}, "failing", "numeric", "max_ratio", "max_ulp",
+ * FIG = {"results", "verdicts": {VERDICT: n}, "classes": {CLASS: n}, "failing" (classes
+ * failure and unclaimed-special), "numeric", "max_ratio", "max_ulp",
  * "frac_within", "argmax_agree", "topk_agree", "elements_checked", "elements_within",
  * "agree_rows", "special_mismatches", "distinct_failures"}: figures.c defines each; a
  * fraction with nothing to divide is null, a ratio over no numeric result is null.
@@ -40,15 +50,24 @@ static void frac(FILE *f, double x)
 		rp_json_num_out(f, x);
 }
 
+/* {NAME: n} for k counts, name[i] naming n[i]. */
+static void counts(FILE *f, const int64_t *n, const char *const *name, int k)
+{
+	for (int i = 0; i < k; i++)
+		fprintf(f, "%s\"%s\":%lld", i ? "," : "{", name[i], (long long)n[i]);
+	fputc('}', f);
+}
+
 static void fig(FILE *f, const RpFig *F, bool first)
 {
-	key(f, "results", &first), fprintf(f, "%lld", (long long)F->results);
-	key(f, "verdicts", &first);
-	fputc('{', f);
+	const char *vn[V__COUNT], *cn[VC__COUNT];
 	for (int v = 0; v < V__COUNT; v++)
-		fprintf(f, "%s\"%s\":%lld", v ? "," : "", vf_verdict_name((Verdict)v),
-			(long long)F->verdicts[v]);
-	fputc('}', f);
+		vn[v] = vf_verdict_name((Verdict)v);
+	for (int c = 0; c < VC__COUNT; c++)
+		cn[c] = vf_class_name((VfClass)c);
+	key(f, "results", &first), fprintf(f, "%lld", (long long)F->results);
+	key(f, "verdicts", &first), counts(f, F->verdicts, vn, V__COUNT);
+	key(f, "classes", &first), counts(f, F->classes, cn, VC__COUNT);
 	key(f, "failing", &first), fprintf(f, "%lld", (long long)F->failing);
 	key(f, "numeric", &first), fprintf(f, "%lld", (long long)F->numeric);
 	key(f, "max_ratio", &first), frac(f, F->numeric ? F->max_ratio : NAN);
@@ -95,6 +114,68 @@ static void distinct(FILE *f, const RpRun *run, const RpSummary *s)
 		fputc('}', f);
 	}
 	fputc(']', f);
+}
+
+/* A record's graph, backend, schedule, output, dtype, verdict and special (what its
+ * special values were, else null), members of an object begun by the caller. */
+static void what(FILE *f, const RpRecord *r)
+{
+	char sp[128];
+	fputs("\"graph\":", f), vf_json_str(f, r->graph);
+	fputs(",\"backend\":", f), vf_json_str(f, r->backend);
+	fputs(",\"schedule\":", f), vf_json_str(f, r->sched);
+	fputs(",\"output\":", f), vf_json_str(f, r->output);
+	fputs(",\"dtype\":", f), vf_json_str(f, r->dtype);
+	fputs(",\"verdict\":", f), vf_json_str(f, vf_verdict_name(r->verdict));
+	fputs(",\"special\":", f);
+	if (r->verdict == V_SPECIAL_MISMATCH)
+		vf_json_str(f, rp_special_text(r, sp, sizeof sp));
+	else
+		fputs("null", f);
+}
+
+/* The records of class c: unclaimed special values, or flaky ones. */
+static void others(FILE *f, const RpRun *run, VfClass c, const char *name)
+{
+	fprintf(f, ",\"%s\":[", name);
+	for (int i = 0, k = 0; i < run->nrecs; i++) {
+		const RpRecord *r = &run->recs[i];
+		if (r->cls != c)
+			continue;
+		fputs(k++ ? ",{" : "{", f);
+		what(f, r);
+		fputs(",\"reason\":", f), vf_json_str(f, r->reason);
+		if (r->case_no >= 0)
+			fprintf(f, ",\"case\":%lld", (long long)r->case_no);
+		else
+			fputs(",\"case\":null", f);
+		fprintf(f, ",\"line\":%d}", r->line);
+	}
+	fputc(']', f);
+}
+
+static void provenance(FILE *f, const RpProvenance *p)
+{
+	fputs(",\"provenance\":", f);
+	if (!p->present) {
+		fputs("null", f);
+		return;
+	}
+	const char *k[] = {"version", "commit", "command", "cwd", "host", "os", "date"};
+	const char *v[] = {p->version, p->commit, p->command, p->cwd, p->host, p->os, p->date};
+	for (size_t i = 0; i < ARRAY_LEN(k); i++) {
+		fprintf(f, "%s\"%s\":", i ? "," : "{", k[i]);
+		vf_json_str(f, v[i]);
+	}
+	fprintf(f, ",\"seed\":%llu,\"backends\":[", (unsigned long long)p->seed);
+	for (int i = 0; i < p->nbackends; i++) {
+		fputs(i ? ",{\"name\":" : "{\"name\":", f);
+		vf_json_str(f, p->backends[i]);
+		fputs(",\"device\":", f);
+		vf_json_str(f, p->devices[i]);
+		fputc('}', f);
+	}
+	fputs("]}", f);
 }
 
 static void coverage(FILE *f, const RpSummary *s)
@@ -147,19 +228,17 @@ static void results(FILE *f, const RpRun *run)
 	fputs(",\"results\":[", f);
 	for (int i = 0; i < run->nrecs; i++) {
 		const RpRecord *r = &run->recs[i];
-		fputs(i ? ",\n{\"graph\":" : "\n{\"graph\":", f);
-		vf_json_str(f, r->graph);
-		fputs(",\"backend\":", f), vf_json_str(f, r->backend);
-		fputs(",\"schedule\":", f), vf_json_str(f, r->sched);
-		fputs(",\"output\":", f), vf_json_str(f, r->output);
-		fputs(",\"dtype\":", f), vf_json_str(f, r->dtype);
-		fputs(",\"verdict\":", f), vf_json_str(f, vf_verdict_name(r->verdict));
-		fputs(",\"max_ulp\":", f), rp_json_num_out(f, r->max_ulp);
+		fputs(i ? ",\n{" : "\n{", f);
+		what(f, r);
+		fputs(",\"class\":", f), vf_json_str(f, vf_class_name(r->cls));
+		bool nums = rp_has_numbers(r);
+		fputs(",\"max_ulp\":", f), frac(f, rp_has_ratio(r) ? r->max_ulp : NAN);
 		fputs(",\"max_ratio\":", f);
-		rp_json_num_out(f, r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio);
-		fputs(",\"frac_within\":", f), rp_json_num_out(f, r->frac_within);
-		fputs(",\"argmax_agree\":", f), frac(f, r->argmax_agree);
-		fputs(",\"topk_agree\":", f), frac(f, r->topk_agree);
+		frac(f, !rp_has_ratio(r) ? NAN :
+		     r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio);
+		fputs(",\"frac_within\":", f), frac(f, nums ? r->frac_within : NAN);
+		fputs(",\"argmax_agree\":", f), frac(f, nums ? r->argmax_agree : NAN);
+		fputs(",\"topk_agree\":", f), frac(f, nums ? r->topk_agree : NAN);
 		fprintf(f, ",\"red_len\":%lld,\"case_dir\":", (long long)r->red_len);
 		vf_json_str(f, r->case_dir);
 		fprintf(f, ",\"line\":%d}", r->line);
@@ -174,7 +253,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* The distributions the plots draw, for one group: quantiles of the error/budget ratios
- * and the histogram of bits of error (ceil(log2(1 + ULPs))) of its numeric results. */
+ * and the histogram of bits of error (ceil(log2(1 + ULPs))) of its results with a ratio
+ * (rp_has_ratio: special-value mismatches have none). */
 static void distributions(FILE *f, const RpRun *run, const RpGroup *g)
 {
 	double *x = malloc(((size_t)run->nrecs + 1) * sizeof *x);
@@ -184,8 +264,7 @@ static void distributions(FILE *f, const RpRun *run, const RpGroup *g)
 	for (int i = 0; i < run->nrecs; i++) {
 		const RpRecord *r = &run->recs[i];
 		if (strcmp(r->backend, g->backend) || strcmp(r->dtype, g->dtype) ||
-		    !(r->verdict == V_PASS || r->verdict == V_OVER_BUDGET ||
-		      r->verdict == V_SPECIAL_MISMATCH))
+		    !rp_has_ratio(r))
 			continue;
 		x[n++] = r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio;
 		double b = ceil(log2(1 + r->max_ulp));
@@ -211,8 +290,10 @@ void rp_json_report(FILE *f, const RpRun *run, const RpSummary *s)
 {
 	fputs("{\"dir\":", f);
 	vf_json_str(f, run->dir);
-	fprintf(f, ",\"kind\":\"%s\",\"graphs\":%d,\"cases\":%d,\"totals\":{",
+	fprintf(f, ",\"kind\":\"%s\",\"graphs\":%d,\"cases\":%d",
 		run->settings ? "campaign" : "check", s->ngraphs, s->ncases);
+	provenance(f, &run->prov);
+	fputs(",\"totals\":{", f);
 	fig(f, &s->all, true);
 	fputs("},\"groups\":[", f);
 	for (int g = 0; g < s->ngroups; g++) {
@@ -226,6 +307,8 @@ void rp_json_report(FILE *f, const RpRun *run, const RpSummary *s)
 	}
 	fputc(']', f);
 	distinct(f, run, s);
+	others(f, run, VC_UNCLAIMED, "unclaimed_special_values");
+	others(f, run, VC_FLAKY, "flaky");
 	coverage(f, s);
 	results(f, run);
 	fputs("}\n", f);

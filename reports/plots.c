@@ -8,6 +8,8 @@
  * The plots: verdict counts per group (stacked bars); the distribution (CDF) of
  * error/budget ratios per group; ULP error histograms (bits of error, log2(1 + ULPs)); error
  * against reduction length; agreement rates (within budget, argmax, top-k) per group.
+ * Ratios and ULPs are drawn for the results they measure (rp_has_ratio): a special-value
+ * mismatch's numbers leave its NaN or infinity out, and drawn they would read as perfect.
  * A plot with nothing to show is left out with a note; gnuplot missing or failing is not
  * an error: the note says so and the report carries on without plots.
  */
@@ -271,12 +273,6 @@ static double ratio_of(const RpRecord *r)
 	return r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio;
 }
 
-static bool numeric(const RpRecord *r)
-{
-	return r->verdict == V_PASS || r->verdict == V_OVER_BUDGET ||
-	       r->verdict == V_SPECIAL_MISMATCH;
-}
-
 /* One block per group of the sorted ratios; returns the number of points. */
 static int cdf_data(Pl *p, FILE *d, double *lo, double *hi)
 {
@@ -286,7 +282,7 @@ static int cdf_data(Pl *p, FILE *d, double *lo, double *hi)
 	*lo = 1e-3, *hi = 2;
 	for (int i = 0; i < p->run->nrecs; i++) {
 		double r = ratio_of(&p->run->recs[i]);
-		if (numeric(&p->run->recs[i]) && r > 0 && isfinite(r)) {
+		if (rp_has_ratio(&p->run->recs[i]) && r > 0 && isfinite(r)) {
 			*lo = r < *lo ? r : *lo;
 			*hi = r * 1.5 > *hi ? r * 1.5 : *hi;
 		}
@@ -296,7 +292,7 @@ static int cdf_data(Pl *p, FILE *d, double *lo, double *hi)
 		int n = 0;
 		for (int i = 0; i < p->run->nrecs; i++) {
 			const RpRecord *r = &p->run->recs[i];
-			if (numeric(r) && group_of(p->s, r) == g)
+			if (rp_has_ratio(r) && group_of(p->s, r) == g)
 				x[n++] = ratio_of(r);
 		}
 		qsort(x, (size_t)n, sizeof *x, cmp_double);
@@ -338,9 +334,12 @@ static void cdf(Pl *p)
 		note(p, "No error/budget distribution: no result carries numbers.");
 		goto out;
 	}
-	char cap[256];
+	char cap[400];
+	int64_t sp = p->s->all.specials;
 	snprintf(cap, sizeof cap, "Empirical CDF of each result's worst error/budget ratio; zero "
-		 "error sits at the left edge (%g), unbounded ratios at the right.", lo);
+		 "error sits at the left edge (%g), unbounded ratios at the right.%s", lo,
+		 sp ? " Special-value mismatches have no ratio and are not drawn (the tables list "
+		 "them)." : "");
 	draw(p, "ratio_cdf", "Distribution of error / budget ratios", cap);
 out:
 	if (d)
@@ -367,7 +366,7 @@ static void ulp_hist(Pl *p)
 	for (int i = 0; i < p->run->nrecs; i++) {
 		const RpRecord *r = &p->run->recs[i];
 		int g = group_of(p->s, r);
-		if (!numeric(r) || g < 0)
+		if (!rp_has_ratio(r) || g < 0)
 			continue;
 		int b = bits_of(r);
 		h[g][b]++;
@@ -425,7 +424,7 @@ static void red_len(Pl *p)
 		int k = 0;
 		for (int i = 0; i < p->run->nrecs; i++) {
 			const RpRecord *r = &p->run->recs[i];
-			if (!numeric(r) || group_of(p->s, r) != g)
+			if (!rp_has_ratio(r) || group_of(p->s, r) != g)
 				continue;
 			fprintf(d, "%lld %g\n", (long long)(r->red_len > 0 ? r->red_len : 1),
 				isfinite(r->max_ulp) ? log2(1 + r->max_ulp) : 64);

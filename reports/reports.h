@@ -3,10 +3,15 @@
  * release gates over them.
  *
  * reports/ reads files, never another folder's internals: a run directory is
- * DIR/results.jsonl in verify/'s record format (verify/record.c lists the fields), and for
- * a campaign (fuzz/campaign.c) also the "done" line after each case's records,
- * settings.json and failures/KEY/ (repro.tg, signature, count); load.c says how each is
- * read.
+ * DIR/results.jsonl in verify/'s record format (verify/record.c lists the fields),
+ * DIR/provenance.json when the run recorded one (verify/provenance.c), and for a campaign
+ * (fuzz/campaign.c) also the "done" line after each case's records, settings.json and
+ * failures/KEY/ (repro.tg, signature, count); load.c says how each is read.
+ *
+ * Every record is counted in one class (verify.h vf_class, the function `assay fuzz` uses
+ * to decide what it chases): pass, failure (a distinct failure's record), unclaimed
+ * special values, flaky, unsupported. Every file of a report, the gates and fuzz's
+ * summary name the same classes with the same counts (rp_class_line).
  *
  * The pieces:
  * - json.c: a small JSON reader (one value per call; the record format's "inf", "-inf"
@@ -70,7 +75,12 @@ typedef struct {
 	double argmax_agree, topk_agree; /* NAN when the record has none */
 	int64_t n_checked, n_special, n_unsamplable, n_unbounded, n_ties, n_tie_disagree;
 	int64_t n_special_unbounded;  /* of n_special, where the budget is +inf */
-	int64_t n_over;               /* elements over budget (0 when the record lacks it) */
+	int64_t n_over;               /* elements over budget (older records lack it: then
+	                                 inferred from frac_within, load.c) */
+	int64_t f64_n_special, f64_n_special_unbounded, f64_n_over;   /* sampled: the f64 pass */
+	bool has_worst;               /* the record names its worst element: */
+	double worst_got, worst_want; /* the kernel's and the oracle's values there */
+	VfClass cls;                  /* vf_class of the record's verdict and counts */
 	int64_t n_elements, red_len, agree_rows, case_no;  /* case_no -1 when absent */
 	int agree_axis, agree_k;
 	uint64_t seed, sched_seed;
@@ -92,8 +102,20 @@ typedef struct {
 	int64_t count;        /* cases that hit it, -1 when not recorded */
 } RpFailure;
 
+/* DIR/provenance.json (verify/provenance.c), when the run recorded one. */
+typedef struct {
+	bool present;         /* false: a run made before provenance was recorded */
+	char *version, *commit, *cwd, *host, *os, *date;
+	char *command;        /* the command line, its words quoted for a POSIX shell ("" when
+	                         none was recorded) */
+	uint64_t seed;
+	char **backends, **devices;   /* nbackends of each */
+	int nbackends;
+} RpProvenance;
+
 typedef struct {
 	char *dir;
+	RpProvenance prov;
 	char *settings_path;  /* relative to dir; NULL for a check directory */
 	char *settings;       /* its text */
 	RpRecord *recs;
@@ -111,7 +133,7 @@ typedef struct {
 } RpLoadOpts;
 
 /* Loads DIR (see load.c). -1 with d (code 2): no such directory, no results.jsonl, no
- * records, a malformed record (file:line:col), a torn last line. */
+ * records, a malformed record or provenance.json (file:line:col), a torn last line. */
 int rp_load(const char *dir, const RpLoadOpts *o, RpRun *run, Diag *d);
 void rp_free(RpRun *run);
 /* The verdict named s, or -1. */
@@ -124,14 +146,17 @@ int rp_verdict_parse(const char *s);
 typedef struct {
 	int64_t results;
 	int64_t verdicts[V__COUNT];
-	int64_t failing;          /* results with a failing verdict */
+	int64_t classes[VC__COUNT];   /* results per class (vf_class) */
+	int64_t failing;          /* results with a failing verdict: classes failure and
+	                             unclaimed special values */
 	int64_t numeric;
 	double max_ratio;         /* worst error/budget over numeric results (also vs f64) */
 	double max_ulp;
 	double checked, within;   /* elements compared, within budget (pooled) */
 	double rows, argmax_ok, topk_ok;  /* agreement rows (pooled) */
 	int64_t specials;         /* results with verdict special-mismatch */
-	int64_t distinct;         /* distinct failures (rp_signature) */
+	int64_t distinct;         /* distinct failures: distinct signatures (rp_signature) of
+	                             the results of class failure */
 } RpFig;
 
 /* The signature that groups failing records into distinct failures: the record's own
@@ -141,6 +166,31 @@ const char *rp_signature(const RpRecord *r, char *buf, size_t n);
 /* The figures of the records of run for which keep(ctx, r) holds (keep NULL: all). */
 typedef bool RpKeep(void *ctx, const RpRecord *r);
 void rp_figures(const RpRun *run, RpKeep *keep, void *ctx, RpFig *f);
+/* The classes of F in words, the same in every file and command: "2 distinct failures (3
+ * results)", "4 results with unclaimed special values", "1 flaky", "296 pass", "2
+ * unsupported", joined by sep. */
+void rp_class_line(FILE *f, const RpFig *F, const char *sep);
+/* How a report's headline reads F: 2 with distinct failures, 1 with unclaimed special
+ * values or flaky results only, 0 when every result passed (or is unsupported). */
+int rp_status(const RpFig *F);
+/* What a special-value mismatch was, at the record's worst element, kernel first: "NaN vs
+ * 1.5", "+inf vs 3.40282e+38", "-0 vs +0" (with the count of elements when more than one),
+ * or "special values vs the f64 evaluation" when only the sampled output's f64 pass saw
+ * them. Written into buf. */
+const char *rp_special_text(const RpRecord *r, char *buf, size_t n);
+/* A worst figure x of F (its max_ratio, "%.3g"; its max_ulp, "%.0f") as a summary row
+ * shows it: "0.25", "∞", "–" (no result with numbers); with special-value mismatches
+ * among the results, "0.25 + special ×4", or "special ×4" where x is 0: never a figure
+ * that reads as perfect where values were wrong. Written into buf. */
+const char *rp_fig_worst(const RpFig *F, double x, const char *fmt, char *buf, size_t n);
+/* The numbers a row of r may show: false for verdicts without them (crash, timeout,
+ * oob-write, compile-error, unsupported, flaky). */
+bool rp_has_numbers(const RpRecord *r);
+/* Whether r's worst error/budget and ULP distance measure it (pass, over-budget): a
+ * special-value mismatch has numbers, but none that measures a NaN or an infinity, so rows
+ * name its category instead and plots leave it out. */
+bool rp_has_ratio(const RpRecord *r);
+
 /* Pooled fractions: NAN when there is nothing to divide. */
 double rp_frac_within(const RpFig *f);
 double rp_argmax_agree(const RpFig *f);
@@ -239,7 +289,7 @@ void rp_junit(FILE *f, const RpRun *run);
 
 typedef enum {
 	GM_MAX_RATIO, GM_FRAC_WITHIN, GM_ARGMAX_AGREE, GM_TOPK_AGREE, GM_DISTINCT_FAILURES,
-	GM_SPECIAL_MISMATCHES, GM_FAILING, GM_RESULTS, GM_MAX_ULP, GM__COUNT
+	GM_SPECIAL_MISMATCHES, GM_FAILING, GM_RESULTS, GM_MAX_ULP, GM_FLAKY, GM__COUNT
 } GateMetric;
 
 typedef enum { GO_LE, GO_LT, GO_GE, GO_GT, GO_EQ } GateOp;

@@ -39,6 +39,11 @@ const char *vf_verdict_name(Verdict v)
 	return v >= 0 && v < V__COUNT ? verdict_names[v] : "?";
 }
 
+bool vf_verdict_whole(Verdict v)
+{
+	return v == V_CRASH || v == V_TIMEOUT || v == V_OOB_WRITE || v == V_COMPILE_ERROR;
+}
+
 bool vf_verdict_fails(Verdict v)
 {
 	return v != V_PASS && v != V_UNSUPPORTED && v != V_FLAKY;
@@ -216,4 +221,32 @@ bool vf_compiler_suspect(Verdict v, const VfMetrics *m)
 		return false;
 	return !(v == V_SPECIAL_MISMATCH && m->n_special > 0 &&
 		 m->n_special == m->n_special_unbounded && m->n_over == 0);
+}
+
+VfClass vf_class(Verdict v, const VfMetrics *m, bool sampled, const VfMetrics *m64)
+{
+	switch (v) {
+	case V_PASS: return VC_PASS;
+	case V_FLAKY: return VC_FLAKY;
+	case V_UNSUPPORTED: return VC_UNSUPPORTED;
+	case V_OVER_BUDGET: case V_SPECIAL_MISMATCH: break;
+	default: return VC_FAILURE;   /* crash, timeout, oob-write, compile-error */
+	}
+	/* either comparison may have failed the output: it points at the compiler when one
+	 * that failed does (an over-budget f64 pass is not hidden by an unclaimed special) */
+	Verdict e = vf_metrics_verdict(m), w = sampled ? vf_metrics_verdict(m64) : V_PASS;
+	if (e == V_PASS && w == V_PASS)
+		return VC_FAILURE;   /* metrics that do not explain the verdict: the verdict wins */
+	return vf_compiler_suspect(e, m) || (sampled && vf_compiler_suspect(w, m64)) ?
+	       VC_FAILURE : VC_UNCLAIMED;
+}
+
+const char *vf_class_name(VfClass c)
+{
+	static const char *const names[VC__COUNT] = {
+		[VC_PASS] = "pass", [VC_FAILURE] = "failure",
+		[VC_UNCLAIMED] = "unclaimed-special", [VC_FLAKY] = "flaky",
+		[VC_UNSUPPORTED] = "unsupported",
+	};
+	return c >= 0 && c < VC__COUNT ? names[c] : "?";
 }

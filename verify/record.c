@@ -5,13 +5,15 @@
  *   graph, file, backend, schedule (name: default | graph | file | s1..sN),
  *   schedule_text (the directives that differ from the default, sched_text), sched_seed,
  *   output, dtype, verdict, reason ("" when none), max_ulp, max_abs, max_rel, nmse,
- *   max_ratio, frac_within, n_checked, n_special, n_unsamplable, n_unbounded (elements
+ *   max_ratio, frac_within, n_checked, n_special, n_special_unbounded (of them, where the
+ *   budget is +inf), n_over (elements over budget), n_unsamplable, n_unbounded (elements
  *   whose budget is +inf: no bound known, they pass whatever), n_ties (elements the
  *   budget flags as near ties), n_tie_disagree (of them, disagreeing: not failures),
  *   n_elements,
  *   worst {index, got, want, budget} (null when nothing was compared),
  *   sampled (bool), exact ("all" | "sampled N, all vs f64"),
- *   f64 {max_ratio, max_ulp, n_special, n_over, by} (only when sampled; by: "c backend"
+ *   f64 {max_ratio, max_ulp, n_special, n_special_unbounded, n_over, by} (only when
+ *   sampled; by: "c backend"
  *   or "interpreter", see check.c),
  *   seed, inputs (distribution), faults (comma list, "" when none), case_dir (relative to
  *   DIR), timings {oracle_s, budget_s, compile_s, launch_s, worker_s, cache_hit},
@@ -158,6 +160,7 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	key(f, "n_checked"), fprintf(f, "%lld", (long long)m->n_checked);
 	key(f, "n_special"), fprintf(f, "%lld", (long long)m->n_special);
 	key(f, "n_special_unbounded"), fprintf(f, "%lld", (long long)m->n_special_unbounded);
+	key(f, "n_over"), fprintf(f, "%lld", (long long)m->n_over);
 	key(f, "n_unsamplable"), fprintf(f, "%lld", (long long)m->n_unsamplable);
 	key(f, "n_unbounded"), fprintf(f, "%lld", (long long)m->n_unbounded);
 	key(f, "n_ties"), fprintf(f, "%lld", (long long)m->n_ties);
@@ -176,7 +179,8 @@ void vf_record_json(FILE *f, const VfRecord *r)
 		json_num(f, r->m64.max_ratio);
 		fputs(",\"max_ulp\":", f);
 		json_num(f, r->m64.max_ulp);
-		fprintf(f, ",\"n_special\":%lld,\"n_over\":%lld,\"by\":", (long long)r->m64.n_special,
+		fprintf(f, ",\"n_special\":%lld,\"n_special_unbounded\":%lld,\"n_over\":%lld,\"by\":",
+			(long long)r->m64.n_special, (long long)r->m64.n_special_unbounded,
 			(long long)r->m64.n_over);
 		vf_json_str(f, r->ref64_by);
 		fputc('}', f);

@@ -36,6 +36,10 @@ typedef enum {
 const char *vf_verdict_name(Verdict v);
 /* A failing verdict makes `assay check` exit 1: all but pass, unsupported and flaky. */
 bool vf_verdict_fails(Verdict v);
+/* A verdict about a whole kernel run rather than one output (crash, timeout, oob-write,
+ * compile-error): every output's record repeats it, and it counts as one failure of the
+ * case and kernel, not one per output (fuzz signatures, report signatures). */
+bool vf_verdict_whole(Verdict v);
 
 /* ------------------------------------------------------------------ metrics */
 
@@ -93,6 +97,27 @@ typedef struct {
  * overflowed: a numerical fault of the schedule, reported by `assay check`, not a
  * miscompilation for the fuzzer to chase). */
 bool vf_compiler_suspect(Verdict v, const VfMetrics *m);
+
+/* What a record says, in the five classes that `assay fuzz`'s summary, `assay gate` and
+ * every report file count alike (docs/fuzz.md "Failures the fuzzer does not chase"):
+ * - VC_FAILURE: a failing verdict that points at the compiler (vf_compiler_suspect): the
+ *   fuzzer chases it, reduces it and counts it among the distinct failures;
+ * - VC_UNCLAIMED: "unclaimed special values": a special-value mismatch found only at
+ *   elements whose budget is +inf, where the budget makes no claim (a failing verdict of
+ *   `assay check`, not a compiler failure);
+ * - VC_FLAKY: a crash or timeout a re-run did not reproduce (V_FLAKY, not a failure);
+ * - VC_PASS and VC_UNSUPPORTED: the verdicts of those names. */
+typedef enum { VC_PASS, VC_FAILURE, VC_UNCLAIMED, VC_FLAKY, VC_UNSUPPORTED, VC__COUNT } VfClass;
+
+/* The class of a record of verdict v with exact metrics m and, for a sampled output, m64
+ * (its all-elements check against the f64 evaluation; unused unless sampled): a numeric
+ * failure points at the compiler when a comparison that failed it does
+ * (vf_compiler_suspect of that comparison's own verdict); crash, timeout, oob-write and
+ * compile-error always do. Metrics that explain no failure leave a failing verdict a
+ * failure. */
+VfClass vf_class(Verdict v, const VfMetrics *m, bool sampled, const VfMetrics *m64);
+/* "pass", "failure", "unclaimed-special", "flaky", "unsupported" (report.json's names). */
+const char *vf_class_name(VfClass c);
 
 /* The ordinal of x in format f (f64 f32 f16 bf16; i32: the integer itself):
  * ord(x) = x < 0 ? -bits(-x) : bits(x), so +-0 -> 0. x must be a value of f, not NaN. */
@@ -399,5 +424,23 @@ int vf_append_record(const char *dir, const VfRecord *r, Diag *d);
 
 /* s (NULL: "") as a JSON string literal, quotes included (records, campaign logs, reports). */
 void vf_json_str(FILE *f, const char *s);
+
+/* --------------------------------------------------------------- provenance */
+
+/* assay's version ("0.1.0") and the git commit it was built from ("1a2b3c4", with
+ * "-dirty" when the tree had changes; "unknown" outside a git checkout): the Makefile
+ * compiles the commit into provenance.c alone. Static strings. */
+const char *vf_version(void);
+const char *vf_commit(void);
+
+/* Writes DIR/provenance.json (atomically: a temporary file, fsync'ed, renamed), what a
+ * report's header says about the run (provenance.c lists the fields): assay's version and
+ * commit, the command line (`assay CMD argv...`), the seed, each backend's device and
+ * driver (Backend.device(), asked in a forked child so that no driver state stays in the
+ * caller, which forks workers; an unavailable backend says why), the host, the date. argv
+ * may be NULL (argc 0: no command line known). Call it with no other threads running.
+ * 0, or -1 with d (code 3: DIR cannot be written). */
+int vf_provenance_write(const char *dir, const char *cmd, int argc, char *const *argv,
+			const Backend *const *bes, int nb, uint64_t seed, Diag *d);
 
 #endif

@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -345,5 +346,8 @@ int cmd_fuzz(int argc, char **argv)
 	       sum.distinct == 1 ? "" : "s", sum.kills, (long long)sum.errors,
 	       sum.errors == 1 ? "" : "s", dir);
 	results_line(dir);
+	if (sum.interrupted)   /* stopped early: what is logged stays, the rest can follow */
+		printf("interrupted by %s after %.0f s; continue with: assay fuzz --resume %s\n",
+		       sum.interrupted == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM", sum.elapsed_s, dir);
 	return sum.errors ? 3 : sum.distinct ? 1 : 0;
 }

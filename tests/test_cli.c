@@ -8,7 +8,12 @@
  * c backend; every command runs under `timeout`, so a flag that would make the program
  * run forever fails its test instead of hanging the suite.
  */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -464,6 +469,128 @@ START_TEST(bad_settings_write_no_directory)
 }
 END_TEST
 
+/* ------------------------------------------------------------ the environment, load, signals */
+
+/* Lines of text holding needle. */
+static int count_of(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* A campaign whose disk fills up stops with exit 3 and the cause, records nothing against a
+ * kernel (no compile-error, no failure folder), keeps every case it wrote; once there is
+ * room again, its resume finishes it with no failure. Needs a tmpfs of its own (a private
+ * mount namespace, as root): without it the test fails and says why. */
+START_TEST(campaign_disk_full)
+{
+	char *t = tmpdir(), *mnt = path_in(t, "disk");
+	ck_assert_int_eq(mkdir(mnt, 0777), 0);
+	if (unshare(CLONE_NEWNS) || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", mnt, "tmpfs", 0, "size=320k"))
+		ck_abort_msg("campaign_disk_full needs a tmpfs of its own (mount namespaces, root): %s",
+			     strerror(errno));
+	Ran r = run(t, "fuzz --cases 400 --jobs 2 --backends c --seed 4 --quiet -o %s/camp", mnt);
+	ck_assert_msg(r.code == 3, "exit %d, not 3; stderr: %s", r.code, r.err);
+	ck_assert_msg(strstr(r.err, "the environment failed") && strstr(r.err, "--resume"),
+		      "%s", r.err);
+	ran_free(&r);
+	char *camp = path_in(mnt, "camp");
+	char *log = get(camp, "results.jsonl");
+	ck_assert_int_eq(count_of(log, "compile-error"), 0);
+	ck_assert(!exists(camp, "failures"));
+	int done = count_of(log, "{\"done\":");
+	ck_assert_int_lt(done, 400);
+	free(log);
+	/* room again: the campaign resumes where it stopped and finishes clean */
+	ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", MS_REMOUNT, "size=64m"), 0);
+	r = run(t, "fuzz --resume %s --cases 60 --quiet", camp);
+	ck_assert_msg(r.code == 0, "exit %d; stdout %s stderr %s", r.code, r.out, r.err);
+	ck_assert_msg(strstr(r.out, "60 cases") && strstr(r.out, "0 distinct failures"), "%s", r.out);
+	ran_free(&r);
+	log = get(camp, "results.jsonl");
+	ck_assert_int_eq(count_of(log, "{\"done\":"), 60);
+	ck_assert_int_eq(count_of(log, "compile-error"), 0);
+	free(log);
+	free(camp);
+	umount(mnt);
+	free(mnt);
+	rm_rf(t);
+}
+END_TEST
+
+/* Ctrl-C (SIGINT) stops a campaign at once: the summary (summary.json, "interrupted"), the
+ * command that resumes it, and a log of whole cases only. */
+START_TEST(campaign_interrupted)
+{
+	char *t = tmpdir(), *cmd = NULL;
+	ck_assert_int_ge(asprintf(&cmd, "%s fuzz --seconds 300 --jobs 2 --backends c --seed 5 -o "
+				  "%s/camp >%s/stdout 2>%s/stderr & pid=$!; sleep 4; kill -INT $pid; "
+				  "wait $pid", prog(), t, t, t), 0);
+	int st = system(cmd);
+	free(cmd);
+	char *out = get(t, "stdout"), *err = get(t, "stderr");
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) <= 1, "status %d; %s", st, err);
+	ck_assert_msg(strstr(out, "interrupted by Ctrl-C (SIGINT)") &&
+		      strstr(out, "continue with: assay fuzz --resume"), "%s", out);
+	char *camp = path_in(t, "camp");
+	char *sum = get(camp, "summary.json"), *log = get(camp, "results.jsonl");
+	ck_assert_msg(strstr(sum, "\"interrupted\":true"), "%s", sum);
+	size_t n = strlen(log);
+	ck_assert(n == 0 || log[n - 1] == '\n');
+	free(sum);
+	free(log);
+	free(out);
+	free(err);
+	/* the resume takes it on */
+	Ran r = run(t, "fuzz --resume %s --cases 3 --quiet", camp);
+	ck_assert_msg(r.code == 0 || r.code == 1, "exit %d: %s", r.code, r.err);
+	ran_free(&r);
+	free(camp);
+	rm_rf(t);
+}
+END_TEST
+
+/* The main job on a busy machine: a campaign on every local backend beside two CPU-bound
+ * loops records no timeout and no crash (a slow kernel is confirmed by a re-run alone
+ * before it counts), and its gate holds. */
+START_TEST(campaign_beside_busy_loops)
+{
+	char *t = tmpdir();
+	pid_t spin[2];
+	for (int i = 0; i < 2; i++) {
+		spin[i] = fork();
+		ck_assert_int_ge(spin[i], 0);
+		if (spin[i] == 0)
+			for (volatile unsigned long k = 0;; k++)
+				;
+	}
+	Ran r = run(t, "fuzz --cases 16 --jobs 2 --seed 12 --quiet -o %s/camp", t);
+	int code = r.code;
+	char *err = strdup(r.err), *out = strdup(r.out);
+	ran_free(&r);
+	r = run(t, "gate %s/camp --policy examples/campaign.policy", t);
+	for (int i = 0; i < 2; i++) {
+		kill(spin[i], SIGKILL);
+		waitpid(spin[i], NULL, 0);
+	}
+	ck_assert_msg(code == 0, "fuzz exit %d; %s %s", code, out, err);
+	char *camp = path_in(t, "camp");
+	char *log = get(camp, "results.jsonl");
+	ck_assert_int_eq(count_of(log, "\"verdict\":\"timeout\""), 0);
+	ck_assert_int_eq(count_of(log, "\"verdict\":\"crash\""), 0);
+	ck_assert_msg(r.code == 0, "gate exit %d: %s", r.code, r.out);
+	ran_free(&r);
+	free(log);
+	free(camp);
+	free(err);
+	free(out);
+	rm_rf(t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -481,6 +608,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, resume_refuses_a_damaged_log);
 	tcase_add_test(tc, resume_refuses_other_settings);
 	tcase_add_test(tc, bad_settings_write_no_directory);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("robust");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, campaign_disk_full);
+	tcase_add_test(tc, campaign_interrupted);
+	tcase_add_test(tc, campaign_beside_busy_loops);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -929,11 +929,12 @@ static int env_probe(const Backend *b, const WorkerOpts *o, const WorkerResult *
 			e = errno;
 		unlink(path);
 		if (e && diag_errno_env(e)) {
+			const char *why = r->reason ? r->reason : "";
 			diag_env(d, "%s backend: the environment failed: %s does not take a file (%s); "
-				 "the %s that followed is not a verdict about the kernel (first: %.300s)",
+				 "the %s that followed is not a verdict about the kernel (it said: %.*s)",
 				 b->name, dirs[i], strerror(e),
 				 r->status == WK_CRASH ? "crash" : "compile error",
-				 r->reason ? r->reason : "");
+				 (int)(strcspn(why, "\n") < 300 ? strcspn(why, "\n") : 300), why);
 			return -1;
 		}
 	}

@@ -67,7 +67,7 @@ static double oracle_rate(const char *src, int threads, double *secs)
 	}
 	double rates[REPS], times[REPS];
 	for (int r = 0; r < REPS; r++) {
-		MpOpts o = {threads, PREC, 0};
+		MpOpts o = {.threads = threads, .prec0 = PREC};
 		MpStats st = {0};
 		double t0 = now();
 		if (mp_exact(g, in, &o, out, NULL, &st, &d)) {

@@ -132,7 +132,7 @@ static int run(const Args *a, const Graph *g, HostTensor *inputs, HostTensor *ou
 	long long threads;
 	if (cli_int(a, "eval", "threads", 1, &threads))
 		return 2;
-	MpOpts o = {(int)threads, 0, 0};
+	MpOpts o = {.threads = (int)threads};
 	MpStats st = {0};
 	Diag d = {0};
 	if (cli_get(a, "emulate")) {

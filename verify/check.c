@@ -254,7 +254,7 @@ static int points(Ctx *c, int k, const int64_t *idx, int64_t n, Diag *d)
 			flat /= T->dims[r].value;
 		}
 	}
-	MpOpts mo = {c->o->threads, 0, 0};
+	MpOpts mo = {.threads = c->o->threads};
 	int rc = mp_points(g, c->inputs, &mo, k, coords, n, DT_NONE, vals, c->orc.status[k],
 			   NULL, d);
 	int64_t dims[1] = {n};
@@ -319,7 +319,7 @@ static int oracle(Ctx *c, Diag *d)
 		orc->n[k] = ir_tensor_count(g, g->outputs[k].tensor);
 		any |= orc->n[k] > max_exact && orc->n[k] > nsample && nsample >= 2;
 	}
-	MpOpts mo = {o->threads, 0, 0};
+	MpOpts mo = {.threads = o->threads};
 	if (!any) {
 		if (mp_exact(g, c->inputs, &mo, orc->want, orc->status, NULL, d))
 			return -1;

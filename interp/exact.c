@@ -567,16 +567,7 @@ static int eval_defs(Run *r, Diag *d)
 {
 	const Graph *g = r->g;
 	Level *l0 = r->main->lv[0];
-	int64_t total = 0, work = 0;
-	for (int di = 0; di < g->ndefs; di++) {
-		const Def *D = &g->defs[di];
-		int64_t n = ir_tensor_count(g, D->out[0]), uw = ex_unit_work(g, di);
-		if (D->monoid == MO_TOPK)
-			n /= D->lhs[D->nlhs - 1].ext.value;
-		total = add_sat(total, n);
-		work = uw < 0 || work < 0 ? -1 : add_sat(work, mul_sat(n, uw));
-	}
-	lim_phase(&r->lim, "evaluating", total, work < 0 ? 0 : work);
+	lim_phase_defs(&r->lim, "evaluating");
 	for (int di = 0; di < g->ndefs; di++) {
 		lim_tensor(&r->lim, g->tensors[g->defs[di].out[0]].name);
 		int64_t units = ex_prepare(l0, g, di, d);   /* workers must not allocate pages */

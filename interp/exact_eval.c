@@ -628,43 +628,6 @@ int64_t ex_prepare(Level *l, const Graph *g, int di, Diag *d)
 	return D->monoid == MO_TOPK ? n / topk_k(D) : n;
 }
 
-/* An integer expression without index variables (sizes and literals under + - *). */
-static bool const_int(const Graph *g, Ref r, int64_t *v)
-{
-	const Node *n = &g->nodes[r];
-	int64_t a, b;
-	switch (n->kind) {
-	case NK_INT: *v = n->u.ival; return true;
-	case NK_SIZE: *v = g->sizes[n->u.size].value; return true;
-	case NK_OP: break;
-	default: return false;
-	}
-	switch (n->op) {
-	case OP_NEG: return const_int(g, n->a[0], &a) && !__builtin_sub_overflow((int64_t)0, a, v);
-	case OP_ADD: return const_int(g, n->a[0], &a) && const_int(g, n->a[1], &b) &&
-			    !__builtin_add_overflow(a, b, v);
-	case OP_SUB: return const_int(g, n->a[0], &a) && const_int(g, n->a[1], &b) &&
-			    !__builtin_sub_overflow(a, b, v);
-	case OP_MUL: return const_int(g, n->a[0], &a) && const_int(g, n->a[1], &b) &&
-			    !__builtin_mul_overflow(a, b, v);
-	default: return false;
-	}
-}
-
-int64_t ex_unit_work(const Graph *g, int di)
-{
-	const Def *d = &g->defs[di];
-	int64_t w = 1;
-	for (int r = 0; r < d->nred; r++) {
-		int64_t lo, hi;
-		if (!const_int(g, d->red[r].lo, &lo) || !const_int(g, d->red[r].hi, &hi))
-			return -1;
-		if (__builtin_mul_overflow(w, hi > lo ? hi - lo : 0, &w))
-			return -1;
-	}
-	return w;
-}
-
 static const Iv *def_iv(Ctx *c, int t, int64_t flat)
 {
 	Iv *s = slot_iv(c, c->lv, t, flat);

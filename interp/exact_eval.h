@@ -73,9 +73,6 @@ void ex_level_free(Level *l, const Graph *g);
  * for topk, lists of K), the unit argument of ex_elem, or -1 with d (the cap, or out of
  * memory). */
 int64_t ex_prepare(Level *l, const Graph *g, int di, Diag *d);
-/* The reduction terms one unit of definition di evaluates when every range is a constant,
- * else -1 (for progress estimates); 1 for a plain definition. */
-int64_t ex_unit_work(const Graph *g, int di);
 
 Ctx *ex_ctx_new(const Graph *g, Shared *sh, Level *lv);
 void ex_ctx_free(Ctx *c);

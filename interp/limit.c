@@ -160,6 +160,62 @@ void lim_phase(Limits *L, const char *phase, int64_t total, int64_t work_total)
 	atomic_store(&L->work, 0);
 }
 
+/* An integer expression without index variables (sizes and literals under + - *). */
+static bool const_int(const Graph *g, Ref r, int64_t *v)
+{
+	const Node *n = &g->nodes[r];
+	int64_t a, b;
+	switch (n->kind) {
+	case NK_INT: *v = n->u.ival; return true;
+	case NK_SIZE: *v = g->sizes[n->u.size].value; return true;
+	case NK_OP: break;
+	default: return false;
+	}
+	switch (n->op) {
+	case OP_NEG: return const_int(g, n->a[0], &a) && !__builtin_sub_overflow((int64_t)0, a, v);
+	case OP_ADD: return const_int(g, n->a[0], &a) && const_int(g, n->a[1], &b) &&
+			    !__builtin_add_overflow(a, b, v);
+	case OP_SUB: return const_int(g, n->a[0], &a) && const_int(g, n->a[1], &b) &&
+			    !__builtin_sub_overflow(a, b, v);
+	case OP_MUL: return const_int(g, n->a[0], &a) && const_int(g, n->a[1], &b) &&
+			    !__builtin_mul_overflow(a, b, v);
+	default: return false;
+	}
+}
+
+/* The reduction terms one unit of definition di evaluates when every range is a constant,
+ * else -1; 1 for a plain definition. */
+static int64_t unit_work(const Graph *g, int di)
+{
+	const Def *d = &g->defs[di];
+	int64_t w = 1;
+	for (int r = 0; r < d->nred; r++) {
+		int64_t lo, hi;
+		if (!const_int(g, d->red[r].lo, &lo) || !const_int(g, d->red[r].hi, &hi))
+			return -1;
+		if (__builtin_mul_overflow(w, hi > lo ? hi - lo : 0, &w))
+			return -1;
+	}
+	return w;
+}
+
+void lim_phase_defs(Limits *L, const char *phase)
+{
+	const Graph *g = L->g;
+	int64_t total = 0, work = 0;
+	for (int di = 0; di < g->ndefs; di++) {
+		const Def *D = &g->defs[di];
+		int64_t n = ir_tensor_count(g, D->out[0]), uw = unit_work(g, di), nw;
+		if (D->monoid == MO_TOPK)
+			n /= D->lhs[D->nlhs - 1].ext.value;
+		total += n;
+		if (uw < 0 || work < 0 || __builtin_mul_overflow(n, uw, &nw) ||
+		    __builtin_add_overflow(work, nw, &work))
+			work = -1;
+	}
+	lim_phase(L, phase, total, work < 0 ? 0 : work);
+}
+
 void lim_set(Limits *L, int kind, const char *why)
 {
 	int none = LIM_NONE;

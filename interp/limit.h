@@ -50,6 +50,9 @@ void lim_free(Limits *L);
 /* A new phase of the progress reports (resets its counters). total: elements; work_total:
  * terms and elements when known, else 0. */
 void lim_phase(Limits *L, const char *phase, int64_t total, int64_t work_total);
+/* A phase over every definition of the graph (units: elements, topk's lists of K; work:
+ * their terms when every reduction range is constant). */
+void lim_phase_defs(Limits *L, const char *phase);
 static inline void lim_tensor(Limits *L, const char *name) { atomic_store(&L->tensor, name); }
 
 /* Counts elements and work done; polls: true when the evaluation must stop (the deadline

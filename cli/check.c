@@ -6,7 +6,8 @@
  * Exit codes (spec/cli.md): 0 when every verdict is pass or unsupported, 1 when any other
  * verdict occurred, 2 for the user's errors (a graph or schedule that does not parse, a
  * bad flag, a missing file), 3 when the toolkit failed (the oracle or a budget could not
- * be computed, a worker could not be started). The worst code wins: 3 > 2 > 1 > 0.
+ * be computed, a worker could not be started). The worst code wins: 3 > 2 > 1 > 0. An
+ * oracle stopped by --timeout or its memory cap is exit 2 (the message names the graph).
  * Environment: ASSAY_FAULT and ASSAY_TEST_* (verify.h) break things on purpose.
  */
 #include <errno.h>
@@ -26,7 +27,7 @@ static const FlagSpec flags[] = {
 	{"specials", false, false, "         adversarial inputs also hold inf and NaN"},
 	{"input", true, true, "NAME=F   read input NAME from the .npy file F (repeatable)"},
 	{"size", true, true, "N=V      override a size (repeatable)"},
-	{"timeout", true, false, "S        seconds a worker may run (default 20)"},
+	{"timeout", true, false, "S        seconds a worker may run (default 20); when given, the oracle's too"},
 	{"threads", true, false, "N        threads of the oracle and of the kernels (default 1)"},
 	{"max-exact", true, false, "N        outputs larger than N elements are sampled (default 1048576)"},
 	{"sample", true, false, "N        elements checked exactly in a sampled output (default 4096)"},
@@ -216,6 +217,7 @@ static int options(const Args *a, VfOpts *o, long long *nsched)
 			fprintf(stderr, "assay check: --timeout expects seconds in (0, 86400], got '%s'\n", t);
 			return 2;
 		}
+		o->oracle_timeout_s = timeout;   /* a limit of the oracle is exit 2, naming the graph */
 	}
 	o->w.timeout_s = timeout;
 	o->w.threads = (int)threads;

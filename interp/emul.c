@@ -1256,8 +1256,12 @@ static int emu_init(Emu *E, const Graph *g, const HostTensor *inputs, Limits *L,
 			E->iv[t] = calloc((size_t)(n ? n : 1), sizeof **E->iv);
 		else
 			E->rv[t] = calloc((size_t)(n ? n : 1), sizeof **E->rv);
-		if (!E->iv[t] && !E->rv[t])
-			return lim_oom(L, d, n * 8, T->name);
+		if (!E->iv[t] && !E->rv[t]) {
+			char what[300];
+			snprintf(what, sizeof what, "tensor '%s' (%lld elements as doubles)", T->name,
+				 (long long)n);
+			return lim_oom(L, d, n * 8, what);
+		}
 		E->tfmt[t] = T->dtype == DT_I32 ? DT_F64 : (Dtype)T->dtype;
 		if (T->kind != TK_INPUT)
 			continue;

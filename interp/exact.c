@@ -590,9 +590,12 @@ static int alloc_outputs(Run *r, Diag *d)
 		int64_t dims[IR_MAXRANK];
 		for (int i = 0; i < t->rank; i++)
 			dims[i] = t->dims[i].value;
-		if (ht_alloc(&r->outs[k], g->outputs[k].dtype, t->rank, dims) < 0)
+		if (ht_alloc(&r->outs[k], g->outputs[k].dtype, t->rank, dims) < 0) {
+			char what[300];
+			snprintf(what, sizeof what, "output '%s'", t->name);
 			return lim_oom(&r->lim, d, r->outs[k].n * dt_info(g->outputs[k].dtype)->bytes,
-				       t->name);
+				       what);
+		}
 		if (r->status && !(r->status[k] = calloc((size_t)r->outs[k].n + 1, 1)))
 			return lim_oom(&r->lim, d, r->outs[k].n, "the status of an output");
 		r->first[k + 1] = r->first[k] + r->outs[k].n;

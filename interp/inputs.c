@@ -225,8 +225,11 @@ static int generate(const Graph *g, int k, int t, const InputSpec *spec, Limits 
 	int64_t dims[IR_MAXRANK];
 	for (int i = 0; i < T->rank; i++)
 		dims[i] = T->dims[i].value;
-	if (ht_alloc(out, (Dtype)T->dtype, T->rank, dims) < 0)
-		return lim_oom(L, d, ir_tensor_count(g, t) * dt_info((Dtype)T->dtype)->bytes, T->name);
+	if (ht_alloc(out, (Dtype)T->dtype, T->rank, dims) < 0) {
+		char what[300];
+		snprintf(what, sizeof what, "input '%s'", T->name);
+		return lim_oom(L, d, ir_tensor_count(g, t) * dt_info((Dtype)T->dtype)->bytes, what);
+	}
 	lim_tensor(L, T->name);
 	Gen G;
 	G.key = mix64(mix64(spec->seed) ^ mix64(0x5bd1e995ull + (uint64_t)k));

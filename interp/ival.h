@@ -126,7 +126,7 @@ size_t iv_topk(IvCtx *c, const Iv *const *t, size_t n, size_t k, size_t *order);
  * A stream belongs to one IvCtx at one precision; it may be begun again for another
  * reduction once the previous one is finished. */
 typedef struct IvStream IvStream;
-enum { IVS_EXACT_CAP = 1 << 14 };
+enum { IVS_EXACT_CAP = 1 << 20 };   /* bits: 128 KiB a partial, spans of a million binades */
 
 struct Limits;
 IvStream *ivs_new(mpfr_prec_t prec);

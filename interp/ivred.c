@@ -11,9 +11,10 @@
  * working precision is the one iv_reduce makes over all the terms at once, zero signs
  * included (the sign of an exact zero sum is -0 only when every term is -0, which
  * composes over blocks, -0 being the identity the partial starts from). Beyond
- * IVS_EXACT_CAP bits the partial is kept at that precision, rounded down for the low end
- * and up for the high end (a point sum splits into two ends first). Infinite ends and NaN
- * are counted aside, by the rules of the all-at-once sum.
+ * IVS_EXACT_CAP bits, or when the exact sum would overflow MPFR's exponent range, the
+ * partial is rounded at that precision, down for the low end and up for the high end (a
+ * point sum splits into two ends first). Infinite ends and NaN are counted aside, by the
+ * rules of the all-at-once sum.
  * prod, max and min fold term by term exactly as the all-at-once forms do. logsumexp
  * keeps per end the largest end so far, m, and s = sum exp(x - m) rounded in the end's
  * direction, rescaling s by exp(m - m') when a block brings a larger m': each step is
@@ -302,8 +303,7 @@ size_t iv_topk(IvCtx *c, const Iv *const *t, size_t n, size_t k, size_t *order)
 /* ---------------------------------------------------------- streamed */
 
 typedef struct {
-	mpfr_t v, w;       /* the partial sum (exact unless rounded), scratch for the next */
-	bool rounded;      /* v is rounded outward: an exact partial needed more than the cap */
+	mpfr_t v, w;       /* the partial sum (exact, or rounded outward), scratch for the next */
 } Part;
 
 typedef struct {
@@ -416,7 +416,6 @@ void ivs_begin(IvStream *s, Monoid m, size_t k, size_t block, struct Limits *lim
 	s->np = s->nn = s->both = 0;
 	mpfr_set_prec(s->lo.v, MPFR_PREC_MIN);
 	mpfr_set_zero(s->lo.v, -1);   /* -0: the identity of IEEE addition, zero signs too */
-	s->lo.rounded = s->hi.rounded = false;
 	iv_set_ui(&s->acc, 1);
 	s->any = false;
 	s->le.any = s->le.pinf = s->le.inexact = false;
@@ -438,9 +437,9 @@ int64_t ivs_count(const IvStream *s)
 
 /* ------------------------------------------------------------ sum */
 
-/* The bits that hold the exact sum of x[0..n) (finite values; the partial first, whose
+/* The bits that hold the exact sum of x[0..n) (finite terms, the partial first, whose
  * least significant bit mpfr_min_prec finds), or 0 when every one is zero; LONG_MAX when
- * more than the cap. */
+ * more than the cap, or when the partial is infinite (an end that overflowed). */
 static long exact_bits(mpfr_ptr const *x, size_t n)
 {
 	bool any = false;
@@ -448,6 +447,8 @@ static long exact_bits(mpfr_ptr const *x, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (mpfr_zero_p(x[i]))
 			continue;
+		if (!mpfr_number_p(x[i]))
+			return LONG_MAX;
 		mpfr_exp_t e = mpfr_get_exp(x[i]);
 		mpfr_prec_t p = i == 0 ? mpfr_min_prec(x[i]) : mpfr_get_prec(x[i]);
 		mpfr_exp_t l = e - (mpfr_exp_t)p;
@@ -466,23 +467,28 @@ static long exact_bits(mpfr_ptr const *x, size_t n)
 	return (long)(top - low) + carry;
 }
 
-/* p += x[1..n) (x[0] is set to p->v here), exactly when bits (exact_bits) allow, else
- * rounded at the cap in direction d. */
-static void part_add(Part *p, mpfr_ptr *x, size_t n, long bits, mpfr_rnd_t d)
+/* p += x[1..n) (x[0] is set to p->v here) exactly, at the bits exact_bits found: false,
+ * p unchanged, when that is not possible (too many bits, or the sum overflows MPFR's
+ * exponent range). */
+static bool part_exact(Part *p, mpfr_ptr *x, size_t n, long bits)
+{
+	if (bits > IVS_EXACT_CAP)
+		return false;
+	x[0] = p->v;
+	mpfr_set_prec(p->w, bits < MPFR_PREC_MIN ? MPFR_PREC_MIN : bits);
+	if (mpfr_sum(p->w, x, (unsigned long)n, RN) != 0)
+		return false;   /* only an overflow: the bits hold every exact sum */
+	mpfr_swap(p->v, p->w);
+	return true;
+}
+
+/* p += x[1..n) rounded in direction d at the cap (or at bits when fewer). */
+static void part_round(Part *p, mpfr_ptr *x, size_t n, long bits, mpfr_rnd_t d)
 {
 	x[0] = p->v;
-	int t;
-	if (bits <= IVS_EXACT_CAP) {
-		mpfr_set_prec(p->w, bits < MPFR_PREC_MIN ? MPFR_PREC_MIN : bits);
-		t = mpfr_sum(p->w, x, (unsigned long)n, RN);
-		IR_ASSERT(t == 0);
-	} else {
-		mpfr_set_prec(p->w, IVS_EXACT_CAP);
-		t = mpfr_sum(p->w, x, (unsigned long)n, d);
-		if (t == 0 && mpfr_zero_p(p->w))   /* an exact zero: its sign as to nearest */
-			t = mpfr_sum(p->w, x, (unsigned long)n, RN);
-		p->rounded |= t != 0;
-	}
+	mpfr_set_prec(p->w, bits < 64 ? 64 : bits > IVS_EXACT_CAP ? IVS_EXACT_CAP : bits);
+	if (mpfr_sum(p->w, x, (unsigned long)n, d) == 0 && mpfr_zero_p(p->w))
+		mpfr_sum(p->w, x, (unsigned long)n, RN);   /* an exact zero: its sign as to nearest */
 	mpfr_swap(p->v, p->w);
 }
 
@@ -490,7 +496,6 @@ static void split_parts(IvStream *s)
 {
 	mpfr_set_prec(s->hi.v, mpfr_get_prec(s->lo.v));
 	mpfr_set(s->hi.v, s->lo.v, RN);
-	s->hi.rounded = s->lo.rounded;
 	s->split = true;
 }
 
@@ -536,19 +541,19 @@ static void sum_feed(IvCtx *c, IvStream *s, const Iv *const *t, size_t n)
 		split_parts(s);
 	c->los[0] = s->lo.v;
 	long bl = exact_bits(c->los, nl);
+	c->ops += nl - 1;
 	if (!s->split) {
-		if (bl <= IVS_EXACT_CAP) {
-			part_add(&s->lo, c->los, nl, bl, RN);
-			c->ops += nl - 1;
+		if (part_exact(&s->lo, c->los, nl, bl))
 			return;
-		}
-		split_parts(s);   /* all points, but the exact partial is too wide */
+		split_parts(s);   /* all points, but no exact partial: two ends from now on */
 	}
 	c->his[0] = s->hi.v;
 	long bh = exact_bits(c->his, nh);
-	part_add(&s->lo, c->los, nl, bl, RD);
-	part_add(&s->hi, c->his, nh, bh, RU);
-	c->ops += nl + nh - 2;
+	c->ops += nh - 1;
+	if (!part_exact(&s->lo, c->los, nl, bl))
+		part_round(&s->lo, c->los, nl, bl, RD);
+	if (!part_exact(&s->hi, c->his, nh, bh))
+		part_round(&s->hi, c->his, nh, bh, RU);
 }
 
 static void sum_value(IvStream *s, Iv *r)

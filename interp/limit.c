@@ -314,8 +314,8 @@ void lim_diag(Limits *L, Diag *d)
 int lim_oom(Limits *L, Diag *d, int64_t bytes, const char *what)
 {
 	char a[32], b[32];
-	diag_set(d, 3, "%s: out of memory evaluating %s: %s for %s could not be allocated (the "
-		 "oracle held %s)", file_of(L), L->g && L->g->name ? L->g->name : "the graph",
-		 lim_bytes(a, sizeof a, bytes), what, lim_bytes(b, sizeof b, atomic_load(&L->used)));
+	diag_set(d, 3, "%s: out of memory evaluating %s: %s could not be allocated (the oracle "
+		 "held %s)", file_of(L), what, lim_bytes(a, sizeof a, bytes),
+		 lim_bytes(b, sizeof b, atomic_load(&L->used)));
 	return -1;
 }

@@ -715,6 +715,17 @@ static double pairwise(Worker *w, Op op, const double *t, size_t n)
 	return op1(&w->s, op, w->accf, a, b, 0);
 }
 
+/* The S partials of a split reduction combined in the definition's order. */
+static double combine(Worker *w, Op op, const double *part, size_t S)
+{
+	if (w->order == ORDER_PAIRWISE)
+		return pairwise(w, op, part, S);
+	double acc = part[0];
+	for (size_t s = 1; s < S; s++)
+		acc = op1(&w->s, op, w->accf, acc, part[s], 0);
+	return acc;
+}
+
 /* Sum or product of t[0..n-1] in the accum format and order (n >= 1). */
 static double fold1(Worker *w, Op op, const double *t, size_t n)
 {
@@ -752,12 +763,7 @@ static double fold(Worker *w, Op op, const double *t, size_t n)
 		size_t b = s ? at[s - 1] : 0, m = at[s] - b;
 		part[s] = m ? fold1(w, op, grouped + b, m) : (op == OP_ADD ? -0.0 : 1.0);
 	}
-	if (w->order == ORDER_PAIRWISE)
-		return pairwise(w, op, part, S);
-	double acc = part[0];
-	for (size_t s = 1; s < S; s++)
-		acc = op1(&w->s, op, w->accf, acc, part[s], 0);
-	return acc;
+	return combine(w, op, part, S);
 }
 
 static double logsumexp(Worker *w, double *t, size_t n)
@@ -967,12 +973,7 @@ static double fold_end(Worker *w, Op op)
 	double *part = w->sbuf;
 	for (size_t s = 0; s < S; s++)
 		part[s] = w->part[s].seen ? w->part[s].acc : (op == OP_ADD ? -0.0 : 1.0);
-	if (w->order == ORDER_PAIRWISE)
-		return pairwise(w, op, part, S);
-	double acc = part[0];
-	for (size_t s = 1; s < S; s++)
-		acc = op1(&w->s, op, w->accf, acc, part[s], 0);
-	return acc;
+	return combine(w, op, part, S);
 }
 
 /* logsumexp of more terms than a buffer: the max is complete (lse_m); the terms are

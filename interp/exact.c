@@ -154,6 +154,18 @@ static uint64_t sess_ops(const MpSession *s)
 	return n;
 }
 
+/* The reduction terms s evaluated since the last call (for progress). */
+static int64_t sess_work(MpSession *s)
+{
+	int64_t work = 0;
+	for (int L = 0; L < s->nlev; L++)
+		if (s->cx[L]) {
+			work += s->cx[L]->pend;
+			s->cx[L]->pend = 0;
+		}
+	return work;
+}
+
 static void sess_free(MpSession *s)
 {
 	if (!s)
@@ -554,12 +566,7 @@ static int work_escalate(void *arg, int w, int64_t i, Diag *d)
 	ht_set(&r->outs[k], flat, v);
 	if (st != MP_EXACT_OK && r->status)
 		r->status[k][flat] = (uint8_t)st;
-	int64_t work = 0;
-	for (int L = 0; L < s->nlev; L++)
-		if (s->cx[L]) {
-			work += s->cx[L]->pend;
-			s->cx[L]->pend = 0;
-		}
+	int64_t work = sess_work(s);
 	return lim_poll(&r->lim, 1, work) ? stop(d) : 0;
 }
 
@@ -738,12 +745,7 @@ static int work_point(void *arg, int w, int64_t i, Diag *d)
 		return -1;
 	if (p->status)
 		p->status[i] = (uint8_t)st;
-	int64_t work = 0;
-	for (int L = 0; L < s->nlev; L++)
-		if (s->cx[L]) {
-			work += s->cx[L]->pend;
-			s->cx[L]->pend = 0;
-		}
+	int64_t work = sess_work(s);
 	return lim_poll(&p->lim, 1, work) ? stop(d) : 0;
 }
 

@@ -348,7 +348,7 @@ struct IvStream {
 	const Iv **cptr;
 	bool *keep;
 	size_t ncand, capcand;
-	int64_t held;      /* bytes charged for the candidates */
+	int64_t held;      /* bytes charged for the candidates' capacity (kept until freed) */
 	struct Limits *lim;
 	const char *what;
 };
@@ -407,7 +407,7 @@ void ivs_free(IvStream *s)
 void ivs_begin(IvStream *s, Monoid m, size_t k, size_t block, struct Limits *lim,
 	       const char *what)
 {
-	cand_release(s);
+	IR_ASSERT(!s->held || s->lim == lim);   /* the capacity kept is charged to lim */
 	s->m = m;
 	s->n = 0;
 	s->und = s->nan = false;

@@ -615,7 +615,7 @@ static int round_outputs(Run *r, Diag *d)
 	int64_t total = r->first[r->g->noutputs], n = 0;
 	if (!(r->todo = calloc((size_t)total + 1, 1)))
 		return lim_oom(&r->lim, d, total, "the outputs' settling");
-	lim_phase(&r->lim, "rounding", total, total);
+	lim_phase(&r->lim, "rounding", total, 0);
 	lim_tensor(&r->lim, NULL);
 	if (par_run(work_settle, r, total, r->nthreads, d) < 0)
 		return -1;
@@ -670,7 +670,11 @@ int mp_exact(const Graph *g, const HostTensor *inputs, const MpOpts *o,
 		free(why);
 		goto done;
 	}
-	lim_phase(&r.lim, "converting inputs", 0, 0);
+	int64_t nin = 0;
+	for (int k = 0; k < ir_ninputs(g); k++)
+		if (g->tensors[ir_input_tensor(g, k)].dtype != DT_I32)
+			nin += ir_tensor_count(g, ir_input_tensor(g, k));
+	lim_phase(&r.lim, "converting", nin, 0);
 	sh = ex_shared_new(g, inputs, &r.lim, op.block, d);
 	if (!sh)
 		goto done;

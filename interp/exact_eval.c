@@ -419,10 +419,16 @@ Shared *ex_shared_new(const Graph *g, const HostTensor *inputs, Limits *lim, siz
 
 int ex_shared_fill(Shared *sh, Ctx *c)
 {
-	for (int t = 0; t < sh->g->ntensors; t++)
-		for (size_t p = 0; p < sh->in[t].npages; p++)
+	for (int t = 0; t < sh->g->ntensors; t++) {
+		lim_tensor(sh->lim, sh->g->tensors[t].name);
+		for (size_t p = 0; p < sh->in[t].npages; p++) {
 			if (!input_iv(c, t, (int64_t)p * PAGE))
 				return -1;
+			int64_t len = (int64_t)page_len(sh->in[t].ht->n, p);
+			if (lim_poll(sh->lim, len, len))
+				return stopped(c->d);
+		}
+	}
 	return 0;
 }
 

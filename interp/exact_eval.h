@@ -61,7 +61,8 @@ void *ex_calloc(size_t n, size_t size);
  * borrowed; block is the most terms a reduction holds at once. */
 Shared *ex_shared_new(const Graph *g, const HostTensor *inputs, Limits *lim, size_t block,
 		      Diag *d);
-/* Converts every input value now, so that threads only read the cache: 0, or -1 with d. */
+/* Converts every input value now, so that threads only read the cache (polling the limits
+ * every page: the progress of the phase "converting"): 0, or -1 with d. */
 int ex_shared_fill(Shared *sh, Ctx *c);
 void ex_shared_free(Shared *sh);
 

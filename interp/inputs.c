@@ -312,7 +312,7 @@ int mp_make_inputs_opts(const Graph *g, const InputSpec *spec, const HostTensor 
 	for (int k = 0; k < n; k++)
 		if (!given || !given[k].data)
 			total += ir_tensor_count(g, ir_input_tensor(g, k));
-	lim_phase(&L, "inputs", total, total);
+	lim_phase(&L, "generating", total, 0);
 	int rc = 0;
 	for (int k = 0; k < n && !rc; k++) {
 		int t = ir_input_tensor(g, k);

@@ -35,7 +35,9 @@
  * reductions and one per element of a plain definition, so that one long reduction shows
  * progress too. */
 typedef struct {
-	const char *phase;      /* "inputs", "evaluating", "escalating", "sampling", "emulating" */
+	const char *phase;      /* "generating" (inputs), "converting" (inputs to MPFR),
+	                           "evaluating", "rounding", "escalating", "sampling" (points),
+	                           "emulating" */
 	const char *tensor;     /* the tensor being computed now, or NULL */
 	int64_t done, total;    /* elements of this phase done, and in all */
 	int64_t work_done;      /* terms and elements computed in this phase */

@@ -429,6 +429,26 @@ START_TEST(deadline_stops_a_long_reduction)
 }
 END_TEST
 
+/* The deadline is polled while a large input is converted to MPFR values too: the message
+ * says where it stopped. */
+START_TEST(deadline_stops_input_conversion)
+{
+	Graph *g = parse_sized("size N = 2\ninput x : f32[N]\ns[] = x[0]\noutput s : f32\n",
+			       10000000);
+	HostTensor in[1];
+	ck_assert_int_eq(ht_alloc(&in[0], DT_F32, 1, (int64_t[]){10000000}), 0);
+	MpOpts o = {.threads = 1, .deadline = mp_now()};
+	Res r;
+	Diag d = {0};
+	ck_assert_int_eq(run(g, in, &o, &r, &d), -2);
+	ck_assert_msg(strstr(d.msg, "stopped at its deadline") && strstr(d.msg, "converting 'x'"),
+		      "%s", d.msg);
+	diag_clear(&d);
+	ht_free(&in[0]);
+	ir_free(g);
+}
+END_TEST
+
 START_TEST(deadline_stops_input_generation)
 {
 	Graph *g = parse_sized("size N = 2\ninput x : f32[N]\ns[] = x[0]\noutput s : f32\n",
@@ -586,6 +606,7 @@ static Suite *suite(void)
 	tcase_add_test(l, cap_refuses_up_front);
 	tcase_add_test(l, cap_stops_a_growing_table);
 	tcase_add_loop_test(l, deadline_stops_a_long_reduction, 0, 4);
+	tcase_add_test(l, deadline_stops_input_conversion);
 	tcase_add_test(l, deadline_stops_input_generation);
 	tcase_add_test(l, progress_reports);
 	tcase_add_loop_test(l, out_of_memory_exits_3, 0, 2);

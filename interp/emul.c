@@ -1155,12 +1155,16 @@ static void *run_worker(void *p)
 {
 	Worker *w = p;
 	mpf_widest_range();
+	int64_t units = 0;
 	for (int64_t e = w->begin; e < w->end && !w->failed; e++) {
 		do_element(w, e);
-		int64_t work = w->def->monoid == MO_NONE ? 1 : w->pend;
-		w->pend = 0;
-		if (lim_poll(w->lim, 1, work) && !w->failed)
-			stop(w);
+		units++;
+		w->pend += w->def->monoid == MO_NONE;
+		if ((units >= 64 || w->pend >= POLL) && !w->failed) {   /* shared counters: batched */
+			if (lim_poll(w->lim, units, w->pend))
+				stop(w);
+			units = w->pend = 0;
+		}
 		if (w->failed)
 			w->fail_at = e;
 	}

@@ -506,15 +506,29 @@ static int stop(Diag *d)
 	return -1;
 }
 
+/* Counts one unit of work of c (and work: its terms, or 1) and polls the limits every 64
+ * units or POLL_WORK work (shared counters, so not at every cheap element): 0, or -1 with
+ * d when a limit stops the evaluation. */
+enum { POLL_UNITS = 64, POLL_WORK = 1024 };
+
+static int count_unit(Limits *lim, Ctx *c, int64_t work, Diag *d)
+{
+	c->pend_units++;
+	c->pend += work;
+	if (c->pend_units < POLL_UNITS && c->pend < POLL_WORK)
+		return 0;
+	bool halt = lim_poll(lim, c->pend_units, c->pend);
+	c->pend_units = c->pend = 0;
+	return halt ? stop(d) : 0;
+}
+
 static int work_def(void *arg, int w, int64_t unit, Diag *d)
 {
 	Run *r = arg;
 	Ctx *c = r->cx[w];
 	c->d = d;
 	int rc = ex_elem(c, r->def, unit);
-	int64_t work = r->plain ? 1 : c->pend;
-	c->pend = 0;
-	return lim_poll(&r->lim, 1, work) && rc == 0 ? stop(d) : rc;
+	return rc ? rc : count_unit(&r->lim, c, r->plain, d);
 }
 
 static void locate(const Run *r, int64_t i, int *k, int64_t *flat)
@@ -542,7 +556,7 @@ static int work_settle(void *arg, int w, int64_t i, Diag *d)
 		ht_set(&r->outs[k], flat, v);
 	else
 		r->todo[i] = 1;
-	return lim_poll(&r->lim, 1, 1) ? stop(d) : 0;
+	return count_unit(&r->lim, c, 1, d);
 }
 
 static int work_escalate(void *arg, int w, int64_t i, Diag *d)

@@ -52,6 +52,7 @@ typedef struct {
 	IvStream **streams;         /* per depth of reductions in progress, made on first use */
 	int nstreams, depth;
 	int64_t pend;               /* reduction terms not yet counted in lim */
+	int64_t pend_units;         /* units of work not yet counted in lim (exact.c) */
 } Ctx;
 
 /* Never NULL: out of memory exits the process with status 3 (limit.h). */

@@ -4,12 +4,20 @@
  * Each figure is the median of several repetitions (the machines are shared and noisy).
  *
  * Targets (issue 2): >= 30% of the raw rate on one thread, >= 1.8x from two threads.
+ *
+ * Long reductions (issue 12): the streamed sum's rate in terms per second beside the raw
+ * rates of mpfr_add (a running sum) and mpfr_sum (blocks of 4096) on the same operands,
+ * and the peak memory of a 10^8-term sum, measured in a forked child (getrusage): the
+ * target is under 256 MB, whatever the length.
  */
 #include <mpfr.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include "../compiler/compiler.h"
 #include "../interp/interp.h"
 #include "bench.h"
@@ -67,7 +75,7 @@ static double oracle_rate(const char *src, int threads, double *secs)
 	}
 	double rates[REPS], times[REPS];
 	for (int r = 0; r < REPS; r++) {
-		MpOpts o = {threads, PREC, 0};
+		MpOpts o = {.threads = threads, .prec0 = PREC};
 		MpStats st = {0};
 		double t0 = now();
 		if (mp_exact(g, in, &o, out, NULL, &st, &d)) {
@@ -118,6 +126,99 @@ static void row(const char *name, const char *src, double raw, const char *ancho
 	       name, r2, t2, t1 / t2);
 }
 
+/* Raw summation of f32 values at PREC: terms per second of mpfr_add into a running sum
+ * (sum) or of mpfr_sum over blocks of 4096 (blocks). */
+static double raw_sum_rate(bool blocks)
+{
+	enum { N = 4096 };
+	mpfr_t *x = malloc(N * sizeof *x), acc;
+	mpfr_ptr *p = malloc(N * sizeof *p);
+	mpfr_init2(acc, PREC);
+	unsigned long long s = 88172645463325252ull;
+	for (int i = 0; i < N; i++) {
+		mpfr_init2(x[i], PREC);
+		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+		mpfr_set_d(x[i], (double)(float)((double)(s >> 11) / 9007199254740992.0 * 4 - 2), MPFR_RNDN);
+		p[i] = x[i];
+	}
+	double rates[REPS];
+	for (int r = 0; r < REPS; r++) {
+		long terms = 0;
+		mpfr_set_ui(acc, 0, MPFR_RNDN);
+		double t0 = now();
+		do {
+			if (blocks)
+				mpfr_sum(acc, p, N, MPFR_RNDN);
+			else
+				for (int i = 0; i < N; i++)
+					mpfr_add(acc, acc, x[i], MPFR_RNDN);
+			terms += N;
+		} while (now() - t0 < 0.3);
+		rates[r] = (double)terms / (now() - t0);
+	}
+	for (int i = 0; i < N; i++)
+		mpfr_clear(x[i]);
+	free(x);
+	free(p);
+	mpfr_clear(acc);
+	return median(rates, REPS);
+}
+
+static const char *long_sum =
+	"size N = 1\ninput x : f32[4096]\ns[] = sum(i:N) x[i % 4096]\noutput s : f32\n";
+
+/* mp_exact of long_sum at n terms: seconds. */
+static double streamed_sum(int64_t n)
+{
+	Diag d = {0};
+	SizeOverride ov = {"N", n};
+	Graph *g = ir_parse(long_sum, strlen(long_sum), "<bench>", &ov, 1, &d);
+	InputSpec spec = {DIST_NORMAL, 7, false};
+	HostTensor in[1] = {0}, out[1] = {0};
+	if (!g || mp_make_inputs(g, &spec, NULL, in, &d)) {
+		fprintf(stderr, "%s", d.msg ? d.msg : "?\n");
+		exit(3);
+	}
+	MpOpts o = {.threads = 1, .prec0 = PREC};
+	double t0 = now();
+	if (mp_exact(g, in, &o, out, NULL, NULL, &d)) {
+		fprintf(stderr, "%s", d.msg);
+		exit(3);
+	}
+	double t = now() - t0;
+	ht_free(&out[0]);
+	ht_free(&in[0]);
+	ir_free(g);
+	return t;
+}
+
+static void long_reductions(void)
+{
+	double add = raw_sum_rate(false), sum = raw_sum_rate(true), t[REPS];
+	for (int r = 0; r < REPS; r++)
+		t[r] = streamed_sum(10000000);
+	double rate = 1e7 / median(t, REPS);
+	printf("streamed sum of 10^7 terms  %10.3g terms/s  raw mpfr_add %10.3g terms/s (ratio "
+	       "%.2f)  raw mpfr_sum %10.3g terms/s (ratio %.2f)\n", rate, add, rate / add, sum,
+	       rate / sum);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		streamed_sum(100000000);
+		_exit(0);
+	}
+	int status;
+	struct rusage ru;
+	double t0 = now();
+	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "bench_interp: the 10^8-term sum failed\n");
+		exit(3);
+	}
+	printf("streamed sum of 10^8 terms  peak RSS %.1f MB in %.1f s  (target < 256 MB)\n",
+	       (double)ru.ru_maxrss / 1024, now() - t0);
+}
+
 int main(void)
 {
 	printf("exact-mode oracle throughput at %d bits, medians of %d runs\n", PREC, REPS);
@@ -125,5 +226,6 @@ int main(void)
 	printf("anchor: raw mpfr_fma %.3g ops/s, raw mpfr_exp %.3g ops/s\n", fma, ex);
 	row("matmul 256x256x256", matmul, fma, "raw mpfr_fma", 0);
 	row("softmax 64x4096", softmax, ex, "raw mpfr_exp", 64.0 * 4096);
+	long_reductions();
 	return 0;
 }

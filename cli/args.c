@@ -318,6 +318,12 @@ Graph *cli_load_graph(const Args *a, const char *cmd, const char *path, int *cod
 
 int cli_load_inputs(const Args *a, const char *cmd, const Graph *g, HostTensor *inputs)
 {
+	return cli_load_inputs_opts(a, cmd, g, NULL, inputs);
+}
+
+int cli_load_inputs_opts(const Args *a, const char *cmd, const Graph *g, const MpOpts *o,
+			 HostTensor *inputs)
+{
 	int n = ir_ninputs(g);
 	HostTensor *given = calloc((size_t)n + 1, sizeof *given);
 	Diag d = {0};
@@ -366,7 +372,7 @@ int cli_load_inputs(const Args *a, const char *cmd, const Graph *g, HostTensor *
 		spec.dist = (Dist)dist;
 	}
 	spec.specials = cli_has(a, "specials");
-	if (mp_make_inputs(g, &spec, given, inputs, &d))
+	if (mp_make_inputs_opts(g, &spec, given, o, inputs, &d))
 		code = cli_report(&d);
 out:
 	for (int j = 0; j < n; j++)

@@ -9,7 +9,9 @@
  * empty without --force) and for a run that tested nothing (every selected backend
  * unavailable, every result unsupported: like pytest's exit 5, so that a CI job that ran
  * nothing does not pass), 3 when the toolkit failed (the oracle or a budget could not be
- * computed, a worker could not be started). The worst code wins: 3 > 2 > 1 > 0.
+ * computed, a worker could not be started; the environment failed: a full disk, memory).
+ * The worst code wins: 3 > 2 > 1 > 0. An oracle stopped by --timeout or its memory cap is
+ * exit 2 (the message names the graph).
  * Environment: ASSAY_FAULT and ASSAY_TEST_* (verify.h) break things on purpose.
  */
 #include <dirent.h>
@@ -30,7 +32,7 @@ static const FlagSpec flags[] = {
 	{"specials", false, false, "         adversarial inputs also hold inf and NaN"},
 	{"input", true, true, "NAME=F   read input NAME from the .npy file F (repeatable)"},
 	{"size", true, true, "N=V      override a size (repeatable)"},
-	{"timeout", true, false, "S        seconds a kernel may run, alloc to download (default 20)"},
+	{"timeout", true, false, "S        seconds a kernel may run, alloc to download (default 20); when given, the oracle's too"},
 	{"compile-timeout", true, false, "S        seconds a worker may compile (default 120)"},
 	{"threads", true, false, "N        threads of the oracle and of the kernels (default 1)"},
 	{"max-exact", true, false, "N        outputs larger than N elements are sampled (default 1048576)"},
@@ -181,6 +183,8 @@ static int options(const Args *a, VfOpts *o, long long *nsched)
 	o->agree_k = (int)k;
 	o->w.timeout_s = timeout;
 	o->w.compile_timeout_s = ctimeout;
+	if (cli_has(a, "timeout"))
+		o->oracle_timeout_s = timeout;   /* a limit of the oracle is exit 2, naming the graph */
 	o->w.threads = (int)threads;
 	o->threads = (int)threads;
 	o->max_exact = max_exact;

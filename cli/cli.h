@@ -63,6 +63,9 @@ Graph *cli_load_graph(const Args *a, const char *cmd, const char *path, int *cod
 /* Reads the --input NAME=FILE.npy files and generates the rest from --seed and --inputs.
  * inputs gets ir_ninputs(g) tensors. Returns 0 or an exit code after printing the error. */
 int cli_load_inputs(const Args *a, const char *cmd, const Graph *g, HostTensor *inputs);
+/* The same under o's deadline, memory cap and progress reports (mp_make_inputs_opts). */
+int cli_load_inputs_opts(const Args *a, const char *cmd, const Graph *g, const MpOpts *o,
+			 HostTensor *inputs);
 void cli_free_inputs(const Graph *g, HostTensor *inputs);
 
 /* Prints a Diag to stderr and returns its exit code. */

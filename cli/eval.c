@@ -1,12 +1,19 @@
 /* cli/eval.c: `assay eval G.tg`: evaluates a graph with the exact MPFR oracle and prints
  * each output's shape and a summary (min, max, mean, first values), or JSON with --json;
  * -o DIR writes each output as DIR/NAME.npy. With --emulate FMT it runs the emulating
- * interpreter instead (every operation rounded to FMT). */
+ * interpreter instead (every operation rounded to FMT).
+ *
+ * Limits: --timeout S bounds input generation and evaluation together, --oracle-mem MB the
+ * oracle's memory (its footprint is checked before any input is generated); a limit is
+ * the user's to raise: exit 2 with a message naming the graph and what was too big or too
+ * slow. An evaluation running longer than 2 s shows its progress on stderr: one line
+ * redrawn about once a second on a terminal, else a line every 10 s. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <errno.h>
+#include <unistd.h>
 #include "cli.h"
 
 static const FlagSpec flags[] = {
@@ -16,6 +23,8 @@ static const FlagSpec flags[] = {
 	{"specials", false, false, "         adversarial inputs also hold inf and NaN"},
 	{"input", true, true, "NAME=F   read input NAME from the .npy file F (repeatable)"},
 	{"threads", true, false, "N        worker threads (default 1)"},
+	{"timeout", true, false, "S        stop after S seconds (input generation included): exit 2"},
+	{"oracle-mem", true, false, "MB       the oracle's memory cap in MiB (default: half the RAM, at most 8 GiB)"},
 	{"emulate", true, false, "FMT      emulate: round every operation to FMT (f64 f32 f16 bf16 tf32 e4m3 e5m2)"},
 	{"order", true, false, "ORD      emulate: reduction order linear | pairwise (default linear)"},
 	{"json", false, false, "         machine-readable output on stdout"},
@@ -126,13 +135,62 @@ static int write_outputs(const char *dir, const Graph *g, const HostTensor *outs
 	return 0;
 }
 
-static int run(const Args *a, const Graph *g, HostTensor *inputs, HostTensor *outs,
-	       int64_t *unsamp)
+/* Progress lines on stderr (MpOpts.progress). */
+typedef struct {
+	bool tty, shown;
+	double t0, last;
+} Progress;
+
+static void progress(void *ctx, const MpProgress *p)
 {
-	long long threads;
-	if (cli_int(a, "eval", "threads", 1, 1, 1024, &threads))
+	Progress *pr = ctx;
+	double t = mp_now();
+	if (t - pr->t0 < 2 || (!pr->tty && pr->shown && t - pr->last < 10))
+		return;
+	char line[400];
+	int n = snprintf(line, sizeof line, "assay eval: %s%s%s%s: %lld of %lld elements", p->phase,
+			 p->tensor ? " '" : "", p->tensor ? p->tensor : "", p->tensor ? "'" : "",
+			 (long long)p->done, (long long)p->total);
+	if (n > 0 && (size_t)n < sizeof line && p->work_total > 0)
+		n += snprintf(line + n, sizeof line - (size_t)n, ", %.0f%% of %.3g terms",
+			      100.0 * (double)p->work_done / (double)p->work_total,
+			      (double)p->work_total);
+	else if (n > 0 && (size_t)n < sizeof line && p->work_done > p->done)
+		n += snprintf(line + n, sizeof line - (size_t)n, ", %.3g terms", (double)p->work_done);
+	if (n > 0 && (size_t)n < sizeof line)
+		n += snprintf(line + n, sizeof line - (size_t)n, ", %.3g/s", p->rate);
+	if (n > 0 && (size_t)n < sizeof line && p->eta_s >= 0)
+		snprintf(line + n, sizeof line - (size_t)n, ", about %.0f s left", ceil(p->eta_s));
+	fprintf(stderr, pr->tty ? "\r\033[K%s" : "%s\n", line);
+	fflush(stderr);
+	pr->last = t;
+	pr->shown = true;
+}
+
+/* The oracle's options from --threads, --timeout and --oracle-mem: 0 or 2. */
+static int options(const Args *a, MpOpts *o, Progress *pr)
+{
+	long long threads, mb;
+	double secs;
+	if (cli_int(a, "eval", "threads", 1, 1, 1024, &threads) ||
+	    cli_int(a, "eval", "oracle-mem", 0, 1, 1LL << 40, &mb) ||
+	    cli_double(a, "eval", "timeout", 0, 0, 1e9, &secs))
 		return 2;
-	MpOpts o = {(int)threads, 0, 0};
+	memset(o, 0, sizeof *o);
+	o->threads = (int)threads;
+	o->mem_cap = mb << 20;
+	if (cli_has(a, "timeout"))
+		o->deadline = mp_now() + secs;
+	*pr = (Progress){.tty = isatty(2), .t0 = mp_now()};
+	o->progress = progress;
+	o->progress_ctx = pr;
+	return 0;
+}
+
+static int run(const Args *a, const Graph *g, const MpOpts *op, HostTensor *inputs,
+	       HostTensor *outs, int64_t *unsamp)
+{
+	MpOpts o = *op;
 	MpStats st = {0};
 	Diag d = {0};
 	if (cli_get(a, "emulate")) {
@@ -189,6 +247,10 @@ int cmd_eval(int argc, char **argv)
 		fprintf(stderr, "assay eval: expects exactly one graph file (see 'assay eval --help')\n");
 		return 2;
 	}
+	MpOpts o;
+	Progress pr;
+	if ((code = options(&a, &o, &pr)))
+		return code;
 	Graph *g = cli_load_graph(&a, "eval", a.pos[0], &code);
 	if (!g)
 		return code;
@@ -196,10 +258,16 @@ int cmd_eval(int argc, char **argv)
 	HostTensor *inputs = calloc((size_t)nin + 1, sizeof *inputs);
 	HostTensor *outs = calloc((size_t)g->noutputs + 1, sizeof *outs);
 	int64_t *unsamp = calloc((size_t)g->noutputs + 1, sizeof *unsamp);
-	code = cli_load_inputs(&a, "eval", g, inputs);
-	if (code)
+	Diag d = {0};
+	if (mp_check_memory(g, &o, cli_get(&a, "emulate") != NULL, &d)) {
+		code = cli_report(&d);   /* before generating inputs that would not be used */
 		goto out;
-	code = run(&a, g, inputs, outs, unsamp);
+	}
+	code = cli_load_inputs_opts(&a, "eval", g, &o, inputs);
+	if (!code)
+		code = run(&a, g, &o, inputs, outs, unsamp);
+	if (pr.tty && pr.shown)
+		fputs("\r\033[K", stderr);
 	if (code)
 		goto out;
 	if (cli_has(&a, "json")) {

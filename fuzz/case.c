@@ -6,8 +6,9 @@
  * with specials), the check on every backend of the settings with the seeded faults, and
  * the signature of each failing verdict (fz_classify). Its log text is one JSON line per
  * record (vf_record_json with a "case" member) and then one "done" line:
- *   {"done":N, "graph":..., "status":"ok"|"error", "error":"" (why the toolkit could not
- *    judge), "inputs":DIST, "seed":INPUT_SEED, "specials":bool, "fails":["KEY@OUTPUT",...]
+ *   {"done":N, "graph":..., "status":"ok"|"error"|"skipped", "error":"" (why the toolkit
+ *    could not judge; for "skipped", the oracle's limit that stopped it: its deadline or
+ *    memory cap, a case neither judged nor an error), "inputs":DIST, "seed":INPUT_SEED, "specials":bool, "fails":["KEY@OUTPUT",...]
  *    (one per distinct key), "gen_s", "oracle_s", "budget_s", "compile_s", "launch_s",
  *    "worker_s", "classify_s", "check_s"}
  * Timings aside, the text is the same in any process, with any number of jobs.
@@ -130,6 +131,7 @@ typedef struct {
 	double gen_s, check_s, classify_s;
 	const char *error;
 	const char *gname;
+	bool skipped;       /* error says which limit of the oracle stopped the case */
 } CaseInfo;
 
 static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
@@ -137,7 +139,7 @@ static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
 {
 	fprintf(f, "{\"done\":%llu,\"graph\":", (unsigned long long)n);
 	vf_json_str(f, ci->gname);
-	fprintf(f, ",\"status\":\"%s\",\"error\":", ci->error ? "error" : "ok");
+	fprintf(f, ",\"status\":\"%s\",\"error\":", ci->skipped ? "skipped" : ci->error ? "error" : "ok");
 	vf_json_str(f, ci->error ? ci->error : "");
 	fprintf(f, ",\"inputs\":\"%s\",\"seed\":%llu,\"specials\":%s", dist_name(r->dist),
 		(unsigned long long)r->seed, r->specials ? "true" : "false");
@@ -171,7 +173,7 @@ int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, Vf
 	res.json = f;
 	res.json_extra = extra;
 	FzSig *sigs = NULL;
-	CaseInfo ci = {0, 0, 0, NULL, gname};
+	CaseInfo ci = {0, 0, 0, NULL, gname, false};
 	Diag gd = {0};
 	bool env = false;
 	double t0 = now();
@@ -186,11 +188,14 @@ int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, Vf
 		if (gtext)
 			*gtext = ir_print(g);
 		t0 = now();
-		if (fz_check(g, &r, &res, &gd)) {
-			env = gd.env;
+		int rc = fz_check(g, &r, &res, &gd);
+		ci.skipped = rc == -2;   /* the oracle hit a limit: skipped, not an error */
+		env = rc == -1 && gd.env;
+		if (ci.skipped)
+			IR_ASSERT(asprintf(&msg, "%s", gd.msg ? gd.msg : "a limit of the oracle") >= 0);
+		else if (rc)
 			IR_ASSERT(asprintf(&msg, "the toolkit could not judge the case: %s",
 					   gd.msg ? gd.msg : "") >= 0);
-		}
 		ci.check_s = now() - t0;
 		t0 = now();
 		bool any = false;

@@ -93,6 +93,9 @@ int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 		      .pool = r->pool},
 		.threads = 1, .seed = r->seed, .dist = dist_name(r->dist), .out_dir = r->out_dir,
 		.sink = sink, .ctx = &s,
+		/* the oracle of a case gets the kernels' run limit: a case it cannot judge in time
+		 * is skipped (fz_case_run), never a verdict */
+		.oracle_timeout_s = r->timeout_s > 0 ? r->timeout_s : 20,
 	};
 	rc = vf_check(g, inputs, r->backends, r->nbackends, scheds, ns, &vo, &failed, d);
 	vf_sched_list_free(scheds, ns);

@@ -34,15 +34,26 @@
  * - Results do not depend on the thread count: a definition's elements are split among
  *   threads, each element computed by one thread from tensors complete before the
  *   definition starts; the error reported is the one at the first failing element.
+ * - Memory does not grow with a reduction's length: a worker buffers at most a block of
+ *   terms (MpOpts.red_block). When the buffer fills, max, min, argmax, argmin, topk and the
+ *   integer monoids compact it to the state they carry (the running value, the best term,
+ *   the K best: the final reduction of the buffer then sees the same terms' ranks and
+ *   values); sum and prod fold the rest as it comes (streamed folds below), in the same
+ *   operations and order as the buffered fold; logsumexp finishes the max over the
+ *   remaining terms, then evaluates them a second time to sum exp(x - m).
+ * - Limits (MpOpts): the footprint (every tensor dense, in doubles) is checked against the
+ *   memory cap before anything is allocated; workers poll the deadline and report
+ *   progress between elements and every 1024 terms; a limit stops the call with -2.
  */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "limit.h"
 #include "mpfmt.h"
 
-enum { ZIV_CAP = 4096, MIN_PER_THREAD = 16 };
+enum { ZIV_CAP = 4096, MIN_PER_THREAD = 16, POLL = 1024, DEFAULT_BLOCK = 4096 };
 
 /* ------------------------------------------------------------ one operation */
 
@@ -256,6 +267,26 @@ typedef struct {
 	bool fits[DT__COUNT][DT__COUNT];  /* every value of format a is one of format b */
 } Emu;
 
+/* A pairwise fold of a known number of terms, fed one at a time: the frames of the nodes
+ * on the path to the next leaf (a node of len >= 2 waits for its left half, then for its
+ * right half, holding the left's value). */
+typedef struct {
+	int64_t len;
+	bool right;
+	double left;
+} Frame;
+
+/* One partial of a streamed sum or product (the only one without a split). */
+typedef struct {
+	int64_t n, seen;   /* terms it will get (pairwise; counted first), and got */
+	double acc;        /* linear: the value so far; pairwise: the value once complete */
+	Frame *fr;
+	int depth;
+} Partial;
+
+/* How a worker takes the terms of the current element. */
+enum { TAKE_BUFFER, TAKE_LSE_MAX, TAKE_LSE_SUM };
+
 /* One thread's share of one definition. */
 typedef struct {
 	Emu *E;
@@ -276,6 +307,18 @@ typedef struct {
 	double *sbuf;                  /* split folds: terms regrouped by partial, then partials */
 	size_t *scnt;
 	size_t capsbuf;
+	/* streamed reductions */
+	Limits *lim;
+	size_t block, limit;           /* block: MpOpts.red_block; limit: the buffer's size now */
+	int64_t pend;                  /* terms not yet counted in lim */
+	int64_t total;                 /* terms of the current element */
+	int take;                      /* TAKE_* */
+	bool folding;                  /* a sum or product is folded as its terms come */
+	double lse_m;                  /* logsumexp: the max so far, then the max */
+	Partial *part;
+	size_t cappart;
+	Frame *frames;
+	size_t capframes;
 	bool failed;
 	int64_t fail_at;
 	Diag d;
@@ -598,24 +641,52 @@ static bool eval_bool(Worker *w, Ref r)
 
 /* ------------------------------------------------------------ reductions */
 
+static void compact(Worker *w, bool ints);
+static void partial_add(Worker *w, Op op, Partial *p, double x);
+
+/* A limit stopped the evaluation (its message replaces this one: lim_diag). */
+static void stop(Worker *w)
+{
+	fail(w, (SrcPos){0}, 2, "the evaluation stopped at a limit");
+}
+
 static void push_term(Worker *w, bool ints)
 {
+	const Def *D = w->def;
+	if (++w->pend >= POLL) {
+		int64_t k = w->pend;
+		w->pend = 0;
+		if (lim_poll(w->lim, 0, k)) {
+			stop(w);
+			return;
+		}
+	}
+	int64_t part = w->S > 1 ? (w->vars[D->nlhs + w->q] - w->qlo) % w->S : 0;
+	w->total++;
+	if (w->take != TAKE_BUFFER) {   /* logsumexp of more terms than a buffer */
+		double x = eval_real(w, D->body);
+		if (w->take == TAKE_LSE_MAX)
+			w->lse_m = max754(w->lse_m, x);
+		else
+			partial_add(w, OP_ADD, &w->part[part], op1(&w->s, OP_EXP, w->opf,
+					op1(&w->s, OP_SUB, w->opf, x, w->lse_m, 0), 0, 0));
+		return;
+	}
 	if (w->n == w->cap) {
 		w->cap = w->cap ? 2 * w->cap : 64;
-		w->tv = realloc(w->tv, w->cap * sizeof *w->tv);
-		w->ti = realloc(w->ti, w->cap * sizeof *w->ti);
-		w->tix = realloc(w->tix, w->cap * sizeof *w->tix);
-		w->tp = realloc(w->tp, w->cap * sizeof *w->tp);
-		IR_ASSERT(w->tv && w->ti && w->tix && w->tp);
+		w->tv = mp_xrealloc(w->tv, w->cap * sizeof *w->tv);
+		w->ti = mp_xrealloc(w->ti, w->cap * sizeof *w->ti);
+		w->tix = mp_xrealloc(w->tix, w->cap * sizeof *w->tix);
+		w->tp = mp_xrealloc(w->tp, w->cap * sizeof *w->tp);
 	}
-	const Def *D = w->def;
 	if (ints)
 		w->ti[w->n] = eval_int(w, D->body);
 	else
 		w->tv[w->n] = eval_real(w, D->body);
 	w->tix[w->n] = w->vars[D->nlhs];   /* the (first) reduction index */
-	w->tp[w->n] = w->S > 1 ? (w->vars[D->nlhs + w->q] - w->qlo) % w->S : 0;
-	w->n++;
+	w->tp[w->n] = part;
+	if (++w->n >= w->limit && !w->failed)
+		compact(w, ints);
 }
 
 /* Evaluates the body at every point of reduction indices r.. in order, outer first. */
@@ -644,6 +715,17 @@ static double pairwise(Worker *w, Op op, const double *t, size_t n)
 	return op1(&w->s, op, w->accf, a, b, 0);
 }
 
+/* The S partials of a split reduction combined in the definition's order. */
+static double combine(Worker *w, Op op, const double *part, size_t S)
+{
+	if (w->order == ORDER_PAIRWISE)
+		return pairwise(w, op, part, S);
+	double acc = part[0];
+	for (size_t s = 1; s < S; s++)
+		acc = op1(&w->s, op, w->accf, acc, part[s], 0);
+	return acc;
+}
+
 /* Sum or product of t[0..n-1] in the accum format and order (n >= 1). */
 static double fold1(Worker *w, Op op, const double *t, size_t n)
 {
@@ -664,9 +746,8 @@ static double fold(Worker *w, Op op, const double *t, size_t n)
 	size_t S = (size_t)w->S;
 	if (w->capsbuf < n + S) {
 		w->capsbuf = n + S;
-		w->sbuf = realloc(w->sbuf, w->capsbuf * sizeof *w->sbuf);
-		w->scnt = realloc(w->scnt, (w->capsbuf + 1) * sizeof *w->scnt);
-		IR_ASSERT(w->sbuf && w->scnt);
+		w->sbuf = mp_xrealloc(w->sbuf, w->capsbuf * sizeof *w->sbuf);
+		w->scnt = mp_xrealloc(w->scnt, (w->capsbuf + 1) * sizeof *w->scnt);
 	}
 	size_t *at = w->scnt;   /* at[s]: where partial s's next term goes */
 	memset(at, 0, (S + 1) * sizeof *at);
@@ -682,12 +763,7 @@ static double fold(Worker *w, Op op, const double *t, size_t n)
 		size_t b = s ? at[s - 1] : 0, m = at[s] - b;
 		part[s] = m ? fold1(w, op, grouped + b, m) : (op == OP_ADD ? -0.0 : 1.0);
 	}
-	if (w->order == ORDER_PAIRWISE)
-		return pairwise(w, op, part, S);
-	double acc = part[0];
-	for (size_t s = 1; s < S; s++)
-		acc = op1(&w->s, op, w->accf, acc, part[s], 0);
-	return acc;
+	return combine(w, op, part, S);
 }
 
 static double logsumexp(Worker *w, double *t, size_t n)
@@ -703,10 +779,17 @@ static double logsumexp(Worker *w, double *t, size_t n)
 	return op1(&w->s, OP_ADD, w->accf, m, op1(&w->s, OP_LOG, w->accf, s, 0, 0), 0);
 }
 
+static double fold_end(Worker *w, Op op);
+static double lse_stream(Worker *w);
+
 static double reduce_real(Worker *w)
 {
 	double *t = w->tv;
 	size_t n = w->n;
+	if (w->folding)
+		return fold_end(w, w->def->monoid == MO_SUM ? OP_ADD : OP_MUL);
+	if (w->take == TAKE_LSE_MAX)
+		return lse_stream(w);
 	switch (w->def->monoid) {
 	case MO_SUM: return n ? fold(w, OP_ADD, t, n) : 0.0;
 	case MO_PROD: return n ? fold(w, OP_MUL, t, n) : 1.0;
@@ -768,7 +851,206 @@ static int64_t argbest(const Worker *w, bool ints, int dir)
 	return w->tix[best];
 }
 
+/* ------------------------------------------------------------ streamed reductions */
+
+/* Pushes the frames of the left spine of a node of len terms (pairwise: the left half of
+ * a node of len terms has len / 2 of them, as in pairwise()). */
+static void descend(Partial *p, int64_t len)
+{
+	while (len >= 2) {
+		p->fr[p->depth++] = (Frame){len, false, 0};
+		len /= 2;
+	}
+}
+
+/* One more term x of partial p, folded as fold1 folds it. */
+static void partial_add(Worker *w, Op op, Partial *p, double x)
+{
+	p->seen++;
+	if (w->order != ORDER_PAIRWISE) {
+		p->acc = p->seen > 1 ? op1(&w->s, op, w->accf, p->acc, x, 0) : round_d(&w->s, w->accf, x);
+		return;
+	}
+	double v = round_d(&w->s, w->accf, x);   /* a leaf */
+	while (p->depth > 0) {
+		Frame *f = &p->fr[p->depth - 1];
+		if (!f->right) {
+			f->left = v;
+			f->right = true;
+			descend(p, f->len - f->len / 2);
+			return;
+		}
+		v = op1(&w->s, op, w->accf, f->left, v, 0);
+		p->depth--;
+	}
+	p->acc = v;   /* the root is complete */
+}
+
+/* Counts the terms of each partial from reduction index r on (the innermost level by
+ * arithmetic). qlo: the start of the split index's range. */
+static void count_terms(Worker *w, int r, int64_t qlo)
+{
+	const Def *D = w->def;
+	int64_t lo = eval_int(w, D->red[r].lo), hi = eval_int(w, D->red[r].hi);
+	if (w->failed)
+		return;
+	if (r == w->q)
+		qlo = lo;
+	if (r + 1 < D->nred) {
+		for (int64_t v = lo; v < hi && !w->failed; v++) {
+			w->vars[D->nlhs + r] = v;
+			count_terms(w, r + 1, qlo);
+		}
+		return;
+	}
+	if (hi <= lo)
+		return;
+	if (w->S <= 1) {
+		w->part[0].n += hi - lo;
+	} else if (r == w->q) {   /* j - lo = s, s + S, ... below hi - lo */
+		for (int64_t s = 0; s < w->S && s < hi - lo; s++)
+			w->part[s].n += (hi - lo - s + w->S - 1) / w->S;
+	} else {
+		w->part[(w->vars[D->nlhs + w->q] - qlo) % w->S].n += hi - lo;
+	}
+}
+
+/* Starts folding the current element's sum or product as its terms come: false when the
+ * pairwise tree cannot be known (counting the terms met an error the evaluation has not
+ * reached yet: the buffer then keeps every term, as before). */
+static bool fold_start(Worker *w)
+{
+	size_t S = (size_t)w->S;
+	if (S > w->cappart) {
+		w->part = mp_xrealloc(w->part, S * sizeof *w->part);
+		w->cappart = S;
+	}
+	memset(w->part, 0, S * sizeof *w->part);
+	if (w->order != ORDER_PAIRWISE)
+		return true;
+	int64_t saved[IR_MAXVARS], qlo = w->qlo;
+	memcpy(saved, w->vars, sizeof saved);
+	count_terms(w, 0, 0);
+	memcpy(w->vars, saved, sizeof saved);
+	w->qlo = qlo;
+	if (w->failed) {
+		w->failed = false;
+		diag_clear(&w->d);
+		return false;
+	}
+	size_t nf = 0;
+	for (size_t s = 0; s < S; s++)
+		nf += 64 - (size_t)__builtin_clzll((unsigned long long)w->part[s].n | 1);
+	if (nf > w->capframes) {
+		w->frames = mp_xrealloc(w->frames, nf * sizeof *w->frames);
+		w->capframes = nf;
+	}
+	for (size_t s = 0, at = 0; s < S; s++) {
+		w->part[s].fr = w->frames + at;
+		at += 64 - (size_t)__builtin_clzll((unsigned long long)w->part[s].n | 1);
+		descend(&w->part[s], w->part[s].n);
+	}
+	return true;
+}
+
+/* The streamed fold's value: the buffer's terms folded in, the partials combined as fold()
+ * combines them. */
+static double fold_end(Worker *w, Op op)
+{
+	for (size_t i = 0; i < w->n; i++)
+		partial_add(w, op, &w->part[w->tp[i]], w->tv[i]);
+	w->n = 0;
+	size_t S = (size_t)w->S;
+	for (size_t s = 0; w->order == ORDER_PAIRWISE && s < S; s++)
+		IR_ASSERT(w->part[s].seen == w->part[s].n && w->part[s].depth == 0);
+	if (S <= 1)
+		return w->part[0].acc;
+	if (w->capsbuf < S) {
+		w->capsbuf = S;
+		w->sbuf = mp_xrealloc(w->sbuf, S * sizeof *w->sbuf);
+		w->scnt = mp_xrealloc(w->scnt, (S + 1) * sizeof *w->scnt);
+	}
+	double *part = w->sbuf;
+	for (size_t s = 0; s < S; s++)
+		part[s] = w->part[s].seen ? w->part[s].acc : (op == OP_ADD ? -0.0 : 1.0);
+	return combine(w, op, part, S);
+}
+
+/* logsumexp of more terms than a buffer: the max is complete (lse_m); the terms are
+ * evaluated again, exp(x - m) folded as they come. */
+static double lse_stream(Worker *w)
+{
+	double m = w->lse_m;
+	if (!isfinite(m))
+		return m;
+	if (!fold_start(w))
+		IR_ASSERT(!"lse_stream: the first pass evaluated every bound");
+	w->take = TAKE_LSE_SUM;
+	collect(w, 0, false);
+	if (w->failed)
+		return NAN;
+	double s = fold_end(w, OP_ADD);
+	return op1(&w->s, OP_ADD, w->accf, m, op1(&w->s, OP_LOG, w->accf, s, 0, 0), 0);
+}
+
+static void swap_terms(Worker *w, bool ints, size_t i, size_t j);
+
+/* The buffer is full: reduce it to what the reduction carries (see the file's head). */
+static void compact(Worker *w, bool ints)
+{
+	const Def *D = w->def;
+	Monoid m = D->monoid;
+	bool iacc = w->E->iv[D->out[0]] && ints && m != MO_ARGMAX && m != MO_ARGMIN && m != MO_TOPK;
+	if (iacc) {   /* integer sum, prod, max, min: the running value */
+		int64_t acc = reduce_int(w);
+		w->ti[0] = acc;
+		w->n = 1;
+	} else if (m == MO_MAX || m == MO_MIN) {
+		double acc = m == MO_MAX ? -INFINITY : INFINITY;
+		for (size_t i = 0; i < w->n; i++)
+			acc = m == MO_MAX ? max754(acc, w->tv[i]) : min754(acc, w->tv[i]);
+		w->tv[0] = acc;
+		w->n = 1;
+	} else if (m == MO_ARGMAX || m == MO_ARGMIN || m == MO_TOPK) {
+		/* the best (K best) terms, ranked as the final selection ranks them */
+		size_t K = m == MO_TOPK ? (size_t)w->E->g->tensors[D->out[0]].dims[D->nlhs - 1].value : 1;
+		int dir = m == MO_ARGMIN ? -1 : 1;
+		for (size_t k = 0; k < K && k < w->n; k++) {
+			size_t best = k;
+			for (size_t i = k + 1; i < w->n; i++)
+				if (ranks_before(w, ints, dir, i, best))
+					best = i;
+			swap_terms(w, ints, k, best);
+		}
+		w->n = K < w->n ? K : w->n;
+	} else if (m == MO_LOGSUMEXP) {   /* now only the max: the sum comes in a second pass */
+		w->lse_m = -INFINITY;
+		for (size_t i = 0; i < w->n; i++)
+			w->lse_m = max754(w->lse_m, w->tv[i]);
+		w->n = 0;
+		w->take = TAKE_LSE_MAX;
+	} else if (!w->folding && !fold_start(w)) {
+		w->limit *= 2;   /* sum or product whose terms cannot be counted yet: keep them */
+	} else {
+		w->folding = true;
+		Op op = m == MO_SUM ? OP_ADD : OP_MUL;
+		for (size_t i = 0; i < w->n; i++)
+			partial_add(w, op, &w->part[w->tp[i]], w->tv[i]);
+		w->n = 0;
+	}
+}
+
 /* ------------------------------------------------------------ elements */
+
+/* Before an element's terms: an empty buffer of a block (topk: K more). */
+static void begin_terms(Worker *w, int64_t K)
+{
+	w->n = 0;
+	w->total = 0;
+	w->take = TAKE_BUFFER;
+	w->folding = false;
+	w->limit = (size_t)K + w->block;
+}
 
 static void store_int(Worker *w, int t, int64_t e, int64_t v)
 {
@@ -812,13 +1094,13 @@ static void topk_element(Worker *w, int64_t e, bool ints)
 	int64_t K = E->g->tensors[tv].dims[D->nlhs - 1].value;
 	set_lhs(w, e, D->nlhs - 1);
 	w->vars[D->nlhs - 1] = 0;
-	w->n = 0;
+	begin_terms(w, K);
 	collect(w, 0, ints);
 	if (w->failed)
 		return;
-	if ((int64_t)w->n < K) {
-		fail(w, D->pos, 2, "topk over a range of %zu terms, fewer than K = %lld", w->n,
-		     (long long)K);
+	if (w->total < K) {
+		fail(w, D->pos, 2, "topk over a range of %lld terms, fewer than K = %lld",
+		     (long long)w->total, (long long)K);
 		return;
 	}
 	/* selection of the K best, in rank order; the rank order is total, so any selection
@@ -857,7 +1139,7 @@ static void do_element(Worker *w, int64_t e)
 	}
 	bool arg = D->monoid == MO_ARGMAX || D->monoid == MO_ARGMIN;
 	bool ints = body_int && (arg || E->iv[t]);
-	w->n = 0;
+	begin_terms(w, 0);
 	collect(w, 0, ints);
 	if (w->failed)
 		return;
@@ -873,8 +1155,16 @@ static void *run_worker(void *p)
 {
 	Worker *w = p;
 	mpf_widest_range();
+	int64_t units = 0;
 	for (int64_t e = w->begin; e < w->end && !w->failed; e++) {
 		do_element(w, e);
+		units++;
+		w->pend += w->def->monoid == MO_NONE;
+		if ((units >= 64 || w->pend >= POLL) && !w->failed) {   /* shared counters: batched */
+			if (lim_poll(w->lim, units, w->pend))
+				stop(w);
+			units = w->pend = 0;
+		}
 		if (w->failed)
 			w->fail_at = e;
 	}
@@ -930,6 +1220,8 @@ static int def_formats(const Graph *g, const EmuConfig *cfg, int k, Worker *w, D
 static void emu_free(Emu *E)
 {
 	const Graph *g = E->g;
+	if (!g)
+		return;
 	for (int t = 0; t < g->ntensors; t++) {
 		if (E->rv)
 			free(E->rv[t]);
@@ -943,18 +1235,17 @@ static void emu_free(Emu *E)
 	free(E->lit);
 }
 
-/* Allocates every tensor's storage and loads the inputs. */
-static int emu_init(Emu *E, const Graph *g, const HostTensor *inputs, Diag *d)
+/* Allocates every tensor's storage and loads the inputs: 0, or -1 with d. */
+static int emu_init(Emu *E, const Graph *g, const HostTensor *inputs, Limits *L, Diag *d)
 {
 	memset(E, 0, sizeof *E);
 	E->g = g;
 	size_t nt = (size_t)g->ntensors;
-	E->rv = calloc(nt, sizeof *E->rv);
-	E->iv = calloc(nt, sizeof *E->iv);
-	E->tfmt = calloc(nt, sizeof *E->tfmt);
-	E->stride = calloc(nt ? nt : 1, sizeof *E->stride);
-	E->lit = calloc((size_t)DT__COUNT * g->nnodes, sizeof *E->lit);
-	IR_ASSERT(E->rv && E->iv && E->tfmt && E->stride && E->lit);
+	E->rv = mp_xcalloc(nt, sizeof *E->rv);
+	E->iv = mp_xcalloc(nt, sizeof *E->iv);
+	E->tfmt = mp_xcalloc(nt, sizeof *E->tfmt);
+	E->stride = mp_xcalloc(nt, sizeof *E->stride);
+	E->lit = mp_xcalloc((size_t)DT__COUNT * g->nnodes, sizeof *E->lit);
 	for (int a = 0; a < DT__COUNT; a++)
 		for (int b = 0; b < DT__COUNT; b++)
 			E->fits[a][b] = fmt_fits((Dtype)a, (Dtype)b);
@@ -970,7 +1261,12 @@ static int emu_init(Emu *E, const Graph *g, const HostTensor *inputs, Diag *d)
 			E->iv[t] = calloc((size_t)(n ? n : 1), sizeof **E->iv);
 		else
 			E->rv[t] = calloc((size_t)(n ? n : 1), sizeof **E->rv);
-		IR_ASSERT(E->iv[t] || E->rv[t]);
+		if (!E->iv[t] && !E->rv[t]) {
+			char what[300];
+			snprintf(what, sizeof what, "tensor '%s' (%lld elements as doubles)", T->name,
+				 (long long)n);
+			return lim_oom(L, d, n * 8, what);
+		}
 		E->tfmt[t] = T->dtype == DT_I32 ? DT_F64 : (Dtype)T->dtype;
 		if (T->kind != TK_INPUT)
 			continue;
@@ -1010,6 +1306,8 @@ static int run_def(Emu *E, const EmuConfig *cfg, int k, Worker *ws, int nw, Diag
 		Worker *w = &ws[i];
 		w->E = E;
 		w->def = D;
+		w->lim = ws[0].lim;
+		w->block = ws[0].block;
 		w->opf = ws[0].opf, w->accf = ws[0].accf, w->stf = ws[0].stf;
 		w->order = ws[0].order;
 		w->S = ws[0].S;
@@ -1084,19 +1382,29 @@ int mp_emulate(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
 	       const MpOpts *o, HostTensor *outs, MpStats *st, Diag *d)
 {
 	int nw = o && o->threads > 0 ? o->threads : 1, rc = -1, nout = 0;
-	Emu E;
-	Worker *ws = calloc((size_t)nw, sizeof *ws);
-	IR_ASSERT(ws);
+	Emu E = {0};
+	Limits L;
+	lim_init(&L, g, o, "the emulating interpreter");
+	Worker *ws = mp_xcalloc((size_t)nw, sizeof *ws);
 	for (int i = 0; i < nw; i++)
 		scratch_init(&ws[i].s);
+	ws[0].lim = &L;
+	ws[0].block = o && o->red_block > 0 ? (size_t)o->red_block : DEFAULT_BLOCK;
 	mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
 	mpf_widest_range();
-	if (emu_init(&E, g, inputs, d) < 0)
+	if (mp_check_memory(g, o, true, d) < 0) {
+		rc = -2;
+		goto fail_init;
+	}
+	lim_phase_defs(&L, "emulating");
+	if (emu_init(&E, g, inputs, &L, d) < 0)
 		goto fail_init;
 	round_literals(&E, &ws[0].s);
-	for (int k = 0; k < g->ndefs; k++)
+	for (int k = 0; k < g->ndefs; k++) {
+		lim_tensor(&L, g->tensors[g->defs[k].out[0]].name);
 		if (run_def(&E, cfg, k, ws, nw, d) < 0)
 			goto fail_run;
+	}
 	for (; nout < g->noutputs; nout++)
 		if (deliver(&E, &ws[0].s, nout, &outs[nout], d) < 0)
 			goto fail_run;
@@ -1120,7 +1428,12 @@ fail_run:
 	if (rc < 0)
 		for (int k = 0; k < nout; k++)
 			ht_free(&outs[k]);
+	if (rc == -1 && lim_hit(&L)) {
+		lim_diag(&L, d);
+		rc = -2;
+	}
 fail_init:
+	lim_free(&L);
 	emu_free(&E);
 	for (int i = 0; i < nw; i++) {
 		scratch_clear(&ws[i].s);
@@ -1130,6 +1443,8 @@ fail_init:
 		free(ws[i].tp);
 		free(ws[i].sbuf);
 		free(ws[i].scnt);
+		free(ws[i].part);
+		free(ws[i].frames);
 		diag_clear(&ws[i].d);
 	}
 	free(ws);

@@ -11,12 +11,19 @@
  * results are identical for any thread count; an error is reported for the smallest failing
  * unit of work, whatever the threads did.
  *
+ * Limits (limit.h): each public call (and each MpSession) has one Limits, shared by its
+ * threads; mp_exact checks its footprint against the cap before it allocates anything
+ * (mp_check_memory), every unit of work polls the deadline and reports progress, and a
+ * call that fails with a limit hit returns -2 with the limit's message, whatever error the
+ * threads stopped with.
+ *
  * Invariants: MPFR's exponent range is the widest on every thread that evaluates (saved and
  * restored around the public calls); a session's level L exists only once level 0 does.
  */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "exact_eval.h"
@@ -26,6 +33,8 @@ enum {
 	DEFAULT_CAP = 10000,
 	MAX_THREADS = 256,
 	MAX_LEVELS = 64,
+	DEFAULT_BLOCK = 4096,   /* terms a reduction holds before it streams them */
+	PAGE_ELEMS = 4096,      /* exact_eval.c's table page, for footprints */
 };
 
 /* ------------------------------------------------------------ options, sessions */
@@ -40,11 +49,14 @@ struct MpSession {
 	Level *lv[MAX_LEVELS];
 	Ctx *cx[MAX_LEVELS];
 	MpStats st;
+	Limits *lim;                /* the evaluation's */
+	Limits *own_lim;            /* mp_session_new's, freed with the session */
 };
 
 typedef struct {
 	int threads;
 	mpfr_prec_t p0, cap;
+	size_t block;
 } Opts;
 
 /* 64 bits when every format involved has at most f32's precision, else 128. */
@@ -61,11 +73,12 @@ static mpfr_prec_t default_prec(const Graph *g, Dtype f)
 
 static Opts opts(const Graph *g, const MpOpts *o, Dtype f)
 {
-	Opts r = {1, 0, DEFAULT_CAP};
+	Opts r = {1, 0, DEFAULT_CAP, DEFAULT_BLOCK};
 	if (o) {
 		r.threads = o->threads;
 		r.p0 = o->prec0;
 		r.cap = o->prec_cap > 0 ? o->prec_cap : DEFAULT_CAP;
+		r.block = o->red_block > 0 ? (size_t)o->red_block : DEFAULT_BLOCK;
 	}
 	r.threads = r.threads < 1 ? 1 : r.threads > MAX_THREADS ? MAX_THREADS : r.threads;
 	if (r.p0 <= 0)
@@ -107,12 +120,13 @@ static void range_leave(Range r)
 }
 
 static MpSession *sess_new(const Graph *g, Shared *sh, bool own, const Level *base,
-			   const mpfr_prec_t *prec, int nlev)
+			   const mpfr_prec_t *prec, int nlev, Limits *lim)
 {
 	MpSession *s = ex_calloc(1, sizeof *s);
 	s->g = g;
 	s->sh = sh;
 	s->own = own;
+	s->lim = lim;
 	s->base = base;
 	s->nlev = nlev;
 	memcpy(s->prec, prec, (size_t)nlev * sizeof *prec);
@@ -123,7 +137,7 @@ static Ctx *sess_ctx(MpSession *s, int L, Diag *d)
 {
 	if (!s->cx[L]) {
 		const Level *base = s->base ? s->base : L > 0 ? s->lv[0] : NULL;
-		Level *l = ex_level_new(s->g, s->prec[L], base, d);
+		Level *l = ex_level_new(s->g, s->prec[L], base, s->lim, d);
 		if (!l)
 			return NULL;
 		s->lv[L] = l;
@@ -140,6 +154,18 @@ static uint64_t sess_ops(const MpSession *s)
 	return n;
 }
 
+/* The reduction terms s evaluated since the last call (for progress). */
+static int64_t sess_work(MpSession *s)
+{
+	int64_t work = 0;
+	for (int L = 0; L < s->nlev; L++)
+		if (s->cx[L]) {
+			work += s->cx[L]->pend;
+			s->cx[L]->pend = 0;
+		}
+	return work;
+}
+
 static void sess_free(MpSession *s)
 {
 	if (!s)
@@ -150,6 +176,10 @@ static void sess_free(MpSession *s)
 	}
 	if (s->own)
 		ex_shared_free(s->sh);
+	if (s->own_lim) {
+		lim_free(s->own_lim);
+		free(s->own_lim);
+	}
 	free(s);
 }
 
@@ -159,6 +189,10 @@ static int point(MpSession *s, int t, int64_t flat, Dtype f, double *val, MpStat
 		 Diag *d)
 {
 	for (int L = 0; L < s->nlev; L++) {
+		if (lim_poll(s->lim, 0, 0)) {
+			diag_set(d, 2, "the evaluation stopped at a limit");
+			return -1;
+		}
 		Ctx *c = sess_ctx(s, L, d);
 		if (!c)
 			return -1;
@@ -181,15 +215,31 @@ static int point(MpSession *s, int t, int64_t flat, Dtype f, double *val, MpStat
 	return 0;
 }
 
-MpSession *mp_session_new(const Graph *g, const HostTensor *inputs, const MpOpts *o, Diag *d)
+/* A session of its own Shared under lim (borrowed). */
+static MpSession *sess_open(const Graph *g, const HostTensor *inputs, const Opts *op,
+			    Limits *lim, Diag *d)
 {
-	Opts op = opts(g, o, DT_NONE);
-	Shared *sh = ex_shared_new(g, inputs, d);
+	Shared *sh = ex_shared_new(g, inputs, lim, op->block, d);
 	if (!sh)
 		return NULL;
 	mpfr_prec_t prec[MAX_LEVELS];
-	int n = plan_levels(prec, op.p0, op.cap);
-	return sess_new(g, sh, true, NULL, prec, n);
+	int n = plan_levels(prec, op->p0, op->cap);
+	return sess_new(g, sh, true, NULL, prec, n, lim);
+}
+
+MpSession *mp_session_new(const Graph *g, const HostTensor *inputs, const MpOpts *o, Diag *d)
+{
+	Opts op = opts(g, o, DT_NONE);
+	Limits *lim = ex_calloc(1, sizeof *lim);
+	lim_init(lim, g, o, "the exact oracle");
+	MpSession *s = sess_open(g, inputs, &op, lim, d);
+	if (!s) {
+		lim_free(lim);
+		free(lim);
+		return NULL;
+	}
+	s->own_lim = lim;
+	return s;
 }
 
 void mp_session_free(MpSession *s)
@@ -197,8 +247,9 @@ void mp_session_free(MpSession *s)
 	sess_free(s);
 }
 
-int mp_point(MpSession *s, int output, const int64_t *coords, Dtype fmt, double *value,
-	     MpStatus *status, Diag *d)
+/* mp_point without the translation of a limit into -2 (mp_points does it once, at the end). */
+static int point_at(MpSession *s, int output, const int64_t *coords, Dtype fmt, double *value,
+		    MpStatus *status, Diag *d)
 {
 	const Graph *g = s->g;
 	if (output < 0 || output >= g->noutputs) {
@@ -220,6 +271,17 @@ int mp_point(MpSession *s, int output, const int64_t *coords, Dtype fmt, double 
 	int rc = point(s, t, flat, fmt == DT_NONE ? g->outputs[output].dtype : fmt, value, status, d);
 	s->st.elements++;
 	range_leave(r);
+	return rc;
+}
+
+int mp_point(MpSession *s, int output, const int64_t *coords, Dtype fmt, double *value,
+	     MpStatus *status, Diag *d)
+{
+	int rc = point_at(s, output, coords, fmt, value, status, d);
+	if (rc < 0 && lim_hit(s->lim)) {
+		lim_diag(s->lim, d);
+		rc = -2;
+	}
 	return rc;
 }
 
@@ -323,15 +385,113 @@ static int par_run(WorkFn fn, void *arg, int64_t n, int threads, Diag *d)
 	return best >= 0 ? -1 : 0;
 }
 
+/* ------------------------------------------------------------ footprints */
+
+/* One part of a footprint: a tensor and what it costs. */
+typedef struct {
+	int t;
+	int64_t n, each, bytes;
+	const char *as;
+} Cost;
+
+static int64_t add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t mul_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/* Bytes per element of a table of MPFR intervals at prec. */
+static int64_t iv_each(mpfr_prec_t prec)
+{
+	return (int64_t)((iv_block_bytes(PAGE_ELEMS, prec) + PAGE_ELEMS - 1) / PAGE_ELEMS);
+}
+
+/* The memory mp_exact (emulate: mp_emulate) needs for g at first precision p0, the largest
+ * tensor's share in *big. */
+static int64_t footprint(const Graph *g, mpfr_prec_t p0, bool emulate, Cost *big)
+{
+	int64_t total = 0;
+	memset(big, 0, sizeof *big);
+	big->t = -1;
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *T = &g->tensors[t];
+		int64_t n = ir_tensor_count(g, t), each = 0;
+		const char *as;
+		bool isint = T->dtype == DT_I32;
+		if (T->kind == TK_INPUT) {
+			each = dt_info((Dtype)T->dtype)->bytes;
+			if (emulate)
+				each += 8;   /* loaded as doubles (int64 for i32) */
+			else if (!isint)
+				each += iv_each(dt_info((Dtype)T->dtype)->prec);
+			as = emulate ? "as given and as doubles" : "as given and as MPFR values";
+		} else {
+			each = emulate ? 8 : isint ? 16 : iv_each(p0);
+			as = emulate ? "as doubles" : isint ? "as integer slots" : "as MPFR intervals";
+		}
+		for (int k = 0; k < g->noutputs; k++)
+			if (g->outputs[k].tensor == t)   /* the output, and mp_exact's per-element state */
+				each += dt_info(g->outputs[k].dtype)->bytes + (emulate ? 0 : 10);
+		int64_t bytes = mul_sat(n, each);
+		total = add_sat(total, bytes);
+		if (bytes > big->bytes)
+			*big = (Cost){t, n, each, bytes, as};
+	}
+	return total;
+}
+
+/* The footprint check: 0, or -1 with why (malloc'ed) when over cap. */
+static int check_footprint(const Graph *g, mpfr_prec_t p0, bool emulate, int64_t cap,
+			   char **why)
+{
+	Cost big;
+	int64_t need = footprint(g, p0, emulate, &big);
+	if (cap < 0 || need <= cap)
+		return 0;
+	char a[32], b[32], c[32], shape[160];
+	lim_shape(g, big.t, shape, sizeof shape);
+	const Tensor *T = &g->tensors[big.t];
+	if (asprintf(why, "%s: %s would need about %s for this graph, over its memory cap of %s; "
+		     "the largest part is %s '%s' (%s): %lld elements at %lld bytes each %s = %s. "
+		     "Evaluate a smaller --size, sample large outputs (check's --max-exact), or "
+		     "raise the cap (--oracle-mem MB)", g->file ? g->file : "<graph>",
+		     emulate ? "the emulating interpreter" : "the exact oracle",
+		     lim_bytes(a, sizeof a, need), lim_bytes(b, sizeof b, cap),
+		     T->kind == TK_INPUT ? "input" : "tensor", T->name, shape, (long long)big.n,
+		     (long long)big.each, big.as, lim_bytes(c, sizeof c, big.bytes)) < 0)
+		mp_oom_exit(256);
+	return -1;
+}
+
+int mp_check_memory(const Graph *g, const MpOpts *o, bool emulate, Diag *d)
+{
+	Opts op = opts(g, o, DT_NONE);
+	int64_t cap = o && o->mem_cap ? o->mem_cap : mp_default_mem_cap();
+	char *why = NULL;
+	if (check_footprint(g, op.p0, emulate, cap, &why) == 0)
+		return 0;
+	diag_set(d, 2, "%s", why);
+	free(why);
+	return -2;
+}
+
 /* ------------------------------------------------------------ mp_exact */
 
 typedef struct {
 	const Graph *g;
+	Limits lim;
 	MpSession *main;     /* its level 0 is the table every worker fills and reads */
 	Ctx **cx;            /* per worker, at level 0 */
 	MpSession **priv;    /* per worker: escalations */
 	int nthreads;
 	int def;
+	bool plain;          /* the definition being evaluated has no reduction */
 	mpfr_prec_t p0, cap;
 	HostTensor *outs;
 	uint8_t **status;
@@ -340,11 +500,35 @@ typedef struct {
 	int64_t *list;       /* the unsettled global elements */
 } Run;
 
+static int stop(Diag *d)
+{
+	diag_set(d, 2, "the evaluation stopped at a limit");
+	return -1;
+}
+
+/* Counts one unit of work of c (and work: its terms, or 1) and polls the limits every 64
+ * units or POLL_WORK work (shared counters, so not at every cheap element): 0, or -1 with
+ * d when a limit stops the evaluation. */
+enum { POLL_UNITS = 64, POLL_WORK = 1024 };
+
+static int count_unit(Limits *lim, Ctx *c, int64_t work, Diag *d)
+{
+	c->pend_units++;
+	c->pend += work;
+	if (c->pend_units < POLL_UNITS && c->pend < POLL_WORK)
+		return 0;
+	bool halt = lim_poll(lim, c->pend_units, c->pend);
+	c->pend_units = c->pend = 0;
+	return halt ? stop(d) : 0;
+}
+
 static int work_def(void *arg, int w, int64_t unit, Diag *d)
 {
 	Run *r = arg;
-	r->cx[w]->d = d;
-	return ex_elem(r->cx[w], r->def, unit);
+	Ctx *c = r->cx[w];
+	c->d = d;
+	int rc = ex_elem(c, r->def, unit);
+	return rc ? rc : count_unit(&r->lim, c, r->plain, d);
 }
 
 static void locate(const Run *r, int64_t i, int *k, int64_t *flat)
@@ -372,7 +556,7 @@ static int work_settle(void *arg, int w, int64_t i, Diag *d)
 		ht_set(&r->outs[k], flat, v);
 	else
 		r->todo[i] = 1;
-	return 0;
+	return count_unit(&r->lim, c, 1, d);
 }
 
 static int work_escalate(void *arg, int w, int64_t i, Diag *d)
@@ -386,7 +570,7 @@ static int work_escalate(void *arg, int w, int64_t i, Diag *d)
 	if (!r->priv[w]) {
 		mpfr_prec_t prec[MAX_LEVELS];
 		int n = r->p0 < r->cap ? plan_levels(prec, r->p0 > r->cap / 2 ? r->cap : 2 * r->p0, r->cap) : 0;
-		r->priv[w] = sess_new(r->g, r->main->sh, false, r->main->lv[0], prec, n);
+		r->priv[w] = sess_new(r->g, r->main->sh, false, r->main->lv[0], prec, n, &r->lim);
 	}
 	MpSession *s = r->priv[w];
 	if (s->nlev > 0)
@@ -396,16 +580,22 @@ static int work_escalate(void *arg, int w, int64_t i, Diag *d)
 	ht_set(&r->outs[k], flat, v);
 	if (st != MP_EXACT_OK && r->status)
 		r->status[k][flat] = (uint8_t)st;
-	return 0;
+	int64_t work = sess_work(s);
+	return lim_poll(&r->lim, 1, work) ? stop(d) : 0;
 }
 
 static int eval_defs(Run *r, Diag *d)
 {
 	const Graph *g = r->g;
 	Level *l0 = r->main->lv[0];
+	lim_phase_defs(&r->lim, "evaluating");
 	for (int di = 0; di < g->ndefs; di++) {
-		int64_t units = ex_prepare(l0, g, di);   /* workers must not allocate pages */
+		lim_tensor(&r->lim, g->tensors[g->defs[di].out[0]].name);
+		int64_t units = ex_prepare(l0, g, di, d);   /* workers must not allocate pages */
+		if (units < 0)
+			return -1;
 		r->def = di;
+		r->plain = g->defs[di].monoid == MO_NONE;
 		if (par_run(work_def, r, units, r->nthreads, d) < 0)
 			return -1;
 	}
@@ -422,11 +612,13 @@ static int alloc_outputs(Run *r, Diag *d)
 		for (int i = 0; i < t->rank; i++)
 			dims[i] = t->dims[i].value;
 		if (ht_alloc(&r->outs[k], g->outputs[k].dtype, t->rank, dims) < 0) {
-			diag_set(d, 3, "out of memory for output %s", t->name);
-			return -1;
+			char what[300];
+			snprintf(what, sizeof what, "output '%s'", t->name);
+			return lim_oom(&r->lim, d, r->outs[k].n * dt_info(g->outputs[k].dtype)->bytes,
+				       what);
 		}
-		if (r->status)
-			r->status[k] = ex_calloc((size_t)r->outs[k].n, 1);
+		if (r->status && !(r->status[k] = calloc((size_t)r->outs[k].n + 1, 1)))
+			return lim_oom(&r->lim, d, r->outs[k].n, "the status of an output");
 		r->first[k + 1] = r->first[k] + r->outs[k].n;
 	}
 	return 0;
@@ -435,14 +627,22 @@ static int alloc_outputs(Run *r, Diag *d)
 static int round_outputs(Run *r, Diag *d)
 {
 	int64_t total = r->first[r->g->noutputs], n = 0;
-	r->todo = ex_calloc((size_t)total, 1);
+	if (!(r->todo = calloc((size_t)total + 1, 1)))
+		return lim_oom(&r->lim, d, total, "the outputs' settling");
+	lim_phase(&r->lim, "rounding", total, 0);
+	lim_tensor(&r->lim, NULL);
 	if (par_run(work_settle, r, total, r->nthreads, d) < 0)
 		return -1;
-	r->list = ex_calloc((size_t)total, sizeof *r->list);
+	for (int64_t i = 0; i < total; i++)
+		n += r->todo[i];
+	if (!(r->list = malloc((size_t)(n + 1) * sizeof *r->list)))
+		return lim_oom(&r->lim, d, n * 8, "the unsettled elements");
+	n = 0;
 	for (int64_t i = 0; i < total; i++)
 		if (r->todo[i])
 			r->list[n++] = i;
 	r->priv = ex_calloc((size_t)r->nthreads, sizeof *r->priv);
+	lim_phase(&r->lim, "escalating", n, 0);
 	return par_run(work_escalate, r, n, r->nthreads, d);
 }
 
@@ -474,16 +674,31 @@ int mp_exact(const Graph *g, const HostTensor *inputs, const MpOpts *o,
 	memset(outs, 0, (size_t)g->noutputs * sizeof *outs);
 	if (status)
 		memset(status, 0, (size_t)g->noutputs * sizeof *status);
+	lim_init(&r.lim, g, o, "the exact oracle");
 	Range rg = range_enter();
 	int rc = -1;
-	Shared *sh = ex_shared_new(g, inputs, d);
+	Shared *sh = NULL;
+	char *why = NULL;
+	if (check_footprint(g, op.p0, false, r.lim.cap, &why)) {
+		lim_set(&r.lim, LIM_MEMORY, why);
+		free(why);
+		goto done;
+	}
+	int64_t nin = 0;
+	for (int k = 0; k < ir_ninputs(g); k++)
+		if (g->tensors[ir_input_tensor(g, k)].dtype != DT_I32)
+			nin += ir_tensor_count(g, ir_input_tensor(g, k));
+	lim_phase(&r.lim, "converting", nin, 0);
+	sh = ex_shared_new(g, inputs, &r.lim, op.block, d);
 	if (!sh)
 		goto done;
-	r.main = sess_new(g, sh, true, NULL, &r.p0, 1);
+	r.main = sess_new(g, sh, true, NULL, &r.p0, 1, &r.lim);
 	Ctx *c0 = sess_ctx(r.main, 0, d);
 	if (!c0)
 		goto done;
-	ex_shared_fill(sh, c0);
+	c0->d = d;
+	if (ex_shared_fill(sh, c0) < 0)
+		goto done;
 	r.cx = ex_calloc((size_t)r.nthreads, sizeof *r.cx);
 	r.cx[0] = c0;
 	for (int w = 1; w < r.nthreads; w++)
@@ -492,6 +707,10 @@ int mp_exact(const Graph *g, const HostTensor *inputs, const MpOpts *o,
 		goto done;
 	rc = 0;
 done:
+	if (rc < 0 && lim_hit(&r.lim)) {
+		lim_diag(&r.lim, d);
+		rc = -2;
+	}
 	if (st)
 		run_stats(&r, st);
 	for (int w = 0; r.priv && w < r.nthreads; w++)
@@ -513,6 +732,7 @@ done:
 			status[k] = NULL;
 		}
 	}
+	lim_free(&r.lim);
 	range_leave(rg);
 	return rc;
 }
@@ -522,7 +742,8 @@ done:
 typedef struct {
 	const Graph *g;
 	const HostTensor *inputs;
-	const MpOpts *o;
+	Opts op;
+	Limits lim;
 	int output, rank;
 	const int64_t *coords;
 	Dtype fmt;
@@ -534,15 +755,16 @@ typedef struct {
 static int work_point(void *arg, int w, int64_t i, Diag *d)
 {
 	Points *p = arg;
-	if (!p->sess[w] && !(p->sess[w] = mp_session_new(p->g, p->inputs, p->o, d)))
+	if (!p->sess[w] && !(p->sess[w] = sess_open(p->g, p->inputs, &p->op, &p->lim, d)))
 		return -1;
 	MpStatus st;
-	if (mp_point(p->sess[w], p->output, p->coords + i * p->rank, p->fmt, &p->values[i], &st,
-		     d) < 0)
+	MpSession *s = p->sess[w];
+	if (point_at(s, p->output, p->coords + i * p->rank, p->fmt, &p->values[i], &st, d) < 0)
 		return -1;
 	if (p->status)
 		p->status[i] = (uint8_t)st;
-	return 0;
+	int64_t work = sess_work(s);
+	return lim_poll(&p->lim, 1, work) ? stop(d) : 0;
 }
 
 int mp_points(const Graph *g, const HostTensor *inputs, const MpOpts *o, int output,
@@ -554,16 +776,21 @@ int mp_points(const Graph *g, const HostTensor *inputs, const MpOpts *o, int out
 		return -1;
 	}
 	Dtype f = fmt == DT_NONE ? g->outputs[output].dtype : fmt;
-	Opts op = opts(g, o, f);
-	MpOpts mo = {1, op.p0, op.cap};
-	Points p = {g, inputs, &mo, output, g->tensors[g->outputs[output].tensor].rank, coords,
-		    fmt, values, status, NULL};
-	p.sess = ex_calloc((size_t)op.threads, sizeof *p.sess);
+	Points p = {g, inputs, opts(g, o, f), {0}, output,
+		    g->tensors[g->outputs[output].tensor].rank, coords, fmt, values, status, NULL};
+	lim_init(&p.lim, g, o, "the exact oracle");
+	lim_phase(&p.lim, "sampling", n, 0);
+	lim_tensor(&p.lim, g->tensors[g->outputs[output].tensor].name);
+	p.sess = ex_calloc((size_t)p.op.threads, sizeof *p.sess);
 	Range rg = range_enter();
-	int rc = par_run(work_point, &p, n, op.threads, d);
+	int rc = par_run(work_point, &p, n, p.op.threads, d);
+	if (rc < 0 && lim_hit(&p.lim)) {
+		lim_diag(&p.lim, d);
+		rc = -2;
+	}
 	if (st)
 		memset(st, 0, sizeof *st);
-	for (int w = 0; w < op.threads; w++) {
+	for (int w = 0; w < p.op.threads; w++) {
 		MpSession *s = p.sess[w];
 		if (s && st) {
 			st->elements += s->st.elements;
@@ -576,6 +803,7 @@ int mp_points(const Graph *g, const HostTensor *inputs, const MpOpts *o, int out
 		sess_free(s);
 	}
 	free(p.sess);
+	lim_free(&p.lim);
 	range_leave(rg);
 	return rc;
 }

@@ -17,6 +17,15 @@
  * recurses into the element being computed. Undecided values (ival.h) propagate: an
  * undecided index gives an undecided read, an undecided condition the hull of both
  * branches, an undecided ranking an undecided argmax or topk place.
+ *
+ * Reductions collect their terms (pointers to values on the scratch stack, in tables or
+ * inputs) up to the Shared's block; a longer one feeds each full block to an IvStream
+ * (ivred.c) and frees it, so memory does not grow with its length, and one of at most a
+ * block is reduced all at once as before. The streams of the reductions in progress are
+ * kept per depth (a term may read an element whose own reduction is then evaluated).
+ * Table pages and converted input pages are charged to the Limits (limit.h) when they are
+ * allocated; a charge over the cap, a deadline passed (polled every 1024 terms) or an
+ * allocation that fails stops the evaluation with an error.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -30,6 +39,7 @@ enum {
 	PAGE_BITS = 12,
 	PAGE = 1 << PAGE_BITS,
 	BLOCK = 128,        /* scratch intervals per allocation */
+	POLL = 1024,        /* reduction terms between polls of the limits */
 };
 
 #define RN MPFR_RNDN
@@ -73,13 +83,19 @@ struct Shared {
 	const Graph *g;
 	Input *in;     /* by tensor id */
 	Plan **plan;   /* by node: the affine plan of a read, or NULL */
+	Limits *lim;
+	size_t block;  /* terms a reduction holds at once */
+	int64_t held;  /* bytes of converted inputs charged to lim */
 };
 
 struct Level {
+	const Graph *g;
 	mpfr_prec_t prec;
 	Memo *memo;                 /* by tensor id */
 	Iv *lits;                   /* by literal id */
 	const Level *base;   /* whose exact values may be reused, or NULL */
+	Limits *lim;
+	int64_t held;        /* bytes of pages charged to lim */
 };
 
 static int ev_int(Ctx *c, Ref r, int64_t *v);
@@ -90,9 +106,7 @@ static const Iv *ev(Ctx *c, Ref r, Iv *out);
 
 void *ex_calloc(size_t n, size_t size)
 {
-	void *p = calloc(n ? n : 1, size);
-	IR_ASSERT(p);
-	return p;
+	return mp_xcalloc(n, size);
 }
 
 static size_t npages_of(int64_t n)
@@ -106,23 +120,58 @@ static size_t page_len(int64_t n, size_t pg)
 	return (size_t)(left < PAGE ? left : PAGE);
 }
 
-static void *memo_page(Memo *m, int64_t flat, mpfr_prec_t prec)
+/* A limit stopped the evaluation: the message is the Limits' (lim_diag). Returns -1. */
+static int stopped(Diag *d)
 {
+	diag_set(d, 2, "the evaluation stopped at a limit");
+	return -1;
+}
+
+/* A page of len values (ISlot when isint, else Iv at prec) for tensor t, charged to lim
+ * (*held grows): NULL with d at the cap or out of memory. */
+static void *new_page(Limits *lim, int64_t *held, const Graph *g, int t, size_t len, bool isint,
+		      mpfr_prec_t prec, Diag *d)
+{
+	int64_t bytes = (int64_t)(isint ? len * sizeof(ISlot) : iv_block_bytes(len, prec));
+	char what[300];
+	snprintf(what, sizeof what, "tensor '%s' (%zu more of its %lld elements, as %s)",
+		 g->tensors[t].name, len, (long long)ir_tensor_count(g, t),
+		 isint ? "integers" : "MPFR intervals");
+	if (!lim_charge(lim, bytes, what)) {
+		stopped(d);
+		return NULL;
+	}
+	void *p = isint ? calloc(len, sizeof(ISlot)) : (void *)iv_block(len, prec);
+	if (!p) {
+		lim_release(lim, bytes);
+		lim_oom(lim, d, bytes, what);
+		return NULL;
+	}
+	*held += bytes;
+	return p;
+}
+
+static void *memo_page(Level *l, int t, int64_t flat, Diag *d)
+{
+	Memo *m = &l->memo[t];
 	size_t pg = (size_t)(flat >> PAGE_BITS);
 	if (!m->pages[pg])
-		m->pages[pg] = m->isint ? ex_calloc(page_len(m->n, pg), sizeof(ISlot))
-					: (void *)iv_block(page_len(m->n, pg), prec);
+		m->pages[pg] = new_page(l->lim, &l->held, l->g, t, page_len(m->n, pg), m->isint,
+					l->prec, d);
 	return m->pages[pg];
 }
 
-static Iv *slot_iv(Level *l, int t, int64_t flat)
+/* Slot flat of tensor t in l, its page allocated on first touch: NULL with c->d. */
+static Iv *slot_iv(Ctx *c, Level *l, int t, int64_t flat)
 {
-	return &((Iv *)memo_page(&l->memo[t], flat, l->prec))[flat & (PAGE - 1)];
+	Iv *p = memo_page(l, t, flat, c->d);
+	return p ? &p[flat & (PAGE - 1)] : NULL;
 }
 
-static ISlot *slot_int(Level *l, int t, int64_t flat)
+static ISlot *slot_int(Ctx *c, Level *l, int t, int64_t flat)
 {
-	return &((ISlot *)memo_page(&l->memo[t], flat, l->prec))[flat & (PAGE - 1)];
+	ISlot *p = memo_page(l, t, flat, c->d);
+	return p ? &p[flat & (PAGE - 1)] : NULL;
 }
 
 /* The slot of t at flat in l if it was computed, else NULL (never allocates). */
@@ -149,16 +198,20 @@ void ex_level_free(Level *l, const Graph *g)
 			free(l->memo[t].pages[p]);
 		free(l->memo[t].pages);
 	}
+	if (l->lim)
+		lim_release(l->lim, l->held);
 	free(l->memo);
 	free(l->lits);
 	free(l);
 }
 
-Level *ex_level_new(const Graph *g, mpfr_prec_t prec, const Level *base, Diag *d)
+Level *ex_level_new(const Graph *g, mpfr_prec_t prec, const Level *base, Limits *lim, Diag *d)
 {
 	Level *l = ex_calloc(1, sizeof *l);
+	l->g = g;
 	l->prec = prec;
 	l->base = base;
+	l->lim = lim;
 	l->memo = ex_calloc((size_t)g->ntensors, sizeof *l->memo);
 	for (int t = 0; t < g->ntensors; t++) {
 		if (g->tensors[t].kind != TK_DEF)
@@ -170,6 +223,11 @@ Level *ex_level_new(const Graph *g, mpfr_prec_t prec, const Level *base, Diag *d
 		m->isint = g->tensors[t].dtype == DT_I32;
 	}
 	l->lits = g->nlits ? iv_block(g->nlits, prec) : NULL;
+	if (g->nlits && !l->lits) {
+		lim_oom(lim, d, (int64_t)iv_block_bytes(g->nlits, prec), "the literals");
+		ex_level_free(l, g);
+		return NULL;
+	}
 	for (uint32_t i = 0; i < g->nlits; i++)
 		if (iv_from_str(NULL, &l->lits[i], g->lits[i].text) < 0) {
 			diag_set(d, 3, "literal '%s' is not a number", g->lits[i].text);
@@ -179,13 +237,17 @@ Level *ex_level_new(const Graph *g, mpfr_prec_t prec, const Level *base, Diag *d
 	return l;
 }
 
+/* Element flat of input t as an MPFR point, its page converted on first touch: NULL with
+ * c->d at the cap or out of memory. */
 static const Iv *input_iv(Ctx *c, int t, int64_t flat)
 {
 	Input *in = &c->sh->in[t];
 	size_t pg = (size_t)(flat >> PAGE_BITS);
 	if (!in->pages[pg]) {
 		size_t len = page_len(in->ht->n, pg);
-		Iv *p = iv_block(len, in->prec);
+		Iv *p = new_page(c->sh->lim, &c->sh->held, c->g, t, len, false, in->prec, c->d);
+		if (!p)
+			return NULL;
 		for (size_t i = 0; i < len; i++)
 			mpfr_set_d(p[i].lo, ht_get(in->ht, (int64_t)(pg * PAGE + i)), RN);
 		in->pages[pg] = p;
@@ -253,8 +315,7 @@ static Plan *make_plan(const Graph *g, const Node *n)
 			p.dim[k].coef[p.dim[k].nt++] = coef[v];
 		}
 	}
-	Plan *q = malloc(sizeof *q);
-	IR_ASSERT(q);
+	Plan *q = mp_xmalloc(sizeof *q);
 	*q = p;
 	return q;
 }
@@ -271,6 +332,8 @@ void ex_shared_free(Shared *sh)
 			free(sh->in[t].pages[p]);
 		free(sh->in[t].pages);
 	}
+	if (sh->lim)
+		lim_release(sh->lim, sh->held);
 	free(sh->in);
 	free(sh);
 }
@@ -321,12 +384,15 @@ static int validate(const Graph *g, Diag *d)
 	return 0;
 }
 
-Shared *ex_shared_new(const Graph *g, const HostTensor *inputs, Diag *d)
+Shared *ex_shared_new(const Graph *g, const HostTensor *inputs, Limits *lim, size_t block,
+		      Diag *d)
 {
 	if (validate(g, d) < 0)
 		return NULL;
 	Shared *sh = ex_calloc(1, sizeof *sh);
 	sh->g = g;
+	sh->lim = lim;
+	sh->block = block;
 	sh->in = ex_calloc((size_t)g->ntensors, sizeof *sh->in);
 	int n = ir_ninputs(g);
 	for (int k = 0; k < n; k++) {
@@ -351,11 +417,19 @@ Shared *ex_shared_new(const Graph *g, const HostTensor *inputs, Diag *d)
 	return sh;
 }
 
-void ex_shared_fill(Shared *sh, Ctx *c)
+int ex_shared_fill(Shared *sh, Ctx *c)
 {
-	for (int t = 0; t < sh->g->ntensors; t++)
-		for (size_t p = 0; p < sh->in[t].npages; p++)
-			input_iv(c, t, (int64_t)p * PAGE);
+	for (int t = 0; t < sh->g->ntensors; t++) {
+		lim_tensor(sh->lim, sh->g->tensors[t].name);
+		for (size_t p = 0; p < sh->in[t].npages; p++) {
+			if (!input_iv(c, t, (int64_t)p * PAGE))
+				return -1;
+			int64_t len = (int64_t)page_len(sh->in[t].ht->n, p);
+			if (lim_poll(sh->lim, len, len))
+				return stopped(c->d);
+		}
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------ contexts */
@@ -367,6 +441,7 @@ Ctx *ex_ctx_new(const Graph *g, Shared *sh, Level *lv)
 	c->sh = sh;
 	c->lv = lv;
 	c->def = -1;
+	c->lim = sh->lim;
 	ivc_init(&c->iv, lv->prec);
 	mpfr_init2(c->out, OUT_PREC);
 	return c;
@@ -382,6 +457,9 @@ void ex_ctx_free(Ctx *c)
 	free(c->terms);
 	free(c->jv);
 	free(c->order);
+	for (int k = 0; k < c->nstreams; k++)
+		ivs_free(c->streams[k]);
+	free(c->streams);
 	ivc_free(&c->iv);
 	mpfr_clear(c->out);
 	free(c);
@@ -389,9 +467,11 @@ void ex_ctx_free(Ctx *c)
 
 static void grow_stack(Ctx *c)
 {
-	c->blocks = realloc(c->blocks, (c->nblocks + 1) * sizeof *c->blocks);
-	IR_ASSERT(c->blocks);
-	c->blocks[c->nblocks++] = iv_block(BLOCK, c->lv->prec);
+	c->blocks = mp_xrealloc(c->blocks, (c->nblocks + 1) * sizeof *c->blocks);
+	Iv *b = iv_block(BLOCK, c->lv->prec);
+	if (!b)
+		mp_oom_exit(iv_block_bytes(BLOCK, c->lv->prec));
+	c->blocks[c->nblocks++] = b;
 }
 
 static inline Iv *push(Ctx *c)
@@ -406,9 +486,8 @@ static void add_term(Ctx *c, const Iv *v, int64_t j)
 {
 	if (c->nterms == c->capterms) {
 		c->capterms = c->capterms ? 2 * c->capterms : 256;
-		c->terms = realloc(c->terms, c->capterms * sizeof *c->terms);
-		c->jv = realloc(c->jv, c->capterms * sizeof *c->jv);
-		IR_ASSERT(c->terms && c->jv);
+		c->terms = mp_xrealloc(c->terms, c->capterms * sizeof *c->terms);
+		c->jv = mp_xrealloc(c->jv, c->capterms * sizeof *c->jv);
 	}
 	c->terms[c->nterms] = v;
 	c->jv[c->nterms++] = j;
@@ -542,21 +621,24 @@ static int64_t unit_of(const Def *d, int64_t flat)
 	return d->monoid == MO_TOPK ? flat / topk_k(d) : flat;
 }
 
-int64_t ex_prepare(Level *l, const Graph *g, int di)
+int64_t ex_prepare(Level *l, const Graph *g, int di, Diag *d)
 {
-	const Def *d = &g->defs[di];
-	for (int o = 0; o < d->nout; o++) {
-		Memo *m = &l->memo[d->out[o]];
+	const Def *D = &g->defs[di];
+	for (int o = 0; o < D->nout; o++) {
+		Memo *m = &l->memo[D->out[o]];
 		for (size_t p = 0; p < m->npages; p++)
-			memo_page(m, (int64_t)p * PAGE, l->prec);
+			if (!memo_page(l, D->out[o], (int64_t)p * PAGE, d))
+				return -1;
 	}
-	int64_t n = ir_tensor_count(g, d->out[0]);
-	return d->monoid == MO_TOPK ? n / topk_k(d) : n;
+	int64_t n = ir_tensor_count(g, D->out[0]);
+	return D->monoid == MO_TOPK ? n / topk_k(D) : n;
 }
 
 static const Iv *def_iv(Ctx *c, int t, int64_t flat)
 {
-	Iv *s = slot_iv(c->lv, t, flat);
+	Iv *s = slot_iv(c, c->lv, t, flat);
+	if (!s)
+		return NULL;
 	if (s->done)
 		return s;
 	if (c->lv->base) {
@@ -573,7 +655,9 @@ static const Iv *def_iv(Ctx *c, int t, int64_t flat)
 
 static int def_int(Ctx *c, int t, int64_t flat, int64_t *v)
 {
-	ISlot *s = slot_int(c->lv, t, flat);
+	ISlot *s = slot_int(c, c->lv, t, flat);
+	if (!s)
+		return -1;
 	if (!s->done) {
 		const ISlot *b = c->lv->base ? peek(c->lv->base, t, flat) : NULL;
 		if (b && !b->und) {
@@ -876,6 +960,8 @@ static const Iv *ev(Ctx *c, Ref r, Iv *out)
 
 static int store_int(Ctx *c, ISlot *s, int und, int64_t v)
 {
+	if (!s)
+		return -1;
 	if (!und && (v < INT32_MIN || v > INT32_MAX))
 		return fail(c, c->g->defs[c->def].pos, "the value %lld does not fit in 32 bits",
 			    (long long)v);
@@ -891,9 +977,11 @@ static int plain(Ctx *c, const Def *d, int64_t flat)
 	if (c->lv->memo[t].isint) {
 		int64_t v = 0;
 		int k = ev_int(c, d->body, &v);
-		return k < 0 ? -1 : store_int(c, slot_int(c->lv, t, flat), k, v);
+		return k < 0 ? -1 : store_int(c, slot_int(c, c->lv, t, flat), k, v);
 	}
-	Iv *s = slot_iv(c->lv, t, flat);
+	Iv *s = slot_iv(c, c->lv, t, flat);
+	if (!s)
+		return -1;
 	const Iv *v = ev(c, d->body, s);
 	if (!v)
 		return -1;
@@ -903,17 +991,62 @@ static int plain(Ctx *c, const Def *d, int64_t flat)
 	return 0;
 }
 
-/* A reduction in progress: integer monoids fold as they go, the others collect terms. */
+/* A reduction in progress: integer monoids fold as they go, the others collect terms from
+ * base on (their temporaries on the scratch stack from mark on), feeding each full block
+ * to a stream. */
 typedef struct {
 	const Def *d;
 	bool intfold;
 	bool any;
 	int und;
 	int64_t acc;
+	size_t base, mark;
+	int depth;         /* of this reduction among those in progress: its stream's slot */
+	IvStream *st;      /* once the terms overflowed a block, else NULL */
 } Red;
+
+static IvStream *stream_at(Ctx *c, int depth)
+{
+	if (depth >= c->nstreams) {
+		c->streams = mp_xrealloc(c->streams, (size_t)(depth + 1) * sizeof *c->streams);
+		for (; c->nstreams <= depth; c->nstreams++)
+			c->streams[c->nstreams] = NULL;
+	}
+	if (!c->streams[depth])
+		c->streams[depth] = ivs_new(c->lv->prec);
+	return c->streams[depth];
+}
+
+/* Feeds the collected terms to the stream (begun at the first block) and frees them. */
+static int flush(Ctx *c, Red *red)
+{
+	const Def *d = red->d;
+	const char *name = c->g->tensors[d->out[0]].name;
+	if (!red->st) {
+		red->st = stream_at(c, red->depth);
+		ivs_begin(red->st, d->monoid, d->monoid == MO_TOPK ? (size_t)topk_k(d) : 0,
+			  c->sh->block, c->lim, name);
+	}
+	size_t n = c->nterms - red->base;
+	int rc = ivs_feed(&c->iv, red->st, &c->terms[red->base], &c->jv[red->base], n);
+	c->nterms = red->base;
+	c->top = red->mark;
+	if (rc > 0)
+		return stopped(c->d);
+	if (rc < 0)
+		return lim_oom(c->lim, c->d, (int64_t)iv_block_bytes(2 * n, c->lv->prec),
+			       "the candidates of a topk");
+	return 0;
+}
 
 static int term(Ctx *c, Red *red, int64_t j)
 {
+	if (++c->pend >= POLL) {
+		int64_t w = c->pend;
+		c->pend = 0;
+		if (lim_poll(c->lim, 0, w))
+			return stopped(c->d);
+	}
 	const Def *d = red->d;
 	if (!red->intfold) {
 		Iv *tmp = push(c);
@@ -923,7 +1056,7 @@ static int term(Ctx *c, Red *red, int64_t j)
 		if (v != tmp)
 			c->top--;   /* tmp is still the top: ev pops what it pushes */
 		add_term(c, v, j);
-		return 0;
+		return c->nterms - red->base >= c->sh->block ? flush(c, red) : 0;
 	}
 	int64_t v;
 	int s = ev_int(c, d->body, &v);
@@ -962,6 +1095,20 @@ static int loop(Ctx *c, Red *red, int lvl)
 	return 0;
 }
 
+/* Runs the loops of red's reduction, then feeds the last terms to its stream if it has
+ * one (a reduction of at most a block keeps them all, for the all-at-once forms). */
+static int collect(Ctx *c, Red *red)
+{
+	red->base = c->nterms;
+	red->mark = c->top;
+	red->depth = c->depth++;
+	int rc = loop(c, red, 0);
+	c->depth--;
+	if (rc == 0 && red->st && c->nterms > red->base)
+		rc = flush(c, red);
+	return rc;
+}
+
 static int reduce(Ctx *c, const Def *d, int64_t flat)
 {
 	int t = d->out[0];
@@ -969,24 +1116,34 @@ static int reduce(Ctx *c, const Def *d, int64_t flat)
 	Red red = {.d = d, .acc = m == MO_PROD};
 	red.intfold = c->lv->memo[t].isint && c->g->nodes[d->body].ty == TY_INT &&
 		      (m == MO_SUM || m == MO_PROD || m == MO_MAX || m == MO_MIN);
-	size_t base = c->nterms;
-	if (loop(c, &red, 0) < 0)
+	if (collect(c, &red) < 0)
 		return -1;
 	if (red.intfold) {
 		if (!red.any && (m == MO_MAX || m == MO_MIN))
 			return fail(c, d->pos, "%s of integers over an empty range has no value",
 				    monoid_name(m));
-		return store_int(c, slot_int(c->lv, t, flat), red.und, red.acc);
+		return store_int(c, slot_int(c, c->lv, t, flat), red.und, red.acc);
 	}
-	const Iv *const *tv = &c->terms[base];
-	size_t n = c->nterms - base, b;
+	const Iv *const *tv = &c->terms[red.base];
+	size_t n = c->nterms - red.base, b;
 	if (m == MO_ARGMAX || m == MO_ARGMIN) {
-		int k = iv_argbest(tv, n, m == MO_ARGMAX, &b);
-		return store_int(c, slot_int(c->lv, t, flat), k == IV_UND,
-				 k == IV_UND || n == 0 ? -1 : c->jv[base + b]);
+		int64_t jv = -1;
+		int k;
+		if (red.st) {
+			k = ivs_argbest(red.st, &jv);
+		} else {
+			k = iv_argbest(tv, n, m == MO_ARGMAX, &b);
+			jv = k == IV_UND || n == 0 ? -1 : c->jv[red.base + b];
+		}
+		return store_int(c, slot_int(c, c->lv, t, flat), k == IV_UND, k == IV_UND ? -1 : jv);
 	}
-	Iv *s = slot_iv(c->lv, t, flat);
-	iv_reduce(&c->iv, m, s, tv, n);
+	Iv *s = slot_iv(c, c->lv, t, flat);
+	if (!s)
+		return -1;
+	if (red.st)
+		ivs_value(&c->iv, red.st, s);
+	else
+		iv_reduce(&c->iv, m, s, tv, n);
 	s->done = 1;
 	return 0;
 }
@@ -997,35 +1154,41 @@ static int topk(Ctx *c, const Def *d, int64_t unit)
 {
 	int64_t K = topk_k(d);
 	Red red = {.d = d};
-	size_t base = c->nterms;
-	if (loop(c, &red, 0) < 0)
+	if (collect(c, &red) < 0)
 		return -1;
-	size_t n = c->nterms - base;
-	if ((int64_t)n < K)
-		return fail(c, d->pos, "topk over a range of %zu terms, fewer than K = %lld", n,
-			    (long long)K);
+	int64_t n = red.st ? ivs_count(red.st) : (int64_t)(c->nterms - red.base);
+	if (n < K)
+		return fail(c, d->pos, "topk over a range of %lld terms, fewer than K = %lld",
+			    (long long)n, (long long)K);
 	if ((size_t)K > c->caporder) {
 		free(c->order);
-		c->order = malloc((size_t)K * sizeof *c->order);
-		IR_ASSERT(c->order);
+		c->order = mp_xmalloc((size_t)K * sizeof *c->order);
 		c->caporder = (size_t)K;
 	}
-	size_t known = iv_topk(&c->iv, &c->terms[base], n, (size_t)K, c->order);
+	size_t known = red.st ? ivs_topk(&c->iv, red.st, c->order)
+			      : iv_topk(&c->iv, &c->terms[red.base], (size_t)n, (size_t)K, c->order);
 	Level *l = c->lv;
 	for (int64_t q = 0; q < K; q++) {
 		int64_t flat = unit * K + q;
 		bool und = (size_t)q >= known;
-		const Iv *v = und ? NULL : c->terms[base + c->order[q]];
-		if (d->nout > 1 &&
-		    store_int(c, slot_int(l, d->out[1], flat), und, und ? 0 : c->jv[base + c->order[q]]) < 0)
+		const Iv *v = NULL;
+		int64_t jv = 0;
+		if (!und) {
+			size_t o = c->order[q];
+			v = red.st ? ivs_cand(red.st, o) : c->terms[red.base + o];
+			jv = red.st ? ivs_cand_jv(red.st, o) : c->jv[red.base + o];
+		}
+		if (d->nout > 1 && store_int(c, slot_int(c, l, d->out[1], flat), und, jv) < 0)
 			return -1;
 		if (l->memo[d->out[0]].isint) {
 			int64_t iv = und ? 0 : mpfr_get_sj(v->lo, RN);
-			if (store_int(c, slot_int(l, d->out[0], flat), und, iv) < 0)
+			if (store_int(c, slot_int(c, l, d->out[0], flat), und, iv) < 0)
 				return -1;
 			continue;
 		}
-		Iv *s = slot_iv(l, d->out[0], flat);
+		Iv *s = slot_iv(c, l, d->out[0], flat);
+		if (!s)
+			return -1;
 		if (und)
 			iv_set_und(s);
 		else
@@ -1042,7 +1205,7 @@ int ex_elem(Ctx *c, int di, int64_t unit)
 	const Def *d = &c->g->defs[di];
 	int64_t saved[IR_MAXVARS];
 	memcpy(saved, c->env, sizeof saved);
-	int sdef = c->def;
+	int sdef = c->def, sdepth = c->depth;
 	size_t mark = c->top, tmark = c->nterms;
 	c->def = di;
 	int last = d->nlhs;
@@ -1062,6 +1225,7 @@ int ex_elem(Ctx *c, int di, int64_t unit)
 	}
 	memcpy(c->env, saved, sizeof saved);
 	c->def = sdef;
+	c->depth = sdepth;
 	c->top = mark;
 	c->nterms = tmark;
 	return rc;

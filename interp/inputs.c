@@ -19,11 +19,19 @@
  *   in [0, b) with b the smallest extent of every dimension they index (adversarial favours
  *   0 and b - 1), so generated cases are always valid; other i32 inputs are small integers
  *   in [-8, 8].
+ *
+ * Limits (mp_make_inputs_opts): the inputs' total size is checked against the memory cap
+ * before anything is allocated (the largest input is named); generation polls the deadline
+ * and reports progress every 4096 elements.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "limit.h"
 #include "mpfmt.h"
+
+enum { CHUNK = 4096 };   /* elements between polls */
 
 static const char *dist_names[] = {
 	[DIST_NORMAL] = "normal",
@@ -209,52 +217,115 @@ static int copy_given(const Graph *g, int t, const HostTensor *h, HostTensor *ou
 	return 0;
 }
 
-static int generate(const Graph *g, int k, int t, const InputSpec *spec, HostTensor *out,
-		    Diag *d)
+/* Generates input k (tensor t) into out: 0, -1 with d, or 1 when a limit stopped it. */
+static int generate(const Graph *g, int k, int t, const InputSpec *spec, Limits *L,
+		    HostTensor *out, Diag *d)
 {
 	const Tensor *T = &g->tensors[t];
 	int64_t dims[IR_MAXRANK];
 	for (int i = 0; i < T->rank; i++)
 		dims[i] = T->dims[i].value;
 	if (ht_alloc(out, (Dtype)T->dtype, T->rank, dims) < 0) {
-		diag_set(d, 3, "out of memory for input '%s'", T->name);
-		return -1;
+		char what[300];
+		snprintf(what, sizeof what, "input '%s'", T->name);
+		return lim_oom(L, d, ir_tensor_count(g, t) * dt_info((Dtype)T->dtype)->bytes, what);
 	}
+	lim_tensor(L, T->name);
 	Gen G;
 	G.key = mix64(mix64(spec->seed) ^ mix64(0x5bd1e995ull + (uint64_t)k));
 	G.dt = (Dtype)T->dtype;
 	G.fi = dt_info(G.dt);
 	G.specials = spec->specials;
-	if (G.dt == DT_I32) {
-		int64_t b = index_bound(g, t);
-		for (int64_t i = 0; i < out->n; i++)
-			ht_set(out, i, draw_int(&G, spec->dist, b, i));
-		return 0;
+	int64_t b = G.dt == DT_I32 ? index_bound(g, t) : 0;
+	if (G.dt != DT_I32)
+		mpfr_init2(G.l, 53);
+	int rc = 0;
+	for (int64_t i = 0; i < out->n && !rc; i += CHUNK) {
+		int64_t e = i + CHUNK < out->n ? i + CHUNK : out->n;
+		for (int64_t j = i; j < e; j++)
+			ht_set(out, j, G.dt == DT_I32 ? draw_int(&G, spec->dist, b, j)
+						      : mp_round_to(G.dt, draw(&G, spec->dist, j)));
+		rc = lim_poll(L, e - i, e - i);
 	}
-	mpfr_init2(G.l, 53);
-	for (int64_t i = 0; i < out->n; i++)
-		ht_set(out, i, mp_round_to(G.dt, draw(&G, spec->dist, i)));
-	mpfr_clear(G.l);
-	return 0;
+	if (G.dt != DT_I32)
+		mpfr_clear(G.l);
+	if (rc)
+		ht_free(out);
+	return rc;
+}
+
+/* The inputs' bytes against the cap: 0, or -1 with why (malloc'ed) naming the largest. */
+static int check_size(const Graph *g, int64_t cap, char **why)
+{
+	int64_t total = 0, big = 0;
+	int bt = -1;
+	for (int k = 0; k < ir_ninputs(g); k++) {
+		int t = ir_input_tensor(g, k);
+		int64_t n = ir_tensor_count(g, t), bytes;
+		if (__builtin_mul_overflow(n, (int64_t)dt_info((Dtype)g->tensors[t].dtype)->bytes, &bytes) ||
+		    __builtin_add_overflow(total, bytes, &total))
+			total = bytes = INT64_MAX;
+		if (bytes > big) {
+			big = bytes;
+			bt = t;
+		}
+	}
+	if (cap < 0 || total <= cap)
+		return 0;
+	const Tensor *T = &g->tensors[bt];
+	char a[32], b[32], c[32], shape[160];
+	lim_shape(g, bt, shape, sizeof shape);
+	if (asprintf(why, "%s: the inputs would take %s, over the oracle's memory cap of %s: input "
+		     "'%s' (%s) is %lld elements of %d bytes = %s. Evaluate a smaller --size, or "
+		     "raise the cap (--oracle-mem MB)", g->file ? g->file : "<graph>",
+		     lim_bytes(a, sizeof a, total), lim_bytes(b, sizeof b, cap), T->name, shape,
+		     (long long)ir_tensor_count(g, bt), dt_info((Dtype)T->dtype)->bytes,
+		     lim_bytes(c, sizeof c, big)) < 0)
+		mp_oom_exit(256);
+	return -1;
 }
 
 int mp_make_inputs(const Graph *g, const InputSpec *spec, const HostTensor *given,
 		   HostTensor *inputs, Diag *d)
+{
+	return mp_make_inputs_opts(g, spec, given, NULL, inputs, d);
+}
+
+int mp_make_inputs_opts(const Graph *g, const InputSpec *spec, const HostTensor *given,
+			const MpOpts *o, HostTensor *inputs, Diag *d)
 {
 	int n = ir_ninputs(g);
 	if (spec->dist < 0 || spec->dist >= DIST__COUNT) {
 		diag_set(d, 2, "unknown input distribution %d", (int)spec->dist);
 		return -1;
 	}
-	for (int k = 0; k < n; k++) {
+	Limits L;
+	lim_init(&L, g, o, "input generation");
+	char *why = NULL;
+	if (check_size(g, L.cap, &why)) {
+		diag_set(d, 2, "%s", why);
+		free(why);
+		lim_free(&L);
+		return -2;
+	}
+	int64_t total = 0;
+	for (int k = 0; k < n; k++)
+		if (!given || !given[k].data)
+			total += ir_tensor_count(g, ir_input_tensor(g, k));
+	lim_phase(&L, "generating", total, 0);
+	int rc = 0;
+	for (int k = 0; k < n && !rc; k++) {
 		int t = ir_input_tensor(g, k);
-		int rc = given && given[k].data ? copy_given(g, t, &given[k], &inputs[k], d)
-						: generate(g, k, t, spec, &inputs[k], d);
-		if (rc < 0) {
+		rc = given && given[k].data ? copy_given(g, t, &given[k], &inputs[k], d)
+					    : generate(g, k, t, spec, &L, &inputs[k], d);
+		if (rc)
 			for (int j = 0; j < k; j++)
 				ht_free(&inputs[j]);
-			return -1;
-		}
 	}
-	return 0;
+	if (rc > 0) {
+		lim_diag(&L, d);
+		rc = -2;
+	}
+	lim_free(&L);
+	return rc;
 }

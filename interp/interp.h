@@ -11,18 +11,70 @@
  * Threads: results are identical for any thread count (each element's result is unique:
  * a correctly rounded value, or a deterministic emulation).
  * Errors: -1 with a Diag (code 2 for the user's errors: an out-of-range indirect index names
- * the tensor, the position and the value; code 3 for internal failures).
+ * the tensor, the position and the value; code 3 for internal failures, and for memory the
+ * machine would not give: "out of memory evaluating FILE ..."). -2 with a Diag of code 2
+ * when a limit of MpOpts stopped the evaluation: its deadline passed, or it would hold more
+ * than its memory cap. The message names the graph's file and what was too big or too
+ * slow; a caller tells the two apart by the return value (verify reports a limit as the
+ * user's to raise, fuzz skips the case). Once a limit is hit, the whole call stops: every
+ * thread polls it between elements and inside long reductions.
+ * Memory: a reduction holds at most MpOpts.red_block terms at a time and streams longer
+ * ones (exact partial sums, docs/oracle.md), so memory depends on the tensors' sizes, never
+ * on reduction lengths. Out of memory never aborts: the interpreter's large allocations
+ * (tables, converted inputs, outputs) fail with -1 and code 3; an allocation that cannot
+ * fail softly (inside MPFR or GMP, whose hooks the interpreter installs on first use, or
+ * one of a few bytes) prints "assay: out of memory evaluating FILE ..." and exits the
+ * process with status 3 (_exit: the one exit outside main, since GMP has no way back).
  */
 #ifndef ASSAY_INTERP_H
 #define ASSAY_INTERP_H
 
 #include "../compiler/compiler.h"
 
+/* What a long evaluation reports about itself (MpOpts.progress). Work counts the terms of
+ * reductions and one per element of a plain definition, so that one long reduction shows
+ * progress too. */
+typedef struct {
+	const char *phase;      /* "generating" (inputs), "converting" (inputs to MPFR),
+	                           "evaluating", "rounding", "escalating", "sampling" (points),
+	                           "emulating" */
+	const char *tensor;     /* the tensor being computed now, or NULL */
+	int64_t done, total;    /* elements of this phase done, and in all */
+	int64_t work_done;      /* terms and elements computed in this phase */
+	int64_t work_total;     /* the phase's work when known in advance (every reduction range
+	                           constant), else 0 */
+	double elapsed_s;       /* since the phase began */
+	double rate;            /* work per second in this phase */
+	double eta_s;           /* estimated seconds left in the phase; < 0 when unknown */
+} MpProgress;
+
+typedef void MpProgressFn(void *ctx, const MpProgress *p);
+
 typedef struct {
 	int threads;     /* worker threads; <= 0 means 1 */
 	long prec0;      /* first working precision in bits; <= 0 picks a default */
 	long prec_cap;   /* escalation cap in bits; <= 0 means 10000 */
+	double deadline; /* mp_now() time past which the evaluation stops (-2); 0: none */
+	int64_t mem_cap; /* bytes the evaluation may hold (tables, inputs as MPFR values,
+	                    outputs; mp_make_inputs: the inputs); 0: mp_default_mem_cap(),
+	                    < 0: no cap */
+	MpProgressFn *progress;  /* called about once a second while evaluating (from any of
+	                            its threads, one call at a time), or NULL */
+	void *progress_ctx;
+	long red_block;  /* terms a reduction holds at once before it streams them; <= 0:
+	                    4096 (tests use tiny blocks to exercise the block boundaries) */
 } MpOpts;
+
+/* CLOCK_MONOTONIC in seconds: the clock of MpOpts.deadline. */
+double mp_now(void);
+/* The default memory cap: half the physical memory or 8 GiB, whichever is smaller. */
+int64_t mp_default_mem_cap(void);
+
+/* The memory mp_exact (emulate: mp_emulate) needs for g at o's first precision, inputs
+ * included (as given and as MPFR values), against o's cap: 0, or -2 with d naming the
+ * largest part (tensor, elements, bytes) and the ways out. mp_exact and mp_emulate check it
+ * themselves; a caller checks it first to refuse a graph before generating its inputs. */
+int mp_check_memory(const Graph *g, const MpOpts *o, bool emulate, Diag *d);
 
 /* Per-element status of an exact result. */
 typedef enum {
@@ -41,7 +93,8 @@ typedef struct {
 /* Exact evaluation of every output. inputs[k] holds the k-th input tensor of g (in tensor
  * order, inputs only). outs[k] is allocated here for output k, in that output's dtype;
  * status[k] (if status is non-NULL) is allocated here with one MpStatus byte per element
- * (free with free()). An unsamplable element's value is NaN (0 for i32). */
+ * (free with free()). An unsamplable element's value is NaN (0 for i32). Returns 0, -1
+ * (an error) or -2 (a limit), with d; on failure nothing is left allocated. */
 int mp_exact(const Graph *g, const HostTensor *inputs, const MpOpts *o,
 	     HostTensor *outs, uint8_t **status, MpStats *st, Diag *d);
 
@@ -49,12 +102,13 @@ int mp_exact(const Graph *g, const HostTensor *inputs, const MpOpts *o,
 
 typedef struct MpSession MpSession;
 
+/* A session keeps o's limits (the deadline, the memory cap) for its whole life. */
 MpSession *mp_session_new(const Graph *g, const HostTensor *inputs, const MpOpts *o, Diag *d);
 void mp_session_free(MpSession *s);
 
 /* The correctly rounded value of output `output` at coordinates coords (rank of that
  * output), in format fmt (any Dtype; DT_NONE means the output's own). *value gets the
- * rounded value (every format's values are doubles). Returns 0, or -1 with d filled.
+ * rounded value (every format's values are doubles). Returns 0, or -1 (-2: a limit) with d.
  * *status tells whether it settled. Single-threaded per session; use one session per
  * thread. */
 int mp_point(MpSession *s, int output, const int64_t *coords, Dtype fmt,
@@ -92,7 +146,7 @@ typedef struct {
 } EmuConfig;
 
 /* Emulated evaluation of every output (each output finally rounded into its own dtype,
- * outs allocated here as for mp_exact). */
+ * outs allocated here as for mp_exact). 0, -1 or -2 (a limit) as mp_exact. */
 int mp_emulate(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
 	       const MpOpts *o, HostTensor *outs, MpStats *st, Diag *d);
 
@@ -130,8 +184,14 @@ const char *dist_name(Dist d);
 /* Fills every input k of g with given[k].data == NULL (given may be NULL) deterministically
  * from the seed: inputs[k] is allocated here. An i32 input read in an index position is
  * drawn within the bounds of every dimension it indexes (graph-format.md: generated cases
- * are always valid). Inputs already given are copied. Returns 0 or -1 with d. */
+ * are always valid). Inputs already given are copied. Returns 0, or -1 with d, or -2 with
+ * d when the inputs would take more than the memory cap (checked before anything is
+ * generated: the largest input is named) or the deadline passed. */
 int mp_make_inputs(const Graph *g, const InputSpec *spec, const HostTensor *given,
 		   HostTensor *inputs, Diag *d);
+/* The same under o's deadline, memory cap and progress callback (o NULL: mp_make_inputs,
+ * no deadline and the default cap). */
+int mp_make_inputs_opts(const Graph *g, const InputSpec *spec, const HostTensor *given,
+			const MpOpts *o, HostTensor *inputs, Diag *d);
 
 #endif

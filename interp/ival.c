@@ -45,13 +45,24 @@ void iv_clear(Iv *v)
 	mpfr_clear(v->hi);
 }
 
-Iv *iv_block(size_t n, mpfr_prec_t prec)
+static size_t sig_bytes(mpfr_prec_t prec)
 {
 	size_t limbs = mpfr_custom_get_size(prec);
-	limbs = (limbs + sizeof(mp_limb_t) - 1) / sizeof(mp_limb_t) * sizeof(mp_limb_t);
+	return (limbs + sizeof(mp_limb_t) - 1) / sizeof(mp_limb_t) * sizeof(mp_limb_t);
+}
+
+size_t iv_block_bytes(size_t n, mpfr_prec_t prec)
+{
+	return (n * sizeof(Iv) + 63) / 64 * 64 + 2 * n * sig_bytes(prec);
+}
+
+Iv *iv_block(size_t n, mpfr_prec_t prec)
+{
+	size_t limbs = sig_bytes(prec);
 	size_t head = (n * sizeof(Iv) + 63) / 64 * 64;
 	char *mem = malloc(head + 2 * n * limbs);
-	IR_ASSERT(mem);
+	if (!mem)
+		return NULL;
 	Iv *v = (Iv *)mem;
 	char *sig = mem + head;
 	for (size_t i = 0; i < n; i++) {
@@ -93,26 +104,6 @@ void ivc_free(IvCtx *c)
 	free(c->his);
 	free(c->sortbuf);
 	memset(c, 0, sizeof *c);
-}
-
-/* Makes room for n arguments of mpfr_sum (and n logsumexp temporaries if big). */
-static void reserve(IvCtx *c, size_t n, bool big)
-{
-	if (n > c->cap) {
-		size_t cap = c->cap ? c->cap : 64;
-		while (cap < n)
-			cap *= 2;
-		c->los = realloc(c->los, cap * sizeof *c->los);
-		c->his = realloc(c->his, cap * sizeof *c->his);
-		IR_ASSERT(c->los && c->his);
-		c->cap = cap;
-	}
-	if (big && n > c->nbig) {
-		c->big = realloc(c->big, c->cap * sizeof *c->big);
-		IR_ASSERT(c->big);
-		for (; c->nbig < c->cap; c->nbig++)
-			mpfr_init2(c->big[c->nbig], c->prec);
-	}
 }
 
 /* -------------------------------------------------------------- setters */
@@ -189,6 +180,9 @@ static void norm(Iv *r)
 	r->pt = mpfr_equal_p(r->lo, r->hi) && mpfr_signbit(r->lo) == mpfr_signbit(r->hi);
 }
 
+void iv_fin(Iv *r, int t) { fin(r, t); }
+void iv_norm(Iv *r) { norm(r); }
+
 void iv_from_si(IvCtx *c, Iv *r, int64_t v)
 {
 	(void)c;
@@ -208,8 +202,7 @@ int iv_from_str(IvCtx *c, Iv *r, const char *s)
 
 /* ------------------------------------------------------------- helpers */
 
-/* Comparison in the order -inf < ... < -0 < +0 < ... < +inf (no NaN). */
-static int lcmp(mpfr_srcptr x, mpfr_srcptr y)
+int iv_lcmp(mpfr_srcptr x, mpfr_srcptr y)
 {
 	int k = mpfr_cmp(x, y);
 	if (k == 0 && mpfr_zero_p(x))
@@ -411,11 +404,11 @@ static void trig(IvCtx *c, Iv *r, const Iv *a, bool is_cos)
 	}
 	f(r->lo, a->lo, RD);
 	f(c->t[0], a->hi, RD);
-	if (lcmp(c->t[0], r->lo) < 0)
+	if (iv_lcmp(c->t[0], r->lo) < 0)
 		mpfr_set(r->lo, c->t[0], RN);
 	f(r->hi, a->lo, RU);
 	f(c->t[0], a->hi, RU);
-	if (lcmp(c->t[0], r->hi) > 0)
+	if (iv_lcmp(c->t[0], r->hi) > 0)
 		mpfr_set(r->hi, c->t[0], RN);
 	c->ops += 4;
 	int dl = dsign(c, a->lo, is_cos), dh = dsign(c, a->hi, is_cos);
@@ -511,9 +504,9 @@ static void corners(IvCtx *c, Iv *r, const Iv *a, const Iv *b, Fn2 f)
 			f(lo, A[i], B[j], RD);
 			f(hi, A[i], B[j], RU);
 			c->ops += 2;
-			if (!first && (mpfr_nan_p(lo) || lcmp(lo, r->lo) < 0))
+			if (!first && (mpfr_nan_p(lo) || iv_lcmp(lo, r->lo) < 0))
 				mpfr_set(r->lo, lo, RN);
-			if (!first && (mpfr_nan_p(hi) || lcmp(hi, r->hi) > 0))
+			if (!first && (mpfr_nan_p(hi) || iv_lcmp(hi, r->hi) > 0))
 				mpfr_set(r->hi, hi, RN);
 			first = false;
 		}
@@ -709,8 +702,8 @@ static void maxmin(Iv *r, const Iv *a, const Iv *b, bool max)
 		return;
 	}
 	int s = max ? 1 : -1;
-	mpfr_set(r->lo, s * lcmp(a->lo, b->lo) >= 0 ? a->lo : b->lo, RN);
-	mpfr_set(r->hi, s * lcmp(iv_hi(a), iv_hi(b)) >= 0 ? iv_hi(a) : iv_hi(b), RN);
+	mpfr_set(r->lo, s * iv_lcmp(a->lo, b->lo) >= 0 ? a->lo : b->lo, RN);
+	mpfr_set(r->hi, s * iv_lcmp(iv_hi(a), iv_hi(b)) >= 0 ? iv_hi(a) : iv_hi(b), RN);
 	norm(r);
 }
 
@@ -721,8 +714,8 @@ void iv_hull(Iv *r, const Iv *a, const Iv *b)
 	} else if (iv_isnan(a)) {
 		iv_set_nan(r);
 	} else {
-		mpfr_set(r->lo, lcmp(a->lo, b->lo) <= 0 ? a->lo : b->lo, RN);
-		mpfr_set(r->hi, lcmp(iv_hi(a), iv_hi(b)) >= 0 ? iv_hi(a) : iv_hi(b), RN);
+		mpfr_set(r->lo, iv_lcmp(a->lo, b->lo) <= 0 ? a->lo : b->lo, RN);
+		mpfr_set(r->hi, iv_lcmp(iv_hi(a), iv_hi(b)) >= 0 ? iv_hi(a) : iv_hi(b), RN);
 		norm(r);
 	}
 }
@@ -859,248 +852,6 @@ int iv_compare(Op op, const Iv *a, const Iv *b)
 	default:
 		IR_ASSERT(!"iv_compare: not a comparison");
 	}
-}
-
-/* ---------------------------------------------------------- reductions */
-
-/* Sum: one correctly rounded mpfr_sum when every term is a point, else one per end. */
-static void sum(IvCtx *c, Iv *r, const Iv *const *t, size_t n)
-{
-	reserve(c, n, false);
-	bool und = false, allpt = true, ptp = false, ptn = false;
-	size_t np = 0, nn = 0, both = 0;
-	for (size_t i = 0; i < n; i++) {
-		const Iv *v = t[i];
-		if (v->und) {
-			und = true;
-			continue;
-		}
-		if (iv_isnan(v)) {
-			iv_set_nan(r);
-			return;
-		}
-		c->los[i] = (mpfr_ptr)v->lo;
-		c->his[i] = (mpfr_ptr)iv_hi(v);
-		allpt &= v->pt;
-		bool p = pinf(iv_hi(v)), q = ninf(v->lo);
-		np += p;
-		nn += q;
-		both += p && q;
-		if (v->pt) {
-			ptp |= p;
-			ptn |= q;
-		}
-	}
-	if (und) {
-		iv_set_und(r);
-	} else if (ptp && ptn) {
-		iv_set_nan(r);   /* a definite +inf and a definite -inf */
-	} else if (allpt) {
-		fin(r, mpfr_sum(r->lo, c->los, n, RN));
-		c->ops += n ? n - 1 : 0;
-	} else if (np && nn && !(np == 1 && nn == 1 && both == 1)) {
-		iv_set_und(r);   /* +inf and -inf possible in different terms */
-	} else {
-		if (mpfr_sum(r->lo, c->los, n, RD) == 0 && mpfr_zero_p(r->lo))
-			mpfr_sum(r->lo, c->los, n, RN);   /* the sign of an exact zero, as in add */
-		mpfr_sum(r->hi, c->his, n, RU);
-		c->ops += 2 * (n - 1);
-		norm(r);
-	}
-}
-
-static void prod(IvCtx *c, Iv *r, const Iv *const *t, size_t n)
-{
-	Iv *acc = &c->acc[0], *nxt = &c->acc[1];
-	iv_set_ui(acc, 1);
-	for (size_t i = 0; i < n; i++) {
-		iv_binary(c, OP_MUL, nxt, acc, t[i]);
-		Iv *s = acc;
-		acc = nxt;
-		nxt = s;
-	}
-	iv_copy(r, acc);
-}
-
-static void maxn(Iv *r, const Iv *const *t, size_t n, bool max)
-{
-	bool und = false;
-	for (size_t i = 0; i < n; i++) {
-		if (iv_isnan(t[i])) {
-			iv_set_nan(r);
-			return;
-		}
-		und |= t[i]->und;
-	}
-	if (und) {
-		iv_set_und(r);
-		return;
-	}
-	if (n == 0) {
-		iv_set_inf(r, max ? -1 : 1);
-		return;
-	}
-	int s = max ? 1 : -1;
-	mpfr_srcptr lo = t[0]->lo, hi = iv_hi(t[0]);
-	for (size_t i = 1; i < n; i++) {
-		if (s * lcmp(t[i]->lo, lo) > 0)
-			lo = t[i]->lo;
-		if (s * lcmp(iv_hi(t[i]), hi) > 0)
-			hi = iv_hi(t[i]);
-	}
-	mpfr_set(r->lo, lo, RN);
-	mpfr_set(r->hi, hi, RN);
-	norm(r);
-}
-
-/* One end of logsumexp: m + log(sum(exp(x_i - m))) with m the largest end, every step
- * rounded in the end's direction (the whole is increasing in every x_i). Returns whether
- * some step was inexact. */
-static bool lse_end(IvCtx *c, mpfr_ptr out, const Iv *const *t, size_t n, bool up)
-{
-	mpfr_rnd_t d = up ? RU : RD;
-	mpfr_srcptr m = NULL;
-	for (size_t i = 0; i < n; i++) {
-		mpfr_srcptr x = up ? iv_hi(t[i]) : t[i]->lo;
-		if (!m || mpfr_cmp(x, m) > 0)
-			m = x;
-	}
-	if (mpfr_inf_p(m)) {   /* every end -inf, or one +inf */
-		mpfr_set(out, m, RN);
-		return false;
-	}
-	reserve(c, n, true);
-	bool inexact = false;
-	for (size_t i = 0; i < n; i++) {
-		mpfr_srcptr x = up ? iv_hi(t[i]) : t[i]->lo;
-		inexact |= mpfr_sub(c->big[i], x, m, d) != 0;
-		inexact |= mpfr_exp(c->big[i], c->big[i], d) != 0;
-		c->los[i] = c->big[i];
-	}
-	inexact |= mpfr_sum(c->t[2], c->los, n, d) != 0;
-	inexact |= mpfr_log(c->t[2], c->t[2], d) != 0;
-	inexact |= mpfr_add(out, c->t[2], m, d) != 0;
-	c->ops += 3 * n + 1;
-	return inexact;
-}
-
-static void lse(IvCtx *c, Iv *r, const Iv *const *t, size_t n)
-{
-	bool und = false, allpt = true;
-	for (size_t i = 0; i < n; i++) {
-		if (iv_isnan(t[i])) {
-			iv_set_nan(r);
-			return;
-		}
-		und |= t[i]->und;
-		allpt &= t[i]->pt;
-	}
-	if (und) {
-		iv_set_und(r);
-	} else if (n == 0) {
-		iv_set_inf(r, -1);
-	} else if (!lse_end(c, r->lo, t, n, false) && allpt) {
-		fin(r, 0);
-	} else {
-		lse_end(c, r->hi, t, n, true);
-		norm(r);
-	}
-}
-
-void iv_reduce(IvCtx *c, Monoid m, Iv *r, const Iv *const *t, size_t n)
-{
-	switch (m) {
-	case MO_SUM: sum(c, r, t, n); return;
-	case MO_PROD: prod(c, r, t, n); return;
-	case MO_MAX: maxn(r, t, n, true); return;
-	case MO_MIN: maxn(r, t, n, false); return;
-	case MO_LOGSUMEXP: lse(c, r, t, n); return;
-	default: IR_ASSERT(!"iv_reduce: not a value monoid");
-	}
-}
-
-int iv_argbest(const Iv *const *t, size_t n, bool max, size_t *best)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (t[i]->und)
-			return IV_UND;
-		if (iv_isnan(t[i])) {
-			*best = i;
-			return IV_TRUE;
-		}
-	}
-	*best = n;
-	if (n == 0)
-		return IV_TRUE;
-	/* the only possible sure winner: the first term with the best near end */
-	int s = max ? 1 : -1;
-	size_t j = 0;
-	for (size_t i = 1; i < n; i++)
-		if (s * mpfr_cmp(max ? t[i]->lo : iv_hi(t[i]), max ? t[j]->lo : iv_hi(t[j])) > 0)
-			j = i;
-	mpfr_srcptr key = max ? t[j]->lo : iv_hi(t[j]);
-	for (size_t i = 0; i < n; i++) {
-		if (i == j)
-			continue;
-		int k = s * mpfr_cmp(key, max ? iv_hi(t[i]) : t[i]->lo);
-		if (k < 0 || (k == 0 && i < j))
-			return IV_UND;
-	}
-	*best = j;
-	return IV_TRUE;
-}
-
-typedef struct {
-	const Iv *v;
-	size_t i;
-} Ent;
-
-/* Candidate order for topk: NaN first, then by low end descending, then by position. */
-static int entcmp(const void *x, const void *y)
-{
-	const Ent *a = x, *b = y;
-	bool an = iv_isnan(a->v), bn = iv_isnan(b->v);
-	int k = an || bn ? (int)bn - (int)an : -mpfr_cmp(a->v->lo, b->v->lo);
-	if (k)
-		return k;
-	return a->i < b->i ? -1 : a->i > b->i;
-}
-
-/* a surely ranks before b: a larger value, or an equal one at a smaller position. */
-static bool beats(const Ent *a, const Ent *b)
-{
-	bool an = iv_isnan(a->v), bn = iv_isnan(b->v);
-	if (an || bn)
-		return an && (!bn || a->i < b->i);
-	int k = mpfr_cmp(a->v->lo, iv_hi(b->v));
-	return k > 0 || (k == 0 && a->i < b->i);
-}
-
-size_t iv_topk(IvCtx *c, const Iv *const *t, size_t n, size_t k, size_t *order)
-{
-	IR_ASSERT(k <= n);
-	for (size_t i = 0; i < n; i++)
-		if (t[i]->und)
-			return 0;
-	if (n > c->capsort) {
-		free(c->sortbuf);
-		c->sortbuf = malloc(n * sizeof(Ent));
-		IR_ASSERT(c->sortbuf);
-		c->capsort = n;
-	}
-	Ent *e = c->sortbuf;
-	for (size_t i = 0; i < n; i++)
-		e[i] = (Ent){t[i], i};
-	qsort(e, n, sizeof *e, entcmp);
-	/* position q is decided when every earlier one is and e[q] surely ranks before every
-	 * later candidate (the sure order is transitive) */
-	for (size_t q = 0; q < k; q++) {
-		for (size_t j = q + 1; j < n; j++)
-			if (!beats(&e[q], &e[j]))
-				return q;
-		order[q] = e[q].i;
-	}
-	return k;
 }
 
 /* ---------------------------------------------------------- rounding */

@@ -19,6 +19,7 @@
  * that of every operand (values are copied exactly). Every function counts its elementary
  * MPFR operations in IvCtx.ops. Nothing here allocates per operation except iv_topk's and
  * the sums' argument arrays, which grow and are then reused.
+ * The reductions (iv_reduce, iv_argbest, iv_topk and the streamed IvStream) are in ivred.c.
  */
 #ifndef ASSAY_IVAL_H
 #define ASSAY_IVAL_H
@@ -55,13 +56,22 @@ void ivc_init(IvCtx *c, mpfr_prec_t prec);
 void ivc_free(IvCtx *c);
 
 /* A block of n intervals at precision prec, their significands in the same allocation
- * (MPFR's custom interface): free the block with free(); never mpfr_clear its values. */
+ * (MPFR's custom interface): free the block with free(); never mpfr_clear its values.
+ * NULL when out of memory. iv_block_bytes is its size. */
 Iv *iv_block(size_t n, mpfr_prec_t prec);
+size_t iv_block_bytes(size_t n, mpfr_prec_t prec);
 void iv_init(Iv *v, mpfr_prec_t prec);   /* one value with mpfr_init2 */
 void iv_clear(Iv *v);
 
 static inline mpfr_srcptr iv_hi(const Iv *a) { return a->pt ? a->lo : a->hi; }
 static inline bool iv_isnan(const Iv *a) { return a->pt && mpfr_nan_p(a->lo); }
+
+/* Finishes r from a point operation rounded to nearest with ternary value t (a point if
+ * exact, else the 1-ulp interval around it); from ends computed with directed roundings. */
+void iv_fin(Iv *r, int t);
+void iv_norm(Iv *r);
+/* Comparison in the order -inf < ... < -0 < +0 < ... < +inf (no NaN). */
+int iv_lcmp(mpfr_srcptr x, mpfr_srcptr y);
 
 void iv_set_und(Iv *r);
 void iv_set_nan(Iv *r);
@@ -100,6 +110,45 @@ int iv_argbest(const Iv *const *t, size_t n, bool max, size_t *best);
  * smaller position first) into order[0..]. Returns how many leading places are decided
  * (k when all are). */
 size_t iv_topk(IvCtx *c, const Iv *const *t, size_t n, size_t k, size_t *order);
+
+/* ---------------------------------------------------------- streamed reductions */
+
+/* A reduction fed its terms block by block (blocks of any size, in order), for reductions
+ * too long to hold: its memory does not grow with the number of terms (topk's excepted
+ * when its candidates cannot be told apart: see ivred.c). Results:
+ * - sum: iv_reduce's, exactly: partial sums are kept exact (their precision adapts to the
+ *   terms' span) and rounded once at the end. Only when the exact partial would need more
+ *   than IVS_EXACT_CAP bits is it rounded outward at that precision (still an enclosure);
+ * - prod, max, min, argmax, argmin, topk: iv_reduce's, iv_argbest's and iv_topk's;
+ * - logsumexp: an enclosure by online rescaling (max so far, sum of exp(x - max) rescaled
+ *   when the max grows), every step rounded outward: sound, its ends may differ from
+ *   iv_reduce's within the roundings.
+ * A stream belongs to one IvCtx at one precision; it may be begun again for another
+ * reduction once the previous one is finished. */
+typedef struct IvStream IvStream;
+enum { IVS_EXACT_CAP = 1 << 20 };   /* bits: 128 KiB a partial, spans of a million binades */
+
+struct Limits;
+IvStream *ivs_new(mpfr_prec_t prec);
+void ivs_free(IvStream *s);
+/* Starts a reduction under m (k: topk's K; block: the caller's block size, for topk's
+ * pruning). Memory topk's candidates take is charged to lim as `what`. */
+void ivs_begin(IvStream *s, Monoid m, size_t k, size_t block, struct Limits *lim,
+	       const char *what);
+/* Feeds the next n terms (jv: their reduction index values, read by argmax, argmin and
+ * topk). 0; 1 when topk's candidates would pass lim's cap (the limit is hit); -1 when
+ * memory for them could not be had. */
+int ivs_feed(IvCtx *c, IvStream *s, const Iv *const *t, const int64_t *jv, size_t n);
+int64_t ivs_count(const IvStream *s);   /* terms fed */
+/* The value of a sum, prod, max, min or logsumexp into r (at least s's precision). */
+void ivs_value(IvCtx *c, IvStream *s, Iv *r);
+/* argmax/argmin: IV_TRUE with *jv the winner's index value, or IV_UND. */
+int ivs_argbest(IvStream *s, int64_t *jv);
+/* topk: the decided leading places (k when all are); place q is candidate order[q], read
+ * with ivs_cand and ivs_cand_jv. */
+size_t ivs_topk(IvCtx *c, IvStream *s, size_t *order);
+const Iv *ivs_cand(const IvStream *s, size_t i);
+int64_t ivs_cand_jv(const IvStream *s, size_t i);
 
 /* Rounds a into format f (round to nearest even). Returns true with out set when both
  * ends round alike (the value is then proven correctly rounded). out has >= 64 bits. */

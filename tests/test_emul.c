@@ -732,6 +732,77 @@ START_TEST(parsed)
 }
 END_TEST
 
+
+/* Reductions longer than a block stream (emul.c): with blocks of 1, 2, 3 and 7 terms every
+ * monoid, order and split gives the bits of the buffered evaluation (one block holding
+ * every term), on adversarial inputs with and without inf and NaN, and on normal ones.
+ * The triangle's inner range depends on its outer index (its pairwise tree is counted
+ * over both levels), and its split may cut the outer or the inner index. */
+static const char stream_src[] =
+	"size M = 5, N = 61\n"
+	"input x : f32[M, N]\n"
+	"input k : i32[N]\n"
+	"s1[i:M] = sum(j:N) x[i, j]\n"
+	"p1[i:M] = prod(j:N) (x[i, j] * 0.25 + 1)\n"
+	"l1[i:M] = logsumexp(j:N) x[i, j]\n"
+	"mx[i:M] = max(j:N) x[i, j]\n"
+	"mn[i:M] = min(j:N) x[i, j]\n"
+	"am[i:M] = argmax(j:N) x[i, j]\n"
+	"an[i:M] = argmin(j:N) x[i, j]\n"
+	"v[i:M, r:4], ix[i:M, r:4] = topk(j:N) x[i, j]\n"
+	"is[i:M] = sum(j:N) k[j] * (i + 1)\n"
+	"tri[i:M] = sum(j:N, l:0..j+1) x[i, l] * x[i, j]\n"
+	"output s1, p1, l1, mx, mn, am, an, v, ix, is, tri\n";
+
+START_TEST(stream_matches_buffer)
+{
+	Diag d = {0};
+	Graph *g = ir_parse(stream_src, strlen(stream_src), "stream.tg", NULL, 0, &d);
+	ck_assert_msg(g, "%s", d.msg);
+	static const InputSpec specs[] = {
+		{DIST_ADVERSARIAL, 3, false}, {DIST_ADVERSARIAL, 4, true}, {DIST_NORMAL, 5, false},
+	};
+	const InputSpec *sp = &specs[_i % 3];
+	HostTensor in[2];
+	ck_assert_int_eq(mp_make_inputs(g, sp, NULL, in, &d), 0);
+	Order ord[16];
+	int64_t split[16];
+	int sred[16];
+	Dtype dflt = _i / 3 % 2 ? DT_F16 : DT_F32;
+	int tri = g->tensors[ir_find_tensor(g, "tri")].def;
+	for (int cfgno = 0; cfgno < 8; cfgno++) {
+		for (int k = 0; k < g->ndefs; k++) {
+			ord[k] = cfgno & 1 ? ORDER_PAIRWISE : ORDER_LINEAR;
+			split[k] = cfgno & 2 ? 3 + (cfgno & 4 ? 1 : 0) : 1;
+			sred[k] = k == tri && cfgno & 4 ? 1 : 0;
+		}
+		EmuConfig cfg = {.dflt = dflt, .order = ord, .split = split, .split_red = sred};
+		HostTensor want[16], got[16];
+		MpOpts all = {.threads = 1, .red_block = 1 << 30};
+		ck_assert_msg(mp_emulate(g, in, &cfg, &all, want, NULL, &d) == 0, "%s", d.msg);
+		static const long blocks[] = {1, 2, 3, 7};
+		for (size_t b = 0; b < ARRAY_LEN(blocks); b++) {
+			MpOpts o = {.threads = 1 + (int)(b % 2), .red_block = blocks[b]};
+			ck_assert_msg(mp_emulate(g, in, &cfg, &o, got, NULL, &d) == 0, "%s", d.msg);
+			for (int k = 0; k < g->noutputs; k++) {
+				const char *name = g->tensors[g->outputs[k].tensor].name;
+				size_t bytes = (size_t)want[k].n * (size_t)dt_info(want[k].dtype)->bytes;
+				ck_assert_msg(memcmp(want[k].data, got[k].data, bytes) == 0,
+					      "%s differs with blocks of %ld (config %d, inputs %d): %g vs %g",
+					      name, blocks[b], cfgno, _i, ht_get(&got[k], 0),
+					      ht_get(&want[k], 0));
+				ht_free(&got[k]);
+			}
+		}
+		for (int k = 0; k < g->noutputs; k++)
+			ht_free(&want[k]);
+	}
+	ht_free(&in[0]);
+	ht_free(&in[1]);
+	ir_free(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("emul");
@@ -754,6 +825,7 @@ static Suite *suite(void)
 	tcase_add_test(gr, integers);
 	tcase_add_test(gr, threads);
 	tcase_add_test(gr, parsed);
+	tcase_add_loop_test(gr, stream_matches_buffer, 0, 6);
 	suite_add_tcase(s, gr);
 	return s;
 }

@@ -306,7 +306,7 @@ START_TEST(argmax_of_computed_terms)
 	ir_add_output(g, t + 1, DT_I32, (SrcPos){0});
 	HostTensor in = vec(DT_F64, 5, (double[]){0.5, 1.25, 1.0, 1.25, 2});
 	Res r;
-	MpOpts o = {1, 64, 256};
+	MpOpts o = {.threads = 1, .prec0 = 64, .prec_cap = 256};
 	run_ok(g, &in, &o, &r);
 	ck_assert_int_eq((int)out1(&r, 0, 0), 1);
 	ck_assert_int_eq(r.status[1][0], MP_UNSAMPLABLE);   /* exp(1.25) vs exp(1.25) */
@@ -518,7 +518,7 @@ START_TEST(indirect_read_out_of_range)
 	Res r;
 	Diag d = {0};
 	for (int threads = 1; threads <= 2; threads++) {
-		MpOpts o = {threads, 0, 0};
+		MpOpts o = {.threads = threads};
 		ck_assert_int_eq(run(g, in, &o, &r, &d), -1);
 		ck_assert_int_eq(d.code, 2);
 		ck_assert_msg(strstr(d.msg, "indirect read out of range: index 1 of emb is tok[1] = 7, "
@@ -600,7 +600,7 @@ START_TEST(undecided_integer_branch)
 	ir_add_output(g, scalar(g, "a", same7), DT_I32, (SrcPos){0});
 	ir_add_output(g, scalar(g, "b", differ), DT_I32, (SrcPos){0});
 	Res r;
-	MpOpts o = {1, 64, 256};
+	MpOpts o = {.threads = 1, .prec0 = 64, .prec_cap = 256};
 	run_ok(g, NULL, &o, &r);
 	ck_same(out1(&r, 0, 0), 7);
 	ck_assert_int_eq(r.status[1][0], MP_UNSAMPLABLE);
@@ -729,7 +729,7 @@ START_TEST(thread_count_independence)
 	mixed_inputs(in);
 	Res r[3];
 	for (int k = 0; k < 3; k++) {
-		MpOpts o = {k + 1, 0, 0};
+		MpOpts o = {.threads = k + 1};
 		run_ok(g, in, &o, &r[k]);
 	}
 	ck_assert_int_gt(r[0].st.escalations, 0);   /* the test exercises escalation */
@@ -784,7 +784,7 @@ START_TEST(points_equal_full_evaluation)
 				      "output %d element %lld: %a vs %a", o, (long long)i, v,
 				      ht_get(&r.out[o], i));
 		}
-		MpOpts two = {2, 0, 0};
+		MpOpts two = {.threads = 2};
 		MpStats st;
 		ck_assert_int_eq(mp_points(g, in, &two, o, coords, n, DT_NONE, vals, sts, &st, &d), 0);
 		for (int64_t i = 0; i < n; i++) {
@@ -822,7 +822,7 @@ START_TEST(unsamplable_tie)
 	ir_add_output(g, y, DT_F16, (SrcPos){0});
 	ir_add_output(g, y, DT_F32, (SrcPos){0});
 	ir_add_output(g, z, DT_F16, (SrcPos){0});
-	MpOpts o = {1, 64, 256};
+	MpOpts o = {.threads = 1, .prec0 = 64, .prec_cap = 256};
 	Res r;
 	run_ok(g, NULL, &o, &r);
 	ck_assert_int_eq(r.status[0][0], MP_UNSAMPLABLE);
@@ -896,7 +896,7 @@ START_TEST(wide_intervals)
 	ir_add_output(g, y, DT_F32, (SrcPos){0});
 	ir_add_output(g, y, DT_F16, (SrcPos){0});
 	Res r;
-	MpOpts o = {1, 64, 1024};
+	MpOpts o = {.threads = 1, .prec0 = 64, .prec_cap = 1024};
 	run_ok(g, NULL, &o, &r);
 	for (int k = 0; k < 2; k++) {
 		if (wide_want[_i] == UNS)
@@ -927,7 +927,7 @@ START_TEST(tie_with_interval_end)
 	ir_add_output(g, t + 1, DT_I32, (SrcPos){0});
 	ir_add_output(g, u, DT_F16, (SrcPos){0});
 	Res r;
-	MpOpts o = {1, 64, 0};
+	MpOpts o = {.threads = 1, .prec0 = 64};
 	run_ok(g, NULL, &o, &r);
 	ck_same(out1(&r, 2, 0), 3.0);
 	ck_same(out1(&r, 0, 0), 0);
@@ -980,7 +980,7 @@ START_TEST(special_cases_settle_at_once)
 	int y = scalar(g, "y", special_row(g, _i));
 	ir_add_output(g, y, DT_F32, (SrcPos){0});
 	Res r;
-	MpOpts o = {1, 64, 1024};
+	MpOpts o = {.threads = 1, .prec0 = 64, .prec_cap = 1024};
 	run_ok(g, NULL, &o, &r);
 	ck_same(out1(&r, 0, 0), special_want[_i]);
 	ck_assert_int_eq(r.st.escalations, 0);
@@ -1019,7 +1019,7 @@ START_TEST(floor_ceil_of_bounded_functions)
 	int y = scalar(g, "y", bounded_row(g, _i));
 	ir_add_output(g, y, DT_F32, (SrcPos){0});
 	Res r;
-	MpOpts o = {1, 64, 10000};
+	MpOpts o = {.threads = 1, .prec0 = 64, .prec_cap = 10000};
 	run_ok(g, NULL, &o, &r);
 	ck_same(out1(&r, 0, 0), bounded_want[_i]);
 	ck_assert_int_eq(r.st.escalations, 0);
@@ -1038,7 +1038,7 @@ START_TEST(pow_large_odd_exponent)
 	int y = scalar(g, "y", op2(g, OP_POW, x, num(g, "9223372036854775809")));
 	ir_add_output(g, y, DT_F32, (SrcPos){0});
 	Res r;
-	MpOpts o = {1, 64, 1024};
+	MpOpts o = {.threads = 1, .prec0 = 64, .prec_cap = 1024};
 	run_ok(g, NULL, &o, &r);
 	ck_same(out1(&r, 0, 0), -0.0);
 	res_free(&r);
@@ -1067,7 +1067,7 @@ START_TEST(int_tensor_read_as_real)
 	static const double want[] = {207, 314, 1};
 	for (int threads = 1; threads <= 2; threads++) {
 		Res r;
-		MpOpts o = {threads, 64, 0};
+		MpOpts o = {.threads = threads, .prec0 = 64};
 		run_ok(g, &ht, &o, &r);
 		for (int i = 0; i < 3; i++)
 			ck_same(out1(&r, 0, i), want[i]);
@@ -1336,7 +1336,8 @@ START_TEST(random_self_check)
 			ht_set(&in, i, rnext(&seed) % 3 == 0 ? -v : rnext(&seed) % 16 == 0 ? 0.0 : v);
 		}
 		long p = 54 + (long)(rnext(&seed) % 4);
-		MpOpts lo = {1, p, p}, hi = {1, p + 20, p + 20};
+		MpOpts lo = {.threads = 1, .prec0 = p, .prec_cap = p};
+		MpOpts hi = {.threads = 1, .prec0 = p + 20, .prec_cap = p + 20};
 		Res a, b;
 		run_ok(g, &in, &lo, &a);
 		run_ok(g, &in, &hi, &b);
@@ -1455,7 +1456,7 @@ START_TEST(examples_evaluate)
 	InputSpec spec = {DIST_NORMAL, 11, false};
 	ck_assert_int_eq(mp_make_inputs(g, &spec, NULL, in, &d), 0);
 	Res r;
-	MpOpts two = {2, 0, 0};
+	MpOpts two = {.threads = 2};
 	run_ok(g, in, &two, &r);
 	ck_assert_int_eq(r.st.unsamplable, 0);
 	ck_assert_int_gt(r.st.mpfr_ops, 0);

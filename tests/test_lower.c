@@ -999,7 +999,7 @@ static const char rewrite_src[] =
 static void exact_eval(const Graph *g, const HostTensor *in, HostTensor *out)
 {
 	Diag d = {0};
-	MpOpts o = {1, 0, 0};
+	MpOpts o = {.threads = 1};
 	int rc = mp_exact(g, in, &o, out, NULL, NULL, &d);
 	ck_assert_msg(rc == 0, "mp_exact: %s", d.msg ? d.msg : "?");
 }
@@ -1166,7 +1166,7 @@ static void expect_emulator(const char *file, const char *sched, uint64_t seed)
 	int *split_red = calloc((size_t)g->ndefs + 1, sizeof *split_red);
 	sched_splits(g, &s, split, split_red);
 	EmuConfig cfg = {DT_F32, f, f + g->ndefs, f + 2 * g->ndefs, ord, split, split_red};
-	MpOpts mo = {1, 0, 0};
+	MpOpts mo = {.threads = 1};
 	int rc = mp_emulate(g, in, &cfg, &mo, o2, NULL, &d);
 	ck_assert_msg(rc == 0, "%s", d.msg);
 	for (int k = 0; k < g->noutputs; k++) {

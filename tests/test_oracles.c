@@ -61,7 +61,7 @@ static HostTensor *emulate(const Graph *g, const Schedule *s, const HostTensor *
 	orc_emu_config(g, s, &e);
 	HostTensor *out = calloc((size_t)g->noutputs + 1, sizeof *out);
 	Diag d = {0};
-	MpOpts o = {1, 0, 0};
+	MpOpts o = {.threads = 1};
 	ck_assert_msg(mp_emulate(g, in, &e.cfg, &o, out, NULL, &d) == 0, "emulate: %s", d.msg);
 	orc_emu_free(&e);
 	return out;
@@ -71,7 +71,7 @@ static HostTensor *exact(const Graph *g, const HostTensor *in)
 {
 	HostTensor *out = calloc((size_t)g->noutputs + 1, sizeof *out);
 	Diag d = {0};
-	MpOpts o = {1, 0, 0};
+	MpOpts o = {.threads = 1};
 	ck_assert_msg(mp_exact(g, in, &o, out, NULL, NULL, &d) == 0, "exact: %s", d.msg);
 	return out;
 }

@@ -178,7 +178,7 @@ static double budget1(const char *backend, const char *body, Dtype fmt, double x
 	ck_assert_msg(orc_budget(g, &s, backend, in, out, &d) == 0, "budget: %s", d.msg);
 	double r = ht_get(&out[0], 0);
 	if (exact) {
-		MpOpts mo = {1, 0, 0};
+		MpOpts mo = {.threads = 1};
 		ck_assert_msg(mp_exact(g, in, &mo, ex, NULL, NULL, &d) == 0, "exact: %s", d.msg);
 		*exact = ht_get(&ex[0], 0);
 		ht_free(&ex[0]);

@@ -171,7 +171,7 @@ START_TEST(flushed_subnormals)
 		ht_set(&in[0], i, xs[i]);
 	HostTensor want[2], got[2], bw[2], bc[2];
 	Diag d = {0};
-	MpOpts mo = {1, 0, 0};
+	MpOpts mo = {.threads = 1};
 	ck_assert_msg(mp_exact(g, in, &mo, want, NULL, NULL, &d) == 0, "%s", d.msg);
 	ck_assert_msg(orc_budget(g, &s, "wgsl", in, bw, &d) == 0, "%s", d.msg);
 	ck_assert_msg(orc_budget(g, &s, "c", in, bc, &d) == 0, "%s", d.msg);
@@ -356,7 +356,7 @@ static int local_budget(const Graph *g, const Schedule *s, const char *backend,
 			const HostTensor *inputs, HostTensor *budgets, Diag *d)
 {
 	HostTensor *ex = calloc((size_t)g->noutputs + 1, sizeof *ex);
-	MpOpts mo = {1, 0, 0};
+	MpOpts mo = {.threads = 1};
 	if (mp_exact(g, inputs, &mo, ex, NULL, NULL, d))
 		return -1;
 	for (int k = 0; k < g->noutputs; k++) {

@@ -16,6 +16,9 @@
  * matmul); where the c backend is unavailable or fails, the emulation (mp_emulate, every
  * operation in f64) is used instead. The record's f64.by names which.
  *
+ * The oracle runs under VfOpts' limits (one deadline for all of its calls, the memory cap);
+ * one that stops at a limit makes vf_check return -2 before any worker runs.
+ *
  * Budgets come from orc_budget_ties (per element, per backend and schedule) after the worker
  * has run: a crash costs no budget computation. A verdict is never an error: only a
  * failure of the oracle or of the budgets (the toolkit's own) stops the run, with -1.
@@ -47,6 +50,7 @@ typedef struct {
 	const Graph *g;
 	const HostTensor *inputs;
 	const VfOpts *o;
+	MpOpts mo;            /* the oracle's options: threads and limits */
 	Oracle orc;
 	char gname[256];
 	char *gdir;           /* -o: DIR/GRAPH, or NULL */
@@ -254,8 +258,7 @@ static int points(Ctx *c, int k, const int64_t *idx, int64_t n, Diag *d)
 			flat /= T->dims[r].value;
 		}
 	}
-	MpOpts mo = {c->o->threads, 0, 0};
-	int rc = mp_points(g, c->inputs, &mo, k, coords, n, DT_NONE, vals, c->orc.status[k],
+	int rc = mp_points(g, c->inputs, &c->mo, k, coords, n, DT_NONE, vals, c->orc.status[k],
 			   NULL, d);
 	int64_t dims[1] = {n};
 	IR_ASSERT(ht_alloc(&c->orc.want[k], g->outputs[k].dtype, 1, dims) == 0);
@@ -319,10 +322,12 @@ static int oracle(Ctx *c, Diag *d)
 		orc->n[k] = ir_tensor_count(g, g->outputs[k].tensor);
 		any |= orc->n[k] > max_exact && orc->n[k] > nsample && nsample >= 2;
 	}
-	MpOpts mo = {o->threads, 0, 0};
+	c->mo = (MpOpts){.threads = o->threads, .mem_cap = o->oracle_mem,
+			 .deadline = o->oracle_timeout_s > 0 ? mp_now() + o->oracle_timeout_s : 0};
+	int rc;
 	if (!any) {
-		if (mp_exact(g, c->inputs, &mo, orc->want, orc->status, NULL, d))
-			return -1;
+		if ((rc = mp_exact(g, c->inputs, &c->mo, orc->want, orc->status, NULL, d)))
+			return rc;
 		orc->secs = now() - t0;
 		return 0;
 	}
@@ -331,8 +336,8 @@ static int oracle(Ctx *c, Diag *d)
 			orc->idx[k] = sample_idx(orc->n[k], nsample, mix(o->seed) ^ (uint64_t)k);
 			orc->n[k] = nsample;
 		}
-		if (points(c, k, orc->idx[k], orc->n[k], d))
-			return -1;
+		if ((rc = points(c, k, orc->idx[k], orc->n[k], d)))
+			return rc;
 	}
 	if (ref64_compiled(c) == 0) {
 		orc->secs = now() - t0;
@@ -342,8 +347,8 @@ static int oracle(Ctx *c, Diag *d)
 	IR_ASSERT(orc->ref64);
 	orc->ref64_by = "interpreter";
 	EmuConfig cfg = {.dflt = DT_F64};
-	if (mp_emulate(g, c->inputs, &cfg, &mo, orc->ref64, NULL, d))
-		return -1;
+	if ((rc = mp_emulate(g, c->inputs, &cfg, &c->mo, orc->ref64, NULL, d)))
+		return rc;
 	orc->secs = now() - t0;
 	return 0;
 }
@@ -682,9 +687,10 @@ int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *bac
 {
 	Ctx c = {.g = g, .inputs = inputs, .o = o};
 	vf_graph_name(g, c.gname, sizeof c.gname);
-	int rc = -1;
-	if (oracle(&c, d))
+	int rc = oracle(&c, d);
+	if (rc)
 		goto out;
+	rc = -1;
 	if (o->out_dir) {
 		c.gdir = path_of("%s/%s", o->out_dir, c.gname);
 		if (save_graph(&c, d))

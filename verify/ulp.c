@@ -601,7 +601,7 @@ int vf_ulp_sweep(const Backend *const *bes, int nbes, Dtype f, const VfUlpOpts *
 	want = calloc((size_t)g->noutputs + 1, sizeof *want);
 	status = calloc((size_t)g->noutputs + 1, sizeof *status);
 	IR_ASSERT(want && status);
-	MpOpts mo = {o->threads, 0, 0};
+	MpOpts mo = {.threads = o->threads};
 	if (mp_exact(g, in, &mo, want, status, NULL, d))
 		goto out_exact;
 	for (int b = 0; b < nbes; b++)

@@ -322,6 +322,10 @@ typedef struct {
 	int agree_k;             /* k of top-k agreement (<= 0: min(5, extent)) */
 	VfSink *sink;            /* called once per record, in order */
 	void *ctx;
+	double oracle_timeout_s; /* seconds the oracle may take for a graph (its exact values,
+	                            sampled points and f64 emulation together); 0: no limit */
+	int64_t oracle_mem;      /* the oracle's memory cap in bytes (MpOpts.mem_cap); 0: the
+	                            default (mp_default_mem_cap), < 0: none */
 } VfOpts;
 
 /* Reads ASSAY_FAULT (a comma list of seeded fault names: drop_tail, skip_last, pad_zero,
@@ -346,7 +350,9 @@ void vf_sched_list_free(VfSched *s, int n);
  * worker per (backend, schedule), a record per output to o->sink (and to
  * o->out_dir/results.jsonl). *failed gets the number of failing records. Returns 0, or -1
  * with d for an internal failure (the oracle or the budget could not be computed) or
- * a user error (an input the oracle rejects: code 2). */
+ * a user error (an input the oracle rejects: code 2), or -2 with d (code 2, naming the
+ * graph) when the oracle stopped at a limit (oracle_timeout_s, oracle_mem): no record is
+ * sent then. */
 int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *backends,
 	     int nbackends, const VfSched *scheds, int nscheds, const VfOpts *o,
 	     int *failed, Diag *d);

@@ -1,22 +1,31 @@
-/* bench/bench_fuzz.c: fuzz campaign throughput on the c backend, beside its anchors measured
- * in the same run.
+/* bench/bench_fuzz.c: fuzz campaign throughput, on the c backend alone and on every local
+ * backend, each beside its anchors measured in the same run.
  *
- * 1. A campaign of CASES cases (seed 1, every input distribution, no seeded fault, no
- *    reduction) with 2 jobs, and the same with 1 job: cases per second. Target (issue 4):
- *    >= 5 cases/s with 2 jobs on the 2-core machine.
- * 2. The cost of a case's parts, from the campaign's own log (mean seconds per case):
- *    generation, the exact oracle, the budgets, the worker (fork, lowering, emission, the C
- *    compiler, the launch), of which the compile and the launch, and the ablations that
- *    classify failures.
- * 3. Anchors: a cold compile of the smallest program (`y[i:1] = x[i]`) by the c backend
- *    (the floor of a case's compile), and a worker run of it with a warm cache (the floor of
- *    isolating a run in a process).
- * Environment: BENCH_FUZZ_CASES (default 40).
+ * 1. Campaigns of CASES cases (every input distribution, no seeded fault, no reduction),
+ *    JOBS jobs (default: the machine's cores): on c alone (the anchor), on every available
+ *    backend with persistent workers (the default), and on every available backend with a
+ *    fresh worker process per run (ASSAY_FRESH_WORKERS=1, the engine before issue 12):
+ *    cases per second, and the ratios between them. Targets (issue 12): >= 3 cases/s on the
+ *    2-core machine with c, opencl, vulkan and wgsl; >= 10 on the H200 with 16 jobs.
+ * 2. Where a case's time goes, from the campaign's own log (sums over its cases): the
+ *    backends' compiles, the kernels' runs (launch to download), the workers' own overhead
+ *    (the rest of their wall time: the run's trip to the worker, rewrite, lowering,
+ *    emission, allocation), the exact oracle, the budgets, generation and classification;
+ *    and per backend its mean worker seconds per case. CPU seconds per case (this process
+ *    and every child it reaped: jobs, workers, compilers; not the WGSL helper's Node, which
+ *    its worker does not reap).
+ * 3. Anchors for a case's floor: a cold compile of the smallest program by the c backend,
+ *    and a warm worker run of it.
+ * Mesa's on-disk shader cache is switched off (MESA_SHADER_CACHE_DISABLE) so that a second
+ * run of the same seeds is measured as the first: a campaign's cases are new programs.
+ * Environment: BENCH_FUZZ_CASES (default 30), BENCH_FUZZ_JOBS, BENCH_FUZZ_SEED (default 1).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #include "../fuzz/fuzz.h"
 #include "bench.h"
 
@@ -44,52 +53,103 @@ static void rm_rf(const char *dir)
 		fprintf(stderr, "bench_fuzz: could not remove %s\n", dir);
 }
 
-/* Runs a campaign; returns cases per second; parts[] gets the log's mean timings. */
+static double cpu_s(void)
+{
+	struct rusage s, c;
+	getrusage(RUSAGE_SELF, &s);
+	getrusage(RUSAGE_CHILDREN, &c);
+	return (double)(s.ru_utime.tv_sec + s.ru_stime.tv_sec + c.ru_utime.tv_sec +
+			c.ru_stime.tv_sec) +
+	       1e-6 * (double)(s.ru_utime.tv_usec + s.ru_stime.tv_usec + c.ru_utime.tv_usec +
+			       c.ru_stime.tv_usec);
+}
+
+/* The parts of a case, from its done line (fuzz/case.c). */
 static const char *const part_names[] = {"gen_s", "oracle_s", "budget_s", "worker_s",
 					 "compile_s", "launch_s", "classify_s", "check_s"};
-enum { NPARTS = sizeof part_names / sizeof part_names[0] };
+enum { P_GEN, P_ORACLE, P_BUDGET, P_WORKER, P_COMPILE, P_LAUNCH, P_CLASSIFY, P_CHECK,
+       NPARTS = sizeof part_names / sizeof part_names[0], MAXB = FZ_MAXBACKENDS };
 
-static double campaign(int64_t cases, int jobs, double *parts, int64_t *failures)
+typedef struct {
+	double rate, cpu_per_case, parts[NPARTS];   /* parts: sums over the cases */
+	int64_t cases, failing;
+	char bname[MAXB][16];
+	double bworker[MAXB];   /* mean worker seconds per case, per backend */
+	int nb;
+} Camp;
+
+/* The per-backend worker seconds of the records (one per backend and case: a worker's
+ * timings repeat in each of its outputs' records). */
+static void backends_of(const char *log, Camp *o)
 {
-	char *dir = tmpdir();
-	char sub[600];
+	FILE *f = fopen(log, "r");
+	char line[1 << 16], b[32], w[64], cs[32], last[MAXB][32] = {{0}};
+	int64_t n[MAXB] = {0};
+	while (f && fgets(line, sizeof line, f)) {
+		if (!strncmp(line, "{\"done\":", 8) || !fz_json_get(line, "backend", b, sizeof b) ||
+		    !fz_json_get(line, "case", cs, sizeof cs))
+			continue;
+		int k = 0;
+		while (k < o->nb && strcmp(o->bname[k], b))
+			k++;
+		if (k == o->nb && o->nb < MAXB)
+			snprintf(o->bname[o->nb++], sizeof o->bname[0], "%.15s", b);
+		if (k == MAXB || !strcmp(last[k], cs))
+			continue;   /* another output of the same run */
+		snprintf(last[k], sizeof last[k], "%s", cs);
+		const char *t = strstr(line, "\"worker_s\":");
+		if (t && sscanf(t, "\"worker_s\":%63[0-9.e+-]", w) == 1) {
+			o->bworker[k] += strtod(w, NULL);
+			n[k]++;
+		}
+	}
+	if (f)
+		fclose(f);
+	for (int k = 0; k < o->nb; k++)
+		o->bworker[k] = n[k] ? o->bworker[k] / (double)n[k] : 0;
+}
+
+static Camp campaign(const char *backends, int64_t cases, int jobs, uint64_t seed, bool fresh)
+{
+	char *dir = tmpdir(), sub[600], log[700];
 	snprintf(sub, sizeof sub, "%s/c", dir);
+	snprintf(log, sizeof log, "%s/results.jsonl", sub);
 	FzCampaign c;
 	fz_campaign_defaults(&c);
-	c.seed = 1;
+	c.seed = seed;
 	c.cases = cases;
 	c.jobs = jobs;
 	c.reduce = false;
+	snprintf(c.backends, sizeof c.backends, "%s", backends);
+	if (fresh)
+		setenv("ASSAY_FRESH_WORKERS", "1", 1);
+	Camp o = {0};
 	FzSummary s;
 	Diag d = {0};
+	double c0 = cpu_s();
 	if (fz_campaign_run(sub, &c, false, NULL, &s, &d))
 		die(&d);
-	*failures = s.verdicts[V_OVER_BUDGET] + s.verdicts[V_SPECIAL_MISMATCH] +
-		    s.verdicts[V_CRASH] + s.verdicts[V_TIMEOUT] + s.verdicts[V_OOB_WRITE] +
-		    s.verdicts[V_COMPILE_ERROR];
-	if (parts) {
-		char path[700], line[1 << 16], v[64];
-		snprintf(path, sizeof path, "%s/results.jsonl", sub);
-		FILE *f = fopen(path, "r");
-		memset(parts, 0, NPARTS * sizeof *parts);
-		int n = 0;
-		while (f && fgets(line, sizeof line, f)) {
-			if (strncmp(line, "{\"done\":", 8))
-				continue;
-			n++;
-			for (int k = 0; k < NPARTS; k++)
-				if (fz_json_get(line, part_names[k], v, sizeof v))
-					parts[k] += strtod(v, NULL);
-		}
-		if (f)
-			fclose(f);
-		for (int k = 0; n && k < NPARTS; k++)
-			parts[k] /= n;
+	o.cpu_per_case = (cpu_s() - c0) / (double)(s.cases ? s.cases : 1);
+	unsetenv("ASSAY_FRESH_WORKERS");
+	for (int v = 0; v < V__COUNT; v++)
+		o.failing += vf_verdict_fails((Verdict)v) ? s.verdicts[v] : 0;
+	o.cases = s.cases;
+	o.rate = (double)s.cases / s.elapsed_s;
+	FILE *f = fopen(log, "r");
+	char line[1 << 16], v[64];
+	while (f && fgets(line, sizeof line, f)) {
+		if (strncmp(line, "{\"done\":", 8))
+			continue;
+		for (int k = 0; k < NPARTS; k++)
+			if (fz_json_get(line, part_names[k], v, sizeof v))
+				o.parts[k] += strtod(v, NULL);
 	}
-	double rate = (double)s.cases / s.elapsed_s;
+	if (f)
+		fclose(f);
+	backends_of(log, &o);
 	rm_rf(dir);
 	free(dir);
-	return rate;
+	return o;
 }
 
 /* The anchors: a cold compile of the smallest program, and a warm worker run of it. */
@@ -126,36 +186,65 @@ static void anchors(double *compile_s, double *worker_s)
 	ir_free(g);
 }
 
+static void shares(const char *what, const Camp *o)
+{
+	const double *p = o->parts;
+	double total = p[P_CHECK] + p[P_GEN] + p[P_CLASSIFY];
+	double run = p[P_LAUNCH], overhead = p[P_WORKER] - p[P_COMPILE] - p[P_LAUNCH];
+	double rest = total - p[P_WORKER] - p[P_ORACLE] - p[P_BUDGET] - p[P_GEN] - p[P_CLASSIFY];
+	if (total <= 0)
+		return;
+	printf("  where a case's time goes (%s; %.3f s per case in its job): compile %.0f%%, run "
+	       "%.0f%%, worker overhead %.0f%%, oracle %.0f%%, budget %.0f%%, generation and "
+	       "classification %.0f%%, the rest %.0f%%\n", what, total / (double)o->cases,
+	       100 * p[P_COMPILE] / total, 100 * run / total, 100 * overhead / total,
+	       100 * p[P_ORACLE] / total, 100 * p[P_BUDGET] / total,
+	       100 * (p[P_GEN] + p[P_CLASSIFY]) / total, 100 * rest / total);
+	printf("  mean worker seconds per case:");
+	for (int k = 0; k < o->nb; k++)
+		printf(" %s %.3f%s", o->bname[k], o->bworker[k], k + 1 < o->nb ? "," : "\n");
+}
+
 int main(void)
 {
-	const char *e = getenv("BENCH_FUZZ_CASES");
-	int64_t cases = e ? atoll(e) : 40;
-	char why[256];
+	const char *e = getenv("BENCH_FUZZ_CASES"), *j = getenv("BENCH_FUZZ_JOBS"),
+		   *sd = getenv("BENCH_FUZZ_SEED");
+	int64_t cases = e ? atoll(e) : 30;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int jobs = j ? atoi(j) : ncpu > 0 ? (int)ncpu : 2;
+	uint64_t seed = sd ? strtoull(sd, NULL, 10) : 1;
+	char why[256], all[128] = "";
 	if (!be_find("c") || be_find("c")->available(why, sizeof why)) {
-		printf("bench_fuzz: the c backend is not available here; skipped\n");
+		printf("bench_fuzz: the c backend is not available here (%s): no campaign to time\n",
+		       why);
 		return 0;
 	}
-	double parts[NPARTS], comp, work;
-	int64_t f2, f1;
+	for (int k = 0; be_at(k); k++)
+		if (be_at(k)->available(why, sizeof why) == 0)
+			snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", *all ? "," : "",
+				 be_at(k)->name);
+	setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
 	double t0 = now();
-	double r2 = campaign(cases, 2, parts, &f2);
-	double r1 = campaign(cases, 1, NULL, &f1);
+	Camp c = campaign("c", cases, jobs, seed, false);
+	Camp a = campaign(all, cases, jobs, seed, false);
+	Camp f = campaign(all, cases, jobs, seed, true);
+	double comp, work;
 	anchors(&comp, &work);
-	printf("fuzz campaign, c backend, seed 1, %lld cases, no fault, no reduction (%.0f s in all)\n",
-	       (long long)cases, now() - t0);
-	printf("  2 jobs: %6.2f cases/s   (target >= 5 cases/s)   beside 1 job: %6.2f cases/s "
-	       "(x%.2f)\n", r2, r1, r1 > 0 ? r2 / r1 : 0);
-	printf("  failing records: %lld (2 jobs), %lld (1 job): false alarms unless the same cases\n"
-	       "  fail the same way in `assay fuzz` (see its failures folder)\n", (long long)f2,
-	       (long long)f1);
-	printf("  mean cost of a case (s):\n");
-	static const char *const labels[NPARTS] = {
-		"generation", "exact oracle", "budgets", "worker (all)", "  of it: C compile",
-		"  of it: launch", "classification (ablations)", "check in all",
-	};
-	for (int k = 0; k < NPARTS; k++)
-		printf("    %-28s %8.4f\n", labels[k], parts[k]);
-	printf("  anchors: cold compile of the smallest program %.4f s; warm worker run of it %.4f s\n",
-	       comp, work);
+	printf("fuzz campaigns, seed %llu, %lld cases each, %d jobs, no fault, no reduction (%.0f s "
+	       "in all)\n", (unsigned long long)seed, (long long)cases, jobs, now() - t0);
+	printf("  c alone:                     %6.2f cases/s  %.3f CPU s/case   (the anchor)\n",
+	       c.rate, c.cpu_per_case);
+	printf("  %-28s %6.2f cases/s  %.3f CPU s/case   = %.2fx c alone   (target >= 3 cases/s "
+	       "on 2 cores with c,opencl,vulkan,wgsl; >= 10 on the H200 with 16 jobs)\n", all,
+	       a.rate, a.cpu_per_case, c.rate > 0 ? a.rate / c.rate : 0);
+	printf("  the same, a fresh worker per run: %6.2f cases/s  %.3f CPU s/case   persistent "
+	       "workers: x%.2f\n", f.rate, f.cpu_per_case, f.rate > 0 ? a.rate / f.rate : 0);
+	printf("  failing records: %lld (c), %lld (all), %lld (all, fresh workers): false alarms "
+	       "unless `assay fuzz` finds the same\n", (long long)c.failing, (long long)a.failing,
+	       (long long)f.failing);
+	shares(all, &a);
+	shares("fresh workers", &f);
+	printf("  anchors: cold compile of the smallest program %.4f s; warm worker run of it "
+	       "%.4f s\n", comp, work);
 	return 0;
 }

@@ -279,7 +279,7 @@ static bool run_default(const char *name, const Graph *g, const HostTensor *in,
 	if (!name) {
 		OrcEmu e;
 		orc_emu_config(g, &s, &e);
-		MpOpts o = {1, 0, 0};
+		MpOpts o = {.threads = 1};
 		ck_assert_msg(mp_emulate(g, in, &e.cfg, &o, out, NULL, &d) == 0, "%s", d.msg);
 		orc_emu_free(&e);
 	} else {
@@ -309,7 +309,7 @@ static HostTensor exact0(const Graph *g, const HostTensor *in)
 {
 	HostTensor out[1];
 	Diag d = {0};
-	MpOpts o = {1, 0, 0};
+	MpOpts o = {.threads = 1};
 	ck_assert_msg(mp_exact(g, in, &o, out, NULL, NULL, &d) == 0, "%s", d.msg);
 	return out[0];
 }

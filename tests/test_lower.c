@@ -1228,6 +1228,10 @@ START_TEST(regress_files)
 						       "accum d4 : f64"},
 		{"tests/regress/fz27_store_inline.tg", "inline d2\nstore d1 : bf16\ntile d1 : i=2"},
 		{"tests/regress/fz27_store_inline.tg", ""},
+		{"tests/regress/pocl_split2_tail.tg", "tile d4 : j=2\nsplit d4 : r=2\ntile e4 : j=2\n"
+						      "split e4 : r=2\ntile m4 : j=2\nsplit m4 : r=2\n"
+						      "tile l4 : j=2\nsplit l4 : r=2"},
+		{"tests/regress/pocl_split2_tail.tg", "split d4 : r=3\ntile l4 : j=1\norder e4 : pairwise"},
 	};
 	for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
 		Diag d = {0};

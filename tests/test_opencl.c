@@ -8,7 +8,10 @@
  * the opencl backend spreads a split over a work-group. With library functions (OpenCL's
  * bounds are a few ulps, glibc's about one) the outputs must be close (see near()).
  * The examples run under the default schedule and two sampled ones; `assay check` judges
- * them against the oracle proper.
+ * them against the oracle proper. Integer floor division and remainder by 2^k, which the
+ * emitter writes as shifts and masks, are checked over long edge values on the host and
+ * on the device, and tests/regress/pocl_split2_tail.tg (PoCL 3.1's miscompile of the
+ * helper form) runs on the device.
  *
  * Without an OpenCL device (no ICD loader, no platform, no device) the tests that run
  * kernels print "SKIP: ..." once and pass nothing of substance; the emission tests, which
@@ -16,6 +19,7 @@
  */
 #include <dirent.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <unistd.h>
 #include "testutil.h"
@@ -231,6 +235,256 @@ START_TEST(scalar_ops)
 }
 END_TEST
 
+/* ------------------------------------------------------------ integer division by 2^k */
+
+/* Floor division and remainder of index expressions by powers of two and by other
+ * constants, of negative numerators too (the emitter writes the first as shifts and masks,
+ * the others with the program's fdiv_i and fmod_i). */
+static const char pow2_src[] =
+	"size N = 40\ninput a : f32[N]\n"
+	"q[i:N] = (a[(i - 20) / 4 + 5] ?? -1) + (a[(i - 17) / 16 + 2] ?? -2) + "
+	"(a[(i - 20) / 3 + 7] ?? -3) + a[(i * 7 - 50) % 8] + a[(i - 21) % 6] * a[(5 - i) % 2]\n"
+	"k[i:N] = (i * 7 - 50) % 8 + (i - 30) % 5\n"
+	"output q : f32, k : i32\n";
+
+/* The divisors of the identity tests: every 2^k a long holds (k = 0..62), then others. */
+static int divisors(int64_t *c)
+{
+	static const int64_t other[] = {3, 5, 6, 7, 10, 12, 1000, 3486784401LL, 2147483649LL,
+					(INT64_C(1) << 62) + 1, INT64_MAX - 1, INT64_MAX};
+	int n = 0;
+	for (int k = 0; k < 63; k++)
+		c[n++] = INT64_C(1) << k;
+	for (size_t i = 0; i < ARRAY_LEN(other); i++)
+		c[n++] = other[i];
+	return n;
+}
+
+enum { DIVISORS = 63 + 12, EDGES = 32 };
+
+/* EDGES numerators for divisor c > 0: the extremes, zero, c, 2c and the multiples of c
+ * nearest the extremes, with the negatives of the small ones, each with its neighbours
+ * (those a long holds), then pseudo-random ones of every magnitude and both signs. */
+static void edges(int64_t c, uint64_t seed, int64_t *v)
+{
+	int64_t c2, x;
+	if (__builtin_mul_overflow(c, 2, &c2))
+		c2 = c;
+	const int64_t base[] = {INT64_MIN, 0, INT64_MAX, c, -c, c2, -c2, INT64_MAX / c * c,
+				INT64_MIN / c * c};
+	int n = 0;
+	for (size_t i = 0; i < ARRAY_LEN(base); i++)
+		for (int64_t d = -1; d <= 1; d++)
+			v[n++] = __builtin_add_overflow(base[i], d, &x) ? base[i] : x;
+	while (n < EDGES) {
+		seed += 0x9e3779b97f4a7c15ULL;   /* splitmix64 */
+		uint64_t z = seed;
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+		z ^= z >> 31;
+		int shift = (n * 7) % 60;
+		v[n++] = (int64_t)z >> shift;
+	}
+}
+
+/* floor(a / c) and a - c * floor(a / c) for c > 0, from C's truncating / and %. */
+static void floor_ref(int64_t a, int64_t c, int64_t *q, int64_t *r)
+{
+	int64_t t = a % c;
+	*q = a / c - (t < 0);
+	*r = t < 0 ? t + c : t;
+}
+
+/* The forms the emitter writes for c = 2^k, (a >> k) and (a & (2^k - 1)), are floor
+ * division and the non-negative remainder for every long a. GCC's >> of a negative value
+ * fills with ones (its documented implementation-defined behaviour), as OpenCL C's >> does
+ * by the specification ("Shift Operators"), and both have two's complement integers: this
+ * proves the identity; pow2_device runs the same forms on the device. */
+START_TEST(pow2_identities)
+{
+	int64_t c[DIVISORS], v[EDGES];
+	ck_assert_int_eq(divisors(c), DIVISORS);
+	for (int k = 0; k < 63; k++) {
+		edges(c[k], (uint64_t)k, v);
+		for (int i = 0; i < EDGES; i++) {
+			int64_t q, r;
+			floor_ref(v[i], c[k], &q, &r);
+			ck_assert_msg(r >= 0 && r < c[k] && (uint64_t)q * (uint64_t)c[k] + (uint64_t)r ==
+				      (uint64_t)v[i], "reference at %lld / 2^%d", (long long)v[i], k);
+			ck_assert_msg((v[i] >> k) == q, "%lld >> %d: %lld, floor %lld", (long long)v[i], k,
+				      (long long)(v[i] >> k), (long long)q);
+			ck_assert_msg((v[i] & (c[k] - 1)) == r, "%lld & (2^%d - 1): %lld, remainder %lld",
+				      (long long)v[i], k, (long long)(v[i] & (c[k] - 1)), (long long)r);
+		}
+	}
+}
+END_TEST
+
+/* The opencl text: floor division and remainder by a constant 2^k are shifts and masks,
+ * by other constants the helpers; the c backend's text keeps its helpers for all. */
+START_TEST(pow2_text)
+{
+	Graph *g = parse(pow2_src);
+	Schedule s;
+	sched_default(g, &s);
+	char *src = emit_of(ocl(), g, &s);
+	const char *body = strstr(src, "__kernel");
+	ck_assert_ptr_nonnull(body);
+	static const char *const want[] = {" >> 2);", " >> 4);", " & 7L);", " & 1L);", ", 3L);",
+					   ", 6L);", ", 5L);"};
+	for (size_t i = 0; i < ARRAY_LEN(want); i++)
+		ck_assert_msg(strstr(body, want[i]), "no '%s' in:\n%s", want[i], body);
+	ck_assert_ptr_nonnull(strstr(body, "fdiv_i("));   /* / 3 */
+	ck_assert_ptr_nonnull(strstr(body, "fmod_i("));   /* % 6, % 5 */
+	static const char *const never[] = {", 2L)", ", 4L)", ", 8L)", ", 16L)"};
+	for (size_t i = 0; i < ARRAY_LEN(never); i++)
+		ck_assert_msg(!strstr(body, never[i]), "a helper call by 2^k ('%s') in:\n%s", never[i],
+			      body);
+	free(src);
+	src = emit_of(be_find("c"), g, &s);
+	ck_assert_ptr_nonnull(strstr(src, ", INT64_C(4));"));    /* fdiv_i(.., 4) */
+	ck_assert_ptr_nonnull(strstr(src, ", INT64_C(16));"));   /* fdiv_i(.., 16) */
+	ck_assert_ptr_nonnull(strstr(src, ", INT64_C(8));"));    /* fmod_i(.., 8) */
+	free(src);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
+static void add_text(char **buf, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void add_text(char **buf, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	*buf = realloc(*buf, *len + (size_t)n + 1);
+	ck_assert_ptr_nonnull(*buf);
+	va_start(ap, fmt);
+	vsnprintf(*buf + *len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	*len += (size_t)n;
+}
+
+/* On the device, over long numerators of every magnitude: the emitter's forms for 2^k (a
+ * shift and a mask by literal constants, as it writes them) and the program's fdiv_i and
+ * fmod_i for other divisors give floor division and the non-negative remainder. The
+ * program is the emitted prelude of a graph with an f64 output and a kernel written here,
+ * which stores each result as its two 32-bit halves (exact in a double). */
+START_TEST(pow2_device)
+{
+	int64_t c[DIVISORS], v[DIVISORS][EDGES];
+	ck_assert_int_eq(divisors(c), DIVISORS);
+	for (int d = 0; d < DIVISORS; d++)
+		edges(c[d], (uint64_t)d, v[d]);
+	enum { CASES = DIVISORS * EDGES };
+	char graph[160];
+	snprintf(graph, sizeof graph, "size N = %d\ninput x : f32[N]\ny[i:N] = x[i] * 2\n"
+		 "output y : f64\n", 4 * CASES);
+	Graph *g = parse(graph);
+	Schedule s;
+	sched_of(g, "store y : f64", &s);
+	Diag dg = {0};
+	Kernels *k = kir_lower(g, &s, NULL, &dg);
+	ck_assert_msg(k != NULL, "%s", dg.msg);
+	char *emitted = ocl()->emit(k, &dg);
+	ck_assert_ptr_nonnull(emitted);
+	const char *kern = strstr(emitted, "/* y: ");
+	ck_assert_ptr_nonnull(kern);
+	char *p = NULL;
+	size_t n = 0;
+	/* constants in hex: -2^63 has no decimal literal in OpenCL C */
+	add_text(&p, &n, "%.*s__constant long A[%d] = {", (int)(kern - emitted), emitted, CASES);
+	for (int i = 0; i < CASES; i++)
+		add_text(&p, &n, "%s(long)0x%016llxUL", i ? ", " : "",
+			 (unsigned long long)v[i / EDGES][i % EDGES]);
+	add_text(&p, &n, "};\n__constant long C[%d] = {", DIVISORS);
+	for (int d = 0; d < DIVISORS; d++)
+		add_text(&p, &n, "%s%lldL", d ? ", " : "", (long long)c[d]);
+	add_text(&p, &n, "};\n__kernel void k0(__global const float *restrict b0, __global double *"
+		 "restrict b1,\n\t__global int *restrict err, __global uchar *restrict scr, const long "
+		 "t0, const long t1)\n{\n\tif (t0 + (long)get_global_id(0) != 0)\n\t\treturn;\n"
+		 "\tfor (int i = 0; i < %d; i++) {\n"
+		 "\t\tconst long a = A[i], c = C[i / %d];\n\t\tlong q, r;\n"
+		 "\t\tswitch (c) {\n", CASES, EDGES);
+	for (int d = 0; d < 63; d++)
+		add_text(&p, &n, "\t\tcase %lldL: q = (a >> %d); r = (a & %lldL); break;\n",
+			 (long long)c[d], d, (long long)(c[d] - 1));
+	add_text(&p, &n, "\t\tdefault: q = fdiv_i(a, c); r = fmod_i(a, c); break;\n\t\t}\n"
+		 "\t\tb1[4 * i] = (double)(q >> 32);\n\t\tb1[4 * i + 1] = (double)(q & 0xffffffffL);\n"
+		 "\t\tb1[4 * i + 2] = (double)(r >> 32);\n\t\tb1[4 * i + 3] = (double)(r & 0xffffffffL);\n"
+		 "\t}\n}\n");
+	BeModule *m = ocl()->compile(k, p, NULL, NULL, &dg);
+	ck_assert_msg(m != NULL, "%s", dg.msg);
+	ck_assert_int_eq(ocl()->alloc(m, &dg), 0);
+	ck_assert_msg(ocl()->launch(m, &dg) == 0, "%s", dg.msg);
+	HostTensor out;
+	ck_assert_msg(ocl()->download(m, g->outputs[0].tensor, DT_F64, &out, &dg) == 0, "%s", dg.msg);
+	for (int i = 0; i < CASES; i++) {
+		int64_t a = v[i / EDGES][i % EDGES], q, r;
+		floor_ref(a, c[i / EDGES], &q, &r);
+		int64_t got[2];
+		for (int j = 0; j < 2; j++)
+			got[j] = (int64_t)(((uint64_t)(int64_t)ht_get(&out, 4 * i + 2 * j) << 32) |
+					   (uint64_t)ht_get(&out, 4 * i + 2 * j + 1));
+		ck_assert_msg(got[0] == q && got[1] == r, "%lld by %lld: (%lld, %lld), want (%lld, %lld)",
+			      (long long)a, (long long)c[i / EDGES], (long long)got[0],
+			      (long long)got[1], (long long)q, (long long)r);
+	}
+	ht_free(&out);
+	ocl()->free(m);
+	free(p);
+	free(emitted);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
+/* The same divisions in a graph's index expressions and values, negative numerators
+ * included: bit for bit with the c backend. */
+START_TEST(pow2_values)
+{
+	Graph *g = parse(pow2_src);
+	HostTensor *in = inputs(g, 21);
+	static const char *sch[] = {"", "tile q : i=4\ntile k : i=8"};
+	for (size_t i = 0; i < ARRAY_LEN(sch); i++) {
+		Schedule s;
+		sched_of(g, sch[i], &s);
+		diff_vs_c(g, &s, in, true, sch[i]);
+		sched_free(&s);
+	}
+	free_all(in, 1);
+	ir_free(g);
+}
+END_TEST
+
+/* tests/regress/pocl_split2_tail.tg: PoCL 3.1 (LLVM 15) miscompiled these split causal
+ * reductions into -inf and -0 while the emitter wrote a split's tail count with fdiv_i
+ * (the file's header). Run on the opencl device and held to the c backend. On a device
+ * other than PoCL this cannot show PoCL's miscompile, and says so. */
+START_TEST(regress_pocl)
+{
+	static const char file[] = "tests/regress/pocl_split2_tail.tg";
+	char *dev = ocl()->device();
+	if (!strstr(dev, "PoCL"))
+		printf("NOTE: regress_pocl runs on %s, not PoCL: it cannot show PoCL 3.1's "
+		       "miscompile (%s) here\n", dev, file);
+	free(dev);
+	Diag d = {0};
+	Graph *g = ir_parse_file(file, NULL, 0, &d);
+	ck_assert_msg(g != NULL, "%s", d.msg);
+	Schedule s;
+	ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
+	HostTensor *in = inputs(g, 3077344113643199394ULL);
+	diff_vs_c(g, &s, in, false, file);
+	sched_free(&s);
+	free_all(in, ir_ninputs(g));
+	ir_free(g);
+}
+END_TEST
+
 /* Library functions: close to the c backend's (OpenCL allows a few ulps more than glibc). */
 START_TEST(functions_close)
 {
@@ -415,6 +669,8 @@ static Suite *suite(bool device)
 	TCase *tc = tcase_create("opencl");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, emit_shape);
+	tcase_add_test(tc, pow2_identities);
+	tcase_add_test(tc, pow2_text);
 	if (device) {
 		int n;
 		char **v = examples(&n);
@@ -423,6 +679,9 @@ static Suite *suite(bool device)
 		tcase_add_test(tc, large_locals);
 		tcase_add_test(tc, half_storage);
 		tcase_add_test(tc, scalar_ops);
+		tcase_add_test(tc, pow2_device);
+		tcase_add_test(tc, pow2_values);
+		tcase_add_test(tc, regress_pocl);
 		tcase_add_test(tc, functions_close);
 		tcase_add_test(tc, gather_errors);
 		tcase_add_test(tc, topk_short_range);
@@ -443,6 +702,7 @@ int main(void)
 	bool device = b && b->available(why, sizeof why) == 0;
 	if (!device)
 		printf("SKIP: the opencl backend is unavailable here (%s): only the emission tests "
-		       "run; no kernel is run or checked\n", b ? why : "not registered");
+		       "run; no kernel is run or checked, regress_pocl (PoCL 3.1's miscompile, "
+		       "tests/regress/pocl_split2_tail.tg) included\n", b ? why : "not registered");
 	return tu_run(suite(device));
 }

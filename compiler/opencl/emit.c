@@ -16,7 +16,9 @@
  * 2.5 and 3 ulp (oracles/allowances.def models that worse case). Built-in functions are
  * OpenCL's, with the full profile's ulp bounds (allowances.def "opencl" rows), spelled as
  * ops.def's C spelling (overloaded: no f suffix, ce_cop); rsqrt is OpenCL's rsqrt; sigmoid
- * is 1/(1+exp(-x)). f16 and bf16 are stored as ushort and converted by prelude.c's
+ * is 1/(1+exp(-x)). Integer floor division and remainder by a constant 2^k are a shift and
+ * a mask (op_text: PoCL 3.1 miscompiled the helper form), by anything else the program's
+ * fdiv_i and fmod_i. f16 and bf16 are stored as ushort and converted by prelude.c's
  * functions with integer operations (round to nearest even, subnormals, overflow to inf,
  * NaN kept NaN); f16/bf16 arithmetic is f32 arithmetic rounded to the format (kir.h), never
  * native half. f64 needs cl_khr_fp64: the pragma and
@@ -90,6 +92,42 @@ static void round_text(CEmit *c, const KExpr *x)
 	ce_emit(c, "%s%s(%s(", dbl ? "(double)" : "", to, from);
 	ce_ref(c, x->a[0]);
 	ce_emit(c, "))");
+}
+
+/* k when c = 2^k (k in 0..62), else -1. */
+static int pow2_log(int64_t c)
+{
+	if (c <= 0 || (c & (c - 1)) != 0)
+		return -1;
+	int k = 0;
+	while (c >>= 1)
+		k++;
+	return k;
+}
+
+/* Floor division and the non-negative remainder of an integer by a constant 2^k (a split's
+ * piece and tail counts, tiles, reshapes) as `(a >> k)` and `(a & (2^k - 1))`: exact for
+ * every long a, since OpenCL C's >> fills a negative value's vacated bits with ones and its
+ * integers are two's complement (tests/test_opencl.c, pow2_identities). Every other op, and
+ * other divisors, as ce_cop spells them (the program's fdiv_i and fmod_i). Why: PoCL 3.1
+ * (LLVM 15) miscompiled a split's tail loop whose trip count was written `t - fdiv_i(t, 2) *
+ * 2` (tests/regress/pocl_split2_tail.tg); LLVM reads the shift form as the bit it is. */
+static void op_text(CEmit *c, const KExpr *x)
+{
+	if ((x->op == OP_IDIV || x->op == OP_MOD) && x->type == KT_INT) {
+		const KExpr *b = &c->k->x[x->a[1]];
+		int k = b->kind == KX_ICONST ? pow2_log(b->i) : -1;
+		if (k >= 0) {
+			ce_emit(c, "(");
+			ce_ref(c, x->a[0]);
+			if (x->op == OP_IDIV)
+				ce_emit(c, " >> %d)", k);
+			else
+				ce_emit(c, " & %lldL)", (long long)(b->i - 1));
+			return;
+		}
+	}
+	ce_cop(c, x);
 }
 
 /* ------------------------------------------------------------ statements */
@@ -389,7 +427,7 @@ static const CLang lang = {
 	.forever = "for (;;) {",
 	.err = "err, ", .truth = "1", .site = "",
 	.load = load_text,
-	.op = ce_cop,
+	.op = op_text,
 	.cvt = cvt_text,
 	.round = round_text,
 	.stmt = stmt,

@@ -397,7 +397,10 @@ static _Noreturn void job_main(Camp *C, Job *j)
 	if (!getenv("POCL_CACHE_DIR"))
 		setenv("POCL_CACHE_DIR", pocl, 1);
 	free(pocl);
-	VfPool *pool = vf_pool_new();
+	/* persistent workers, unless ASSAY_FRESH_WORKERS asks for a fresh worker process per
+	 * run (the engine before them: for benchmarks and for diagnosing a worker's state) */
+	const char *fresh = getenv("ASSAY_FRESH_WORKERS");
+	VfPool *pool = fresh && *fresh && strcmp(fresh, "0") ? NULL : vf_pool_new();
 	for (;;) {
 		Task t;
 		if (!read_full(j->to, &t, sizeof t))

@@ -18,7 +18,9 @@
  *    and a warm worker run of it.
  * Mesa's on-disk shader cache is switched off (MESA_SHADER_CACHE_DISABLE) so that a second
  * run of the same seeds is measured as the first: a campaign's cases are new programs.
- * Environment: BENCH_FUZZ_CASES (default 30), BENCH_FUZZ_JOBS, BENCH_FUZZ_SEED (default 1).
+ * Environment: BENCH_FUZZ_CASES (default 30), BENCH_FUZZ_JOBS, BENCH_FUZZ_SEED (default 1),
+ * BENCH_FUZZ_BACKENDS (the comma list of the second and third campaigns; default every
+ * available backend).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +225,9 @@ int main(void)
 		if (be_at(k)->available(why, sizeof why) == 0)
 			snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", *all ? "," : "",
 				 be_at(k)->name);
+	const char *bl = getenv("BENCH_FUZZ_BACKENDS");
+	if (bl && *bl)
+		snprintf(all, sizeof all, "%s", bl);
 	setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
 	double t0 = now();
 	Camp c = campaign("c", cases, jobs, seed, false);

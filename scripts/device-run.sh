@@ -22,6 +22,9 @@
 #                beside cuBLAS and copy bandwidth) and bench_ulp on the GPU backends
 #     fuzz       a $FUZZ_SECONDS (default 60) campaign over every available backend, then
 #                `assay report` on it
+#     throughput bench_fuzz with $(nproc) jobs: campaign cases/s on c alone, on
+#                $BENCH_FUZZ_BACKENDS (default c,opencl,vulkan,cuda) with persistent workers
+#                and with a fresh worker per run
 #   (default: backends check). Logs and results go to $OUT (the device tool's folder) or /tmp.
 # Exit status: 0 when every step passed.
 set -uo pipefail
@@ -31,12 +34,12 @@ if [ "${1:-}" = --pack ]; then
 	B=${2:-build}
 	make -j2 B="$B" all "$B/tests/test_cuda" "$B/tests/test_opencl" "$B/tests/test_vulkan" "$B/tests/test_wgsl" \
 		>/dev/null || exit 1
-	for b in bench_gpu bench_ulp; do
+	for b in bench_gpu bench_ulp bench_fuzz; do
 		[ -f "bench/$b.c" ] && { make B="$B" "$B/bench/$b" >/dev/null || exit 1; }
 	done
 	rm -rf .devpack && mkdir -p .devpack/bin .devpack/lib
 	cp "$B/assay" "$B"/tests/test_cuda "$B"/tests/test_opencl "$B"/tests/test_vulkan "$B"/tests/test_wgsl .devpack/bin/
-	for b in bench_gpu bench_ulp; do
+	for b in bench_gpu bench_ulp bench_fuzz; do
 		[ -x "$B/bench/$b" ] && cp "$B/bench/$b" .devpack/bin/
 	done
 	ldd .devpack/bin/* | awk '/=> \// {print $3}' | sort -u |
@@ -154,6 +157,12 @@ for step in $steps; do
 		if [ -x "$P/bin/bench_ulp" ]; then
 			"$P/bin/bench_ulp" --backends "${ULP_BACKENDS:-cuda,opencl,vulkan}" || status=1
 		else echo "bench_ulp was not packed"; fi
+		;;
+	throughput)
+		if [ -x "$P/bin/bench_fuzz" ]; then
+			BENCH_FUZZ_JOBS=$(nproc) BENCH_FUZZ_BACKENDS=${BENCH_FUZZ_BACKENDS:-c,opencl,vulkan,cuda} \
+				BENCH_FUZZ_CASES=${BENCH_FUZZ_CASES:-96} "$P/bin/bench_fuzz" || status=1
+		else echo "bench_fuzz was not packed"; fi
 		;;
 	fuzz)
 		"$A" fuzz --seconds "${FUZZ_SECONDS:-60}" --jobs "$(nproc)" --seed "${SEED:-1}" \

@@ -44,7 +44,7 @@
 enum { T_CASE = 1, T_REDUCE, T_SAVE, T_ENV, ITEM_MAX = 600, MAXJOBS = 64 };
 /* The campaign's shared cache of compiled programs is trimmed to CACHE_LOW bytes when it
  * passes CACHE_HIGH, checked every CACHE_EVERY cases. */
-enum { CACHE_EVERY = 25 };
+enum { CACHE_EVERY = 25, JOB_WIPE = 64 };
 #define CACHE_HIGH ((int64_t)512 << 20)
 #define CACHE_LOW ((int64_t)384 << 20)
 
@@ -401,6 +401,7 @@ static _Noreturn void job_main(Camp *C, Job *j)
 	 * run (the engine before them: for benchmarks and for diagnosing a worker's state) */
 	const char *fresh = getenv("ASSAY_FRESH_WORKERS");
 	VfPool *pool = fresh && *fresh && strcmp(fresh, "0") ? NULL : vf_pool_new();
+	unsigned tasks = 0;
 	for (;;) {
 		Task t;
 		if (!read_full(j->to, &t, sizeof t))
@@ -408,7 +409,16 @@ static _Noreturn void job_main(Camp *C, Job *j)
 		int kind = t.kind == T_SAVE ? T_REDUCE : t.kind;
 		char *reply = t.kind == T_CASE ? job_case(C, &t, pool, &kind) :
 						 job_reduce(C, &t, pool, &kind);
-		empty_dir(j->cache);
+		/* the job's private folder (PoCL's program cache) is emptied only with no worker
+		 * alive: a live PoCL keeps the folders it made and fails every build once they
+		 * are gone. So the workers are stopped for it every JOB_WIPE tasks. */
+		if (!pool || ++tasks % JOB_WIPE == 0) {
+			if (pool) {
+				vf_pool_free(pool);
+				pool = vf_pool_new();
+			}
+			empty_dir(j->cache);
+		}
 		Reply h = {kind, t.case_no, (uint32_t)strlen(reply)};
 		bool sent = write_full(j->from, &h, sizeof h) && write_full(j->from, reply, h.len);
 		free(reply);

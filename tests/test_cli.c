@@ -553,6 +553,27 @@ START_TEST(campaign_interrupted)
 }
 END_TEST
 
+/* Persistent workers keep a backend's state across cases: a campaign of many cases on
+ * opencl (PoCL keeps the folders of its program cache, which a job must not remove from
+ * under it) gives no compile error. OpenCL missing here is a failure that says so. */
+START_TEST(campaign_workers_keep_state)
+{
+	char *t = tmpdir();
+	Ran b = run(t, "backends");
+	ck_assert_msg(strstr(b.out, "opencl   available"), "this test needs OpenCL (PoCL): %s", b.out);
+	ran_free(&b);
+	Ran r = run(t, "fuzz --cases 10 --jobs 1 --backends opencl --seed 4 --no-reduce --quiet -o "
+		    "%s/camp", t);
+	char *camp = path_in(t, "camp"), *log = get(camp, "results.jsonl");
+	ck_assert_msg(count_of(log, "compile-error") == 0, "compile errors: %s", r.out);
+	ck_assert_msg(r.code == 0, "exit %d: %s %s", r.code, r.out, r.err);
+	ran_free(&r);
+	free(log);
+	free(camp);
+	rm_rf(t);
+}
+END_TEST
+
 /* The main job on a busy machine: a campaign on every local backend beside two CPU-bound
  * loops records no timeout and no crash (a slow kernel is confirmed by a re-run alone
  * before it counts), and its gate holds. */
@@ -613,6 +634,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, campaign_disk_full);
 	tcase_add_test(tc, campaign_interrupted);
+	tcase_add_test(tc, campaign_workers_keep_state);
 	tcase_add_test(tc, campaign_beside_busy_loops);
 	suite_add_tcase(s, tc);
 	return s;

@@ -276,7 +276,7 @@ static int ref64_compiled(Ctx *c)
 	const Graph *g = c->g;
 	const Backend *b = be_find("c");
 	char why[256];
-	if (!b || b->available(why, sizeof why))
+	if (!b || vf_available(c->o->w.pool, b, why, sizeof why))
 		return -1;
 	Schedule s;
 	sched_default(g, &s);
@@ -699,7 +699,7 @@ int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *bac
 	for (int i = 0; i < nbackends; i++) {
 		const Backend *b = backends[i];
 		char why[512] = "";
-		bool avail = b->available(why, sizeof why) == 0;
+		bool avail = vf_available(o->w.pool, b, why, sizeof why) == 0;
 		for (int s = 0; s < nscheds; s++) {
 			if (avail ? run_case(&c, b, &scheds[s], d) :
 				    emit_records(&c, b, &scheds[s], NULL, NULL, NULL, 0, why, "", d))

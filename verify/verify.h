@@ -223,6 +223,11 @@ typedef struct {
 } VfPoolStats;
 
 VfPool *vf_pool_new(void);
+/* b->available, asked once per pool and remembered with its reason (a probe forks a child
+ * that loads the driver: a tenth of a second here, seconds on a GPU machine, and a campaign
+ * asks before every case); without a pool (NULL, or one another process made), asked now.
+ * 0, or -1 with why. */
+int vf_available(VfPool *p, const Backend *b, char *why, size_t n);
 /* Stops every worker of p (no-op for NULL). */
 void vf_pool_free(VfPool *p);
 VfPoolStats vf_pool_stats(const VfPool *p);

@@ -445,10 +445,18 @@ typedef struct {
 	int runs;
 } Server;
 
+typedef struct {
+	const Backend *b;
+	int rc;
+	char why[512];
+} Avail;
+
 struct VfPool {
 	pid_t owner;          /* the process whose servers these are */
 	Server s[MAXSERVERS];
 	int n;
+	Avail av[MAXSERVERS];   /* vf_available's answers */
+	int nav;
 	VfPoolStats st;
 };
 
@@ -472,6 +480,25 @@ static void server_stop(Server *sv, bool kill_it)
 		;
 	sv->pid = 0;
 	sv->sock = -1;
+}
+
+int vf_available(VfPool *p, const Backend *b, char *why, size_t n)
+{
+	if (!p || p->owner != getpid())
+		return b->available(why, n);
+	for (int i = 0; i < p->nav; i++)
+		if (p->av[i].b == b) {
+			snprintf(why, n, "%s", p->av[i].why);
+			return p->av[i].rc;
+		}
+	if (p->nav == MAXSERVERS)
+		return b->available(why, n);
+	Avail *a = &p->av[p->nav++];
+	a->b = b;
+	a->why[0] = 0;
+	a->rc = b->available(a->why, sizeof a->why);
+	snprintf(why, n, "%s", a->why);
+	return a->rc;
 }
 
 void vf_pool_free(VfPool *p)

@@ -20,7 +20,7 @@
  * run of the same seeds is measured as the first: a campaign's cases are new programs.
  * Environment: BENCH_FUZZ_CASES (default 30), BENCH_FUZZ_JOBS, BENCH_FUZZ_SEED (default 1),
  * BENCH_FUZZ_BACKENDS (the comma list of the second and third campaigns; default every
- * available backend).
+ * available backend), BENCH_FUZZ_KEEP=DIR (the second campaign is made there and kept).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +77,7 @@ typedef struct {
 	int64_t cases, failing;
 	char bname[MAXB][16];
 	double bworker[MAXB];   /* mean worker seconds per case, per backend */
+	double bcompile[MAXB], blaunch[MAXB];   /* of them: compile, launch to download */
 	int nb;
 } Camp;
 
@@ -104,17 +105,26 @@ static void backends_of(const char *log, Camp *o)
 			o->bworker[k] += strtod(w, NULL);
 			n[k]++;
 		}
+		if ((t = strstr(line, "\"compile_s\":")) && sscanf(t, "\"compile_s\":%63[0-9.e+-]", w) == 1)
+			o->bcompile[k] += strtod(w, NULL);
+		if ((t = strstr(line, "\"launch_s\":")) && sscanf(t, "\"launch_s\":%63[0-9.e+-]", w) == 1)
+			o->blaunch[k] += strtod(w, NULL);
 	}
 	if (f)
 		fclose(f);
-	for (int k = 0; k < o->nb; k++)
-		o->bworker[k] = n[k] ? o->bworker[k] / (double)n[k] : 0;
+	for (int k = 0; k < o->nb; k++) {
+		double d = n[k] ? (double)n[k] : 1;
+		o->bworker[k] /= d;
+		o->bcompile[k] /= d;
+		o->blaunch[k] /= d;
+	}
 }
 
-static Camp campaign(const char *backends, int64_t cases, int jobs, uint64_t seed, bool fresh)
+static Camp campaign(const char *backends, int64_t cases, int jobs, uint64_t seed, bool fresh,
+		     const char *keep)
 {
 	char *dir = tmpdir(), sub[600], log[700];
-	snprintf(sub, sizeof sub, "%s/c", dir);
+	snprintf(sub, sizeof sub, "%s", keep && *keep ? keep : dir);
 	snprintf(log, sizeof log, "%s/results.jsonl", sub);
 	FzCampaign c;
 	fz_campaign_defaults(&c);
@@ -149,7 +159,7 @@ static Camp campaign(const char *backends, int64_t cases, int jobs, uint64_t see
 	if (f)
 		fclose(f);
 	backends_of(log, &o);
-	rm_rf(dir);
+	rm_rf(dir);   /* a kept campaign (keep) is elsewhere */
 	free(dir);
 	return o;
 }
@@ -202,9 +212,10 @@ static void shares(const char *what, const Camp *o)
 	       100 * p[P_COMPILE] / total, 100 * run / total, 100 * overhead / total,
 	       100 * p[P_ORACLE] / total, 100 * p[P_BUDGET] / total,
 	       100 * (p[P_GEN] + p[P_CLASSIFY]) / total, 100 * rest / total);
-	printf("  mean worker seconds per case:");
+	printf("  mean worker seconds per case (compile + run):");
 	for (int k = 0; k < o->nb; k++)
-		printf(" %s %.3f%s", o->bname[k], o->bworker[k], k + 1 < o->nb ? "," : "\n");
+		printf(" %s %.3f (%.3f + %.3f)%s", o->bname[k], o->bworker[k], o->bcompile[k],
+		       o->blaunch[k], k + 1 < o->nb ? "," : "\n");
 }
 
 int main(void)
@@ -230,9 +241,9 @@ int main(void)
 		snprintf(all, sizeof all, "%s", bl);
 	setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
 	double t0 = now();
-	Camp c = campaign("c", cases, jobs, seed, false);
-	Camp a = campaign(all, cases, jobs, seed, false);
-	Camp f = campaign(all, cases, jobs, seed, true);
+	Camp c = campaign("c", cases, jobs, seed, false, NULL);
+	Camp a = campaign(all, cases, jobs, seed, false, getenv("BENCH_FUZZ_KEEP"));
+	Camp f = campaign(all, cases, jobs, seed, true, NULL);
 	double comp, work;
 	anchors(&comp, &work);
 	printf("fuzz campaigns, seed %llu, %lld cases each, %d jobs, no fault, no reduction (%.0f s "

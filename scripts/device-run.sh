@@ -160,8 +160,11 @@ for step in $steps; do
 		;;
 	throughput)
 		if [ -x "$P/bin/bench_fuzz" ]; then
+			rm -rf /tmp/throughput-camp
 			BENCH_FUZZ_JOBS=$(nproc) BENCH_FUZZ_BACKENDS=${BENCH_FUZZ_BACKENDS:-c,opencl,vulkan,cuda} \
-				BENCH_FUZZ_CASES=${BENCH_FUZZ_CASES:-96} "$P/bin/bench_fuzz" || status=1
+				BENCH_FUZZ_CASES=${BENCH_FUZZ_CASES:-96} BENCH_FUZZ_KEEP=/tmp/throughput-camp \
+				"$P/bin/bench_fuzz" || status=1
+			tar -C /tmp -cJf "$LOG/throughput-camp.tar.xz" throughput-camp 2>/dev/null
 		else echo "bench_fuzz was not packed"; fi
 		;;
 	fuzz)

@@ -203,7 +203,9 @@ typedef struct {
 	bool cache_hit;
 	int signal;          /* WK_CRASH by a signal: its number, else 0 */
 	bool timed_out_compiling;   /* WK_TIMEOUT: under the compile limit (else the run limit) */
-	double compile_s, launch_s, wall_s;
+	double compile_s, launch_s;
+	double wall_s;       /* the whole run: a worker started for it, the run, a confirming
+	                        re-run, the environment's probe */
 	/* Confirmation: the first run crashed or timed out, and this result is the re-run's,
 	 * alone in a fresh worker with confirm_factor times the limits (vf_worker_run). */
 	bool rerun;

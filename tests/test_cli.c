@@ -535,6 +535,18 @@ START_TEST(campaign_interrupted)
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) <= 1, "status %d; %s", st, err);
 	ck_assert_msg(strstr(out, "interrupted by Ctrl-C (SIGINT)") &&
 		      strstr(out, "continue with: assay fuzz --resume"), "%s", out);
+	/* the progress line fits 80 columns and says the stage and the time since a new failure */
+	int lines = 0;
+	for (const char *p = err; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != 0)) {
+		size_t len = strcspn(p, "\n");
+		if (*p != '[')
+			continue;
+		lines++;
+		ck_assert_msg(len < 80, "a progress line of %zu columns: %.*s", len, (int)len, p);
+		ck_assert_msg(memmem(p, len, "/300s]", 6) && memmem(p, len, "| new ", 6), "%.*s",
+			      (int)len, p);
+	}
+	ck_assert_msg(lines >= 1, "no progress line: %s", err);
 	char *camp = path_in(t, "camp");
 	char *sum = get(camp, "summary.json"), *log = get(camp, "results.jsonl");
 	ck_assert_msg(strstr(sum, "\"interrupted\":true"), "%s", sum);

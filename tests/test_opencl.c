@@ -463,6 +463,21 @@ START_TEST(pow2_values)
 }
 END_TEST
 
+/* The graph of regression file `file`, for test `test`, after a note when the device is
+ * not PoCL: the test then cannot show the PoCL 3.1 bug (`bug`) the file records. */
+static Graph *pocl_regress(const char *test, const char *file, const char *bug)
+{
+	char *dev = ocl()->device();
+	if (!strstr(dev, "PoCL"))
+		printf("NOTE: %s runs on %s, not PoCL: it cannot show PoCL 3.1's %s (%s) here\n",
+		       test, dev, bug, file);
+	free(dev);
+	Diag d = {0};
+	Graph *g = ir_parse_file(file, NULL, 0, &d);
+	ck_assert_msg(g != NULL, "%s", d.msg);
+	return g;
+}
+
 /* tests/regress/pocl_split2_tail.tg: PoCL 3.1 (LLVM 15) miscompiled these split causal
  * reductions into -inf and -0 while the emitter wrote a split's tail count with fdiv_i
  * (the file's header). Run on the opencl device and held to the c backend. On a device
@@ -470,14 +485,8 @@ END_TEST
 START_TEST(regress_pocl)
 {
 	static const char file[] = "tests/regress/pocl_split2_tail.tg";
-	char *dev = ocl()->device();
-	if (!strstr(dev, "PoCL"))
-		printf("NOTE: regress_pocl runs on %s, not PoCL: it cannot show PoCL 3.1's "
-		       "miscompile (%s) here\n", dev, file);
-	free(dev);
+	Graph *g = pocl_regress("regress_pocl", file, "miscompile");
 	Diag d = {0};
-	Graph *g = ir_parse_file(file, NULL, 0, &d);
-	ck_assert_msg(g != NULL, "%s", d.msg);
 	Schedule s;
 	ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
 	HostTensor *in = inputs(g, 3077344113643199394ULL);
@@ -663,17 +672,11 @@ END_TEST
  * says so. */
 START_TEST(regress_pocl_nan)
 {
-	static const char file[] = "tests/regress/pocl_nan_const.tg";
-	char *dev = ocl()->device();
-	if (!strstr(dev, "PoCL"))
-		printf("NOTE: regress_pocl_nan runs on %s, not PoCL: it cannot show PoCL 3.1's "
-		       "poison from a NaN constant (%s) here\n", dev, file);
-	free(dev);
-	Diag d = {0};
-	Graph *g = ir_parse_file(file, NULL, 0, &d);
-	ck_assert_msg(g != NULL, "%s", d.msg);
+	Graph *g = pocl_regress("regress_pocl_nan", "tests/regress/pocl_nan_const.tg",
+				"poison from a NaN constant");
 	HostTensor *in = inputs(g, 1795);
-	static const char *sch[] = {"", "tile d2 : j=2\ntile sx : i=2, j=2\nstore fd : f16\ntile lj : j=1"};
+	static const char *sch[] = {"", "tile d2 : j=2\ntile sx : i=2, j=2\nstore fd : f16\n"
+				    "tile lj : j=1"};
 	for (size_t i = 0; i < ARRAY_LEN(sch); i++) {
 		Schedule s;
 		sched_of(g, sch[i], &s);

@@ -11,7 +11,10 @@
  * them against the oracle proper. Integer floor division and remainder by 2^k, which the
  * emitter writes as shifts and masks, are checked over long edge values on the host and
  * on the device, and tests/regress/pocl_split2_tail.tg (PoCL 3.1's miscompile of the
- * helper form) runs on the device.
+ * helper form) runs on the device. The NaN guards the emitter puts around exp, exp2, expm1,
+ * tanh, floor and ceil change no value on the device (against the same program without
+ * them), and tests/regress/pocl_nan_const.tg (PoCL 3.1's poison from a NaN constant,
+ * which crashed the kernel) runs on the device.
  *
  * Without an OpenCL device (no ICD loader, no platform, no device) the tests that run
  * kernels print "SKIP: ..." once and pass nothing of substance; the emission tests, which
@@ -460,6 +463,21 @@ START_TEST(pow2_values)
 }
 END_TEST
 
+/* The graph of regression file `file`, for test `test`, after a note when the device is
+ * not PoCL: the test then cannot show the PoCL 3.1 bug (`bug`) the file records. */
+static Graph *pocl_regress(const char *test, const char *file, const char *bug)
+{
+	char *dev = ocl()->device();
+	if (!strstr(dev, "PoCL"))
+		printf("NOTE: %s runs on %s, not PoCL: it cannot show PoCL 3.1's %s (%s) here\n",
+		       test, dev, bug, file);
+	free(dev);
+	Diag d = {0};
+	Graph *g = ir_parse_file(file, NULL, 0, &d);
+	ck_assert_msg(g != NULL, "%s", d.msg);
+	return g;
+}
+
 /* tests/regress/pocl_split2_tail.tg: PoCL 3.1 (LLVM 15) miscompiled these split causal
  * reductions into -inf and -0 while the emitter wrote a split's tail count with fdiv_i
  * (the file's header). Run on the opencl device and held to the c backend. On a device
@@ -467,19 +485,204 @@ END_TEST
 START_TEST(regress_pocl)
 {
 	static const char file[] = "tests/regress/pocl_split2_tail.tg";
-	char *dev = ocl()->device();
-	if (!strstr(dev, "PoCL"))
-		printf("NOTE: regress_pocl runs on %s, not PoCL: it cannot show PoCL 3.1's "
-		       "miscompile (%s) here\n", dev, file);
-	free(dev);
+	Graph *g = pocl_regress("regress_pocl", file, "miscompile");
 	Diag d = {0};
-	Graph *g = ir_parse_file(file, NULL, 0, &d);
-	ck_assert_msg(g != NULL, "%s", d.msg);
 	Schedule s;
 	ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
 	HostTensor *in = inputs(g, 3077344113643199394ULL);
 	diff_vs_c(g, &s, in, false, file);
 	sched_free(&s);
+	free_all(in, ir_ninputs(g));
+	ir_free(g);
+}
+END_TEST
+
+/* ------------------------------------------------------------ NaN guards */
+
+/* The functions the emitter guards against a NaN (emit.c nan_guarded), f32 then f64. */
+static const char nan_src[] =
+	"size N = 256\ninput a : f32[N]\ninput b : f64[N]\n"
+	"ea[i:N] = exp(a[i])\nwa[i:N] = exp2(a[i])\nma[i:N] = expm1(a[i])\n"
+	"ta[i:N] = tanh(a[i])\nfa[i:N] = floor(a[i])\nca[i:N] = ceil(a[i])\nsa[i:N] = sigmoid(a[i])\n"
+	"eb[i:N] = exp(b[i])\nwb[i:N] = exp2(b[i])\nmb[i:N] = expm1(b[i])\n"
+	"tb[i:N] = tanh(b[i])\nfb[i:N] = floor(b[i])\ncb[i:N] = ceil(b[i])\nsb[i:N] = sigmoid(b[i])\n"
+	"lg[i:N] = log(a[i]) + sin(a[i]) + cos(a[i]) + sqrt(a[i]) + erf(a[i]) + pow(a[i], 2)\n"
+	"output ea : f32, wa : f32, ma : f32, ta : f32, fa : f32, ca : f32, sa : f32,\n"
+	"       eb : f64, wb : f64, mb : f64, tb : f64, fb : f64, cb : f64, sb : f64, lg : f32\n";
+
+/* src with every NaN guard the emitter writes taken out: `(isnan(A) ? (A + A) : F(A))`
+ * becomes `F(A)` and sigmoid's `isnan(x) ? x + x : ` goes; *n counts the first kind. The
+ * result computes what the program did before the guards (it keeps their comment). */
+static char *unguard(const char *src, int *n)
+{
+	size_t len = strlen(src);
+	char *out = malloc(len + 1), *o = out;
+	ck_assert_ptr_nonnull(out);
+	*n = 0;
+	static const char sg[] = "isnan(x) ? x + x : ";
+	for (const char *p = src; *p;) {
+		if (strncmp(p, sg, sizeof sg - 1) == 0) {
+			p += sizeof sg - 1;
+			continue;
+		}
+		if (strncmp(p, "(isnan(", 7) != 0) {
+			*o++ = *p++;
+			continue;
+		}
+		const char *a = p + 7, *e = a;   /* A: up to its balancing ')' */
+		for (int depth = 0; *e && (depth || *e != ')'); e++)
+			depth += *e == '(' ? 1 : *e == ')' ? -1 : 0;
+		int al = (int)(e - a);
+		char head[512];
+		snprintf(head, sizeof head, ") ? (%.*s + %.*s) : ", al, a, al, a);
+		ck_assert_msg(strncmp(e, head, strlen(head)) == 0, "not a guard: %.80s", p);
+		const char *f = e + strlen(head), *call = strchr(f, '(');
+		ck_assert_msg(call && strncmp(call + 1, a, (size_t)al) == 0 &&
+			      strncmp(call + 1 + al, "))", 2) == 0, "a guard of another call: %.80s", p);
+		o += sprintf(o, "%.*s(%.*s)", (int)(call - f), f, al, a);
+		p = call + 1 + al + 2;
+		++*n;
+	}
+	*o = 0;
+	return out;
+}
+
+/* The text: exp, exp2, expm1, tanh, floor and ceil of f32 and f64, and nothing else, come
+ * guarded (one guard per call: 12), sigmoid's helpers test for a NaN before exp, the
+ * unguarded other functions stay as they were; the c backend's text has no guard. */
+START_TEST(nan_guard_text)
+{
+	Graph *g = parse(nan_src);
+	Schedule s;
+	sched_default(g, &s);
+	char *src = emit_of(ocl(), g, &s);
+	int n;
+	char *plain = unguard(src, &n);
+	ck_assert_int_eq(n, 12);
+	const char *body = strstr(plain, "__kernel");
+	ck_assert_ptr_nonnull(body);
+	ck_assert_msg(!strstr(body, "isnan("), "a guard left in:\n%s", body);
+	/* in the kernels, each of these calls is a guard's third operand */
+	static const char *const fns[] = {"exp(", "exp2(", "expm1(", "tanh(", "floor(", "ceil("};
+	const char *kern = strstr(src, "__kernel");
+	for (size_t i = 0; i < ARRAY_LEN(fns); i++)
+		for (const char *p = strstr(kern, fns[i]); p; p = strstr(p + 1, fns[i]))
+			ck_assert_msg(strncmp(p - 3, " : ", 3) == 0, "an unguarded %.40s in:\n%s", p, src);
+	ck_assert_ptr_nonnull(strstr(src, "float sigmoid_f(float x) { return isnan(x) ? x + x : "));
+	ck_assert_ptr_nonnull(strstr(src, "double sigmoid_d(double x) { return isnan(x) ? x + x : "));
+	static const char *const plainfns[] = {"= log(t", "= sin(t", "= cos(t", "= sqrt(t", "= erf(t",
+					       "= pow(t"};
+	for (size_t i = 0; i < ARRAY_LEN(plainfns); i++)
+		ck_assert_msg(strstr(kern, plainfns[i]), "no '%s' in:\n%s", plainfns[i], src);
+	free(plain);
+	free(src);
+	src = emit_of(be_find("c"), g, &s);
+	ck_assert_msg(!strstr(src, "isnan("), "the c backend's text has a guard:\n%s", src);
+	free(src);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
+/* Runs program src (for k, lowered from g) on the device: inputs in, outputs (in their
+ * dtypes) to out. */
+static void run_src(const Graph *g, const Kernels *k, const char *src, const HostTensor *in,
+		    HostTensor *out)
+{
+	Diag d = {0};
+	BeModule *m = ocl()->compile(k, src, NULL, NULL, &d);
+	ck_assert_msg(m != NULL, "%s", d.msg);
+	ck_assert_int_eq(ocl()->alloc(m, &d), 0);
+	for (int i = 0; i < ir_ninputs(g); i++)
+		ck_assert_msg(ocl()->upload(m, ir_input_tensor(g, i), &in[i], &d) == 0, "%s", d.msg);
+	ck_assert_msg(ocl()->launch(m, &d) == 0, "%s", d.msg);
+	ck_assert_msg(ocl()->guards(m, &d) == 0, "%s", d.msg);
+	for (int i = 0; i < g->noutputs; i++)
+		ck_assert_msg(ocl()->download(m, g->outputs[i].tensor, g->outputs[i].dtype, &out[i], &d) == 0,
+			      "%s", d.msg);
+	ocl()->free(m);
+}
+
+/* The guards change no value: on the device, over inputs read from buffers (values the
+ * compiler cannot fold) with the edges of every guarded function first (NaNs of both signs,
+ * zeros, infinities, the extremes, the subnormals, the thresholds where exp and expm1
+ * saturate, 2^23 and 2^52 where floor and ceil stop rounding), the emitted program and the
+ * same program with its guards taken out agree bit for bit, a NaN for a NaN. */
+START_TEST(nan_guard_device)
+{
+	static const double ea[] = {NAN, -NAN, 0.0, -0.0, INFINITY, -INFINITY, 0x1.fffffep127,
+				    -0x1.fffffep127, 0x1p-149, -0x1p-149, 0x1p-126, 1, -1, 0.5, -0.5, 1.5,
+				    -2.5, 88.72283172607421875, 0x1.62e43p+6, 89, -16.635532333438687,
+				    -17, -87.33654, -103.97, -104, -104.5, -150, 0x1p23, -0x1p23,
+				    0x1p23 + 1, 0x1.fffffep22, -0x1.fffffep22, 1e30, -1e30, 9, -9};
+	static const double eb[] = {NAN, -NAN, 0.0, -0.0, INFINITY, -INFINITY, 0x1.fffffffffffffp1023,
+				    -0x1.fffffffffffffp1023, 0x1p-1074, -0x1p-1074, 0x1p-1022, 1, -1, 0.5,
+				    -0.5, 709.782712893384, 709.79, 710, -745.1332191019411, -746, -37.5,
+				    -36.7, 0x1p52, -0x1p52, 0x1.fffffffffffffp51, -0x1.fffffffffffffp51,
+				    1e300, -1e300, 19, -19};
+	Graph *g = parse(nan_src);
+	HostTensor *in = inputs(g, 31);
+	for (size_t i = 0; i < ARRAY_LEN(ea); i++)
+		ht_set(&in[0], (int64_t)i, ea[i]);
+	for (size_t i = 0; i < ARRAY_LEN(eb); i++)
+		ht_set(&in[1], (int64_t)i, eb[i]);
+	for (int64_t i = 0; i < 32; i++) {   /* large magnitudes of both signs, then normal ones */
+		ht_set(&in[0], 64 + i, ht_get(&in[0], 64 + i) * 0x1p24);
+		ht_set(&in[1], 64 + i, ht_get(&in[1], 64 + i) * 0x1p60);
+	}
+	Schedule s;
+	sched_default(g, &s);
+	Diag d = {0};
+	Kernels *k = kir_lower(g, &s, NULL, &d);
+	ck_assert_msg(k != NULL, "%s", d.msg);
+	char *src = ocl()->emit(k, &d);
+	ck_assert_ptr_nonnull(src);
+	int n;
+	char *plain = unguard(src, &n);
+	ck_assert_int_eq(n, 12);
+	HostTensor o1[16], o2[16];
+	ck_assert_int_le(g->noutputs, 16);
+	run_src(g, k, src, in, o1);
+	run_src(g, k, plain, in, o2);
+	for (int j = 0; j < g->noutputs; j++) {
+		const char *name = g->tensors[g->outputs[j].tensor].name;
+		for (int64_t i = 0; i < o1[j].n; i++) {
+			double x = ht_get(&in[name[1] == 'b' ? 1 : 0], i);   /* eb..sb read b */
+			ck_assert_msg(same(ht_get(&o1[j], i), ht_get(&o2[j], i)), "%s(%a): guarded %a, "
+				      "unguarded %a", name, x, ht_get(&o1[j], i), ht_get(&o2[j], i));
+			if (isnan(x))
+				ck_assert_msg(isnan(ht_get(&o1[j], i)), "%s(%a): %a", name, x, ht_get(&o1[j], i));
+		}
+		ht_free(&o1[j]);
+		ht_free(&o2[j]);
+	}
+	free(plain);
+	free(src);
+	kir_free(k);
+	sched_free(&s);
+	free_all(in, 2);
+	ir_free(g);
+}
+END_TEST
+
+/* tests/regress/pocl_nan_const.tg: PoCL 3.1 (LLVM 15) made these functions of a NaN the
+ * optimizer can see into poison, then a kernel that crashed at launch or lost its stores
+ * (the file's header). Run on the opencl device and held to the c backend: without the
+ * guards this test dies of SIGSEGV on PoCL 3.1. On another device it cannot show that, and
+ * says so. */
+START_TEST(regress_pocl_nan)
+{
+	Graph *g = pocl_regress("regress_pocl_nan", "tests/regress/pocl_nan_const.tg",
+				"poison from a NaN constant");
+	HostTensor *in = inputs(g, 1795);
+	static const char *sch[] = {"", "tile d2 : j=2\ntile sx : i=2, j=2\nstore fd : f16\n"
+				    "tile lj : j=1"};
+	for (size_t i = 0; i < ARRAY_LEN(sch); i++) {
+		Schedule s;
+		sched_of(g, sch[i], &s);
+		diff_vs_c(g, &s, in, false, sch[i]);
+		sched_free(&s);
+	}
 	free_all(in, ir_ninputs(g));
 	ir_free(g);
 }
@@ -671,6 +874,7 @@ static Suite *suite(bool device)
 	tcase_add_test(tc, emit_shape);
 	tcase_add_test(tc, pow2_identities);
 	tcase_add_test(tc, pow2_text);
+	tcase_add_test(tc, nan_guard_text);
 	if (device) {
 		int n;
 		char **v = examples(&n);
@@ -682,6 +886,8 @@ static Suite *suite(bool device)
 		tcase_add_test(tc, pow2_device);
 		tcase_add_test(tc, pow2_values);
 		tcase_add_test(tc, regress_pocl);
+		tcase_add_test(tc, regress_pocl_nan);
+		tcase_add_test(tc, nan_guard_device);
 		tcase_add_test(tc, functions_close);
 		tcase_add_test(tc, gather_errors);
 		tcase_add_test(tc, topk_short_range);

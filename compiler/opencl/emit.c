@@ -16,7 +16,9 @@
  * 2.5 and 3 ulp (oracles/allowances.def models that worse case). Built-in functions are
  * OpenCL's, with the full profile's ulp bounds (allowances.def "opencl" rows), spelled as
  * ops.def's C spelling (overloaded: no f suffix, ce_cop); rsqrt is OpenCL's rsqrt; sigmoid
- * is 1/(1+exp(-x)). Integer floor division and remainder by a constant 2^k are a shift and
+ * is 1/(1+exp(-x)). exp, exp2, expm1, tanh, floor, ceil and sigmoid give a NaN argument
+ * back (a + a) without calling the built-in (nan_guarded: PoCL 3.1's are poison at a NaN
+ * constant). Integer floor division and remainder by a constant 2^k are a shift and
  * a mask (op_text: PoCL 3.1 miscompiled the helper form), by anything else the program's
  * fdiv_i and fmod_i. f16 and bf16 are stored as ushort and converted by prelude.c's
  * functions with integer operations (round to nearest even, subnormals, overflow to inf,
@@ -105,6 +107,47 @@ static int pow2_log(int64_t c)
 	return k;
 }
 
+/* The real functions that PoCL 3.1's library (SLEEF) computes through a float-to-int
+ * conversion of its argument with no NaN test before it: exp, exp2, expm1, tanh, floor,
+ * ceil. Where LLVM can fold the argument to a NaN constant (a nan literal, 0/0, inf - inf,
+ * an overflowed product less itself, 0/(j - 1) in the replica of lane j = 1), that
+ * conversion folds to poison (LangRef: fptosi of a value out of range), so the result is
+ * poison: its store is deleted, or a consumer branches on it (cos's argument reduction)
+ * and the kernel is folded to `unreachable`, which PoCL runs off the end of: SIGSEGV
+ * (tests/regress/pocl_nan_const.tg). sigmoid's helpers guard their exp the same way
+ * (prelude.c). Both f32 and f64: a rule by function, not by what one PoCL got wrong. */
+static bool nan_guarded(const KExpr *x)
+{
+	if (x->type != KT_F32 && x->type != KT_F64)
+		return false;
+	switch ((Op)x->op) {
+	case OP_EXP: case OP_EXP2: case OP_EXPM1: case OP_TANH: case OP_FLOOR: case OP_CEIL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* `(isnan(a) ? (a + a) : f(a))`: never a call on a NaN, so no NaN reaches the conversion.
+ * Exact: for a number a it is f(a), the same built-in on the same value; for a NaN, a + a
+ * is a quiet NaN (a's payload), which is IEEE 754's (and OpenCL's) value of each of these
+ * at NaN, and NaNs are compared by isnan alone (verify/metrics.c). A conditional, not
+ * OpenCL's select() nor a helper: either would pass the unguarded result, poison, to a
+ * noundef parameter, itself undefined. a is a name or a constant (ce_ref), so the text
+ * repeats no computation. */
+static void nan_guard_text(CEmit *c, const KExpr *x)
+{
+	ce_emit(c, "(isnan(");
+	ce_ref(c, x->a[0]);
+	ce_emit(c, ") ? (");
+	ce_ref(c, x->a[0]);
+	ce_emit(c, " + ");
+	ce_ref(c, x->a[0]);
+	ce_emit(c, ") : ");
+	ce_cop(c, x);
+	ce_emit(c, ")");
+}
+
 /* Floor division and the non-negative remainder of an integer by a constant 2^k (a split's
  * piece and tail counts, tiles, reshapes) as `(a >> k)` and `(a & (2^k - 1))`: exact for
  * every long a, since OpenCL C's >> fills a negative value's vacated bits with ones and its
@@ -114,6 +157,10 @@ static int pow2_log(int64_t c)
  * 2` (tests/regress/pocl_split2_tail.tg); LLVM reads the shift form as the bit it is. */
 static void op_text(CEmit *c, const KExpr *x)
 {
+	if (nan_guarded(x)) {
+		nan_guard_text(c, x);
+		return;
+	}
 	if ((x->op == OP_IDIV || x->op == OP_MOD) && x->type == KT_INT) {
 		const KExpr *b = &c->k->x[x->a[1]];
 		int k = b->kind == KX_ICONST ? pow2_log(b->i) : -1;

@@ -1,8 +1,10 @@
 /* compiler/opencl/prelude.c: the OpenCL C functions every generated program starts with
  * (emit.c writes them first): 16-bit storage conversions, integer floor division and
  * remainder, IEEE 754-2019 maximum/minimum, sigmoid, and error reporting; and the f64 ones,
- * written only into programs that enable cl_khr_fp64. Those every C-family program shares
- * are compiler/chelp.c's, in OpenCL's dialect.
+ * written only into programs that enable cl_khr_fp64. sigmoid returns a NaN argument (as
+ * x + x) before exp sees it: PoCL 3.1's exp of a NaN constant is poison (emit.c,
+ * nan_guarded). Those every C-family program shares are compiler/chelp.c's, in OpenCL's
+ * dialect.
  *
  * Conversions to f16 and bf16 round to nearest even with integer operations on the bits
  * (the algorithm of chelp.c's d2h and d2b, for float and double inputs): NaN stays NaN
@@ -54,7 +56,8 @@ static const char convert[] =
 	"}\n\n";
 
 static const char report[] =
-	"float sigmoid_f(float x) { return 1.0f / (1.0f + exp(-x)); }\n\n"
+	"/* a NaN never reaches exp (emit.c, nan_guarded) */\n"
+	"float sigmoid_f(float x) { return isnan(x) ? x + x : 1.0f / (1.0f + exp(-x)); }\n\n"
 	"/* the first error wins; its value is written after the site is claimed */\n"
 	"void rep(__global int *err, int site, long v)\n"
 	"{\n"
@@ -114,5 +117,6 @@ void ocl_prelude(CEmit *e, bool f64)
 		return;
 	ce_emit(e, "%s", convert64);
 	ce_help_minmax(e, &help, true);
-	ce_emit(e, "%s", "double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }\n\n");
+	ce_emit(e, "%s", "double sigmoid_d(double x) "
+		 "{ return isnan(x) ? x + x : 1.0 / (1.0 + exp(-x)); }\n\n");
 }

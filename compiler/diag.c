@@ -49,29 +49,31 @@ static char *appendf(char *s, const char *fmt, ...)
 	return s;
 }
 
-void diag_set(Diag *d, int code, const char *fmt, ...)
+/* The one setter under diag_set, diag_env and diag_io: keeps a message already there. */
+static void vset(Diag *d, int code, bool env, const char *fmt, va_list ap)
 {
 	if (!d || d->msg)
 		return;
-	va_list ap;
-	va_start(ap, fmt);
 	d->msg = append(NULL, fmt, ap);
-	va_end(ap);
 	d->msg = appendf(d->msg, "\n");
 	d->code = code;
+	d->env = env;
+}
+
+void diag_set(Diag *d, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vset(d, code, false, fmt, ap);
+	va_end(ap);
 }
 
 void diag_env(Diag *d, const char *fmt, ...)
 {
-	if (!d || d->msg)
-		return;
 	va_list ap;
 	va_start(ap, fmt);
-	d->msg = append(NULL, fmt, ap);
+	vset(d, 3, true, fmt, ap);
 	va_end(ap);
-	d->msg = appendf(d->msg, "\n");
-	d->code = 3;
-	d->env = true;
 }
 
 bool diag_errno_env(int e)
@@ -82,15 +84,11 @@ bool diag_errno_env(int e)
 
 void diag_io(Diag *d, int e, const char *fmt, ...)
 {
-	if (!d || d->msg)
-		return;
+	bool env = diag_errno_env(e);
 	va_list ap;
 	va_start(ap, fmt);
-	d->msg = append(NULL, fmt, ap);
+	vset(d, env ? 3 : 2, env, fmt, ap);
 	va_end(ap);
-	d->msg = appendf(d->msg, "\n");
-	d->env = diag_errno_env(e);
-	d->code = d->env ? 3 : 2;
 }
 
 void diag_at(Diag *d, SrcPos pos, const char *src, size_t srclen, const char *fmt, ...)

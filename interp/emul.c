@@ -41,7 +41,7 @@
  *   values); sum and prod fold the rest as it comes (streamed folds below), in the same
  *   operations and order as the buffered fold; logsumexp finishes the max over the
  *   remaining terms, then evaluates them a second time to sum exp(x - m).
- * - Subnormals: every operand and result of an operation, every loaded, literal and stored
+ * - Subnormals: every operand and result of an operation, every loaded, literal, cast and stored
  *   value is noted when it is a subnormal of the width its operation computes in (f32 for
  *   f32, f16 and bf16; f64), into MpStats.subnormal: a device that may flush them could
  *   compute otherwise there, and nowhere else.
@@ -500,7 +500,8 @@ static double op_real(Worker *w, const Node *n)
 			x = round_i(&w->s, cf, eval_int(w, n->a[0]));
 		else
 			x = round_d(&w->s, cf, eval_real(w, n->a[0]));
-		note(&w->s, w->opf, x);   /* the kernel keeps a cast in its op type */
+		note(&w->s, cf, x);       /* the conversion's result, */
+		note(&w->s, w->opf, x);   /* kept in the op type */
 		return x;
 	}
 	double x[3] = {0, 0, 0};

@@ -19,7 +19,8 @@
  *   where correctly rounded, the exact ones (neg, abs, max, min, floor, ceil, ?:,
  *   comparisons), conversions; no function with an allowance (exp, log, sin, tanh, pow,
  *   rsqrt, sigmoid, ... and so logsumexp) and no format the backend promises nothing in;
- * - a graph with real arithmetic needs special values kept and no contraction;
+ * - a graph with real operations needs special values kept, and one with + - * / or fma
+ *   no contraction;
  * - integer arithmetic is exact everywhere (int64, overflow checked where stored);
  * - the order is fixed: every schedule fixes it (linear or pairwise, split partials
  *   combined in order), and the kernels keep it (kir.h);
@@ -51,7 +52,8 @@ typedef struct {
 	const Graph *g;
 	const Schedule *s;
 	const BeFacts *f;
-	bool real;         /* the graph has real arithmetic */
+	bool real;         /* the graph has real operations (conversions included) */
+	bool fusable;      /* ... and + - * / or fma, which a compiler might contract */
 	char why[300];     /* the first operation not promised, "" while none */
 } Spec;
 
@@ -65,8 +67,11 @@ static bool is_function(Op op)
 /* op computed in format f must be promised; the first that is not is why. */
 static void need(Spec *c, Op op, Dtype f)
 {
-	if (f != DT_I32)
+	if (f != DT_I32) {
 		c->real = true;
+		c->fusable |= op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_DIV ||
+			      op == OP_FMA;
+	}
 	if (c->why[0] || be_exact(c->f, op, f))
 		return;
 	char name[16];
@@ -196,7 +201,7 @@ bool vf_emu_specified(const Graph *g, const Schedule *s, const BeFacts *f, char 
 	for (int d = 0; d < g->ndefs; d++)
 		def_spec(&c, d);
 	const char *no = NULL;
-	if (c.real && !f->no_contract)
+	if (c.fusable && !f->no_contract)
 		no = "contraction cannot be forbidden (a*b + c may be fused into an fma)";
 	else if (c.real && !f->specials)
 		no = "NaN, infinities and the sign of zero are not promised";

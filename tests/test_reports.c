@@ -1110,6 +1110,18 @@ START_TEST(emulation_mismatch_reported)
 	ck_assert(rp_json_num(rp_json_get(rp_json_get(tot, "verdicts"), "emulation-mismatch"),
 			      -1) == 1);
 	rp_json_free(&v);
+	RpRun run;
+	Diag d = {0};
+	ck_assert_int_eq(rp_load(dir, NULL, &run, &d), 0);
+	static const struct { const char *policy; int fails; } t[] = {
+		{"gate * emulation_mismatches <= 0\n", 1}, {"gate opencl/*/* emulation_mismatches <= 0\n", 0},
+		{"gate */f16/* emulated >= 2\n", 0}, {"gate */f32/* emulated >= 1\n", 1},
+		{"gate * failing <= 0\n", 1},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(t); i++)
+		ck_assert_msg(gate_count(t[i].policy, &run, NULL) == t[i].fails, "%s: want %d failing",
+			      t[i].policy, t[i].fails);
+	rp_free(&run);
 	free(md);
 	free(html);
 	free(js);

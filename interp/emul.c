@@ -240,12 +240,9 @@ static double op_raw(Scratch *s, Op op, Dtype f, double a, double b, double c)
 static double op1(Scratch *s, Op op, Dtype f, double a, double b, double c)
 {
 	double r = op_raw(s, op, f, a, b, c);
-	int arity = op_info(op)->arity;
-	note(s, f, a);
-	if (arity > 1)
-		note(s, f, b);
-	if (arity > 2)
-		note(s, f, c);
+	const double v[3] = {a, b, c};
+	for (int i = 0; i < op_info(op)->arity; i++)
+		note(s, f, v[i]);
 	note(s, f, r);
 	return r;
 }

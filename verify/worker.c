@@ -7,7 +7,8 @@
  * canonical text (ir_print; its round trip leaves every emitted kernel unchanged), the
  * schedule's DefSched array, the inputs, and room for the answer: the stage reached with
  * the time each stage began, the outcome, a message, timings, the rules the rewrite fired,
- * the outputs in their dtypes and the kernel source. The worker rewrites the graph
+ * the device's facts once the compile opened it (Backend.device_facts: what the emulation
+ * check holds the run to), the outputs in their dtypes and the kernel source. The worker rewrites the graph
  * (rw_compile: a rewrite that crashes is a crash of the case), lowers it, emits, compiles,
  * allocates, uploads, launches, checks the guard regions and downloads every output. The
  * parent waits with two limits: the compile limit covers rewrite, lowering, emission and

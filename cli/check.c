@@ -84,11 +84,15 @@ static void row(void *ctx, const VfRecord *r)
 		return;
 	}
 	/* a failing row never shows a perfect-looking 0: a special-value mismatch is a
-	 * category, not a distance */
+	 * category, not a distance; an emulation-mismatch, within every budget, counts bits */
 	bool numeric = r->verdict == V_PASS || r->verdict == V_OVER_BUDGET ||
-		       r->verdict == V_SPECIAL_MISMATCH || r->verdict == V_FLAKY;
+		       r->verdict == V_SPECIAL_MISMATCH || r->verdict == V_FLAKY ||
+		       r->verdict == V_EMULATION_MISMATCH;
 	char ulp[32] = "-", ratio[32] = "-";
-	if (r->verdict == V_SPECIAL_MISMATCH) {
+	if (r->verdict == V_EMULATION_MISMATCH) {
+		snprintf(ulp, sizeof ulp, "%.0f", r->m.max_ulp);
+		snprintf(ratio, sizeof ratio, "bits x%lld", (long long)r->emu_diff);
+	} else if (r->verdict == V_SPECIAL_MISMATCH) {
 		snprintf(ratio, sizeof ratio, "special x%lld",
 			 (long long)(r->m.n_special ? r->m.n_special : r->m64.n_special));
 	} else if (numeric) {

@@ -8,7 +8,10 @@
  * adding half an ulp minus one plus the kept lowest bit, and a subnormal one is rounded by
  * the FPU in one addition of a power of two (whose ulp is the format's smallest subnormal).
  * Every float is a double, so f32 values convert through them without double rounding.
+ * Seeded fault (compiler.h KF_TIE_AWAY, marked "fault:"): the normal case adds half an ulp
+ * alone, so an exact tie rounds away from zero instead of to even.
  */
+#include <stdio.h>
 #include "cemit.h"
 
 void ce_help_int(CEmit *e, const CHelp *h)
@@ -77,6 +80,9 @@ void ce_help_d2x(CEmit *e, const CHelp *h, bool bf16)
 		 "0x7f80u", "0x3810000000000000ull", "2^-126", 45, 896, "0x1p-81", "0x1p133"},
 	};
 	const char *U = h->u16;
+	char even[40] = "";   /* fault: KF_TIE_AWAY leaves it out: ties away from zero */
+	if (!(e->k->faults & KF_TIE_AWAY))
+		snprintf(even, sizeof even, " - 1 + ((r >> %d) & 1)", F[bf16].drop);
 	ce_emit(e, "/* double -> %s */\n"
 		"%s%s d2%c(double x)\n"
 		"{\n"
@@ -87,14 +93,15 @@ void ce_help_d2x(CEmit *e, const CHelp *h, bool bf16)
 		"\t\treturn (%s)(s | %s);\n"
 		"\tif (a >= %s) {   /* %s and up: normal */\n"
 		"\t\t%s r = a - (%dull << 52);\n"
-		"\t\tr += (1ull << %d) - 1 + ((r >> %d) & 1);\n"
+		"\t\tr += (1ull << %d)%s;\n"
 		"\t\treturn (%s)(s | (r >> %d));\n"
 		"\t}\n"
 		"%s"
 		"\treturn (%s)(s | (%s)(((ax + %s) - %s) * %s));\n"
 		"}\n", F[bf16].what, h->dfn, U, bf16 ? 'b' : 'h', h->bits, U, F[bf16].nan, F[bf16].drop,
 		F[bf16].payload, F[bf16].inf_from, F[bf16].inf_note, U, F[bf16].inf, F[bf16].normal_from,
-		F[bf16].normal, h->u64, F[bf16].bias, F[bf16].drop - 1, F[bf16].drop, U, F[bf16].drop,
+		F[bf16].normal, h->u64, F[bf16].bias, F[bf16].drop - 1,
+		even, U, F[bf16].drop,
 		h->ax, U, U, F[bf16].add, F[bf16].add, F[bf16].scale);
 }
 

@@ -511,7 +511,12 @@ enum {
 	                              off by one (the last valid index is an error) */
 	KF_RW_DIV_POW2 = 1 << 19,  /* rewrite: x / 2^k becomes x * 2^-(k+1) (frexp's exponent
 	                              taken for k): the quotient is halved */
-	KF__COUNT = 20,
+	KF_TIE_AWAY = 1 << 20,     /* conversion helper: the c (and cuda) programs' double ->
+	                              f16/bf16 conversion (compiler/chelp.c d2h, d2b) rounds an
+	                              exact tie between two normal results away from zero instead
+	                              of to even: off by the half ulp every budget allows, so only
+	                              the emulation check (verify/emucheck.c) sees it */
+	KF__COUNT = 21,
 };
 
 typedef struct {
@@ -548,8 +553,89 @@ typedef struct {
 	double launch_s;         /* wall time of the last launch */
 } BeStats;
 
+/* What a backend promises about its arithmetic, as data (architecture.md v2, style.md "A
+ * target carries facts"): the budgets (oracles/budget.c) and the emulation check
+ * (verify/emucheck.c) read these, never a backend's name. Each backend's run.c states its
+ * facts with their sources; docs/oracle.md "Bit-exact verdicts" has the table.
+ * - flush: bit (1 << f) for a format f whose subnormal values the device may flush to zero
+ *   as operands and results of arithmetic, comparisons, conversions and functions (not of
+ *   loads, stores and selections); f16 and bf16 are computed in f32, so DT_F32 covers them.
+ * - specials: + - * / fma, conversions and selections keep NaN, infinities and the sign of
+ *   zero as IEEE 754 does (false where the device may assume them absent or ignore the sign
+ *   of a zero: SPIR-V without SignedZeroInfNanPreserve, WGSL).
+ * - minmax: how real max and min treat NaN and signed zeros.
+ * - no_contract: a*b + c is never fused into an fma nor otherwise rearranged (GCC
+ *   -ffp-contract=off, OpenCL's FP_CONTRACT OFF, NVRTC --fmad=false, GLSL `precise`);
+ *   WGSL has no way to forbid it.
+ * - exact[f]: bit (BE_OP(op)) when op computed in format f (the schedule's op format; f16
+ *   and bf16 are f32 operations rounded to the format, compiler/kir.h) gives exactly the
+ *   IEEE 754 result rounded to nearest even, special values included: what the emulating
+ *   interpreter computes. A cast op's bit in exact[f] (OP_CAST_F32 in exact[DT_F32]) says
+ *   that conversions into f (from the other formats and from integers) round to nearest
+ *   even. exact[DT_I32] holds the integer operations (exact int64 in every backend).
+ *   Functions with an allowance (exp, log, ...: oracles/allowances.def) are in no set. */
+typedef enum {
+	BE_MINMAX_IEEE,   /* IEEE 754-2019 maximum and minimum: NaN if either operand is NaN,
+	                     -0 below +0 (the emitters' max_f/min_f helpers) */
+	BE_MINMAX_ANY,    /* unspecified for a NaN operand: the device may assume none */
+} BeMinMax;
+
+typedef struct {
+	uint32_t flush;
+	bool specials;
+	BeMinMax minmax;
+	bool no_contract;
+	uint64_t exact[DT__COUNT];
+} BeFacts;
+
+#define BE_OP(op) ((uint64_t)1 << (op))
+_Static_assert(OP__COUNT <= 64, "BeFacts.exact holds one bit per op");
+/* Operations whose result is one of their operands, an integer value or a boolean: exact in
+ * any format where special values and zero signs are kept. */
+#define BE_OPS_SELECTING (BE_OP(OP_NEG) | BE_OP(OP_ABS) | BE_OP(OP_MAX) | BE_OP(OP_MIN) | \
+	BE_OP(OP_FLOOR) | BE_OP(OP_CEIL) | BE_OP(OP_SELECT) | BE_OP(OP_EQ) | BE_OP(OP_NE) | \
+	BE_OP(OP_LT) | BE_OP(OP_LE) | BE_OP(OP_GT) | BE_OP(OP_GE))
+/* + - * rounded once */
+#define BE_OPS_ROUNDED (BE_OP(OP_ADD) | BE_OP(OP_SUB) | BE_OP(OP_MUL))
+#define BE_OPS_DIVSQRT (BE_OP(OP_DIV) | BE_OP(OP_SQRT))
+/* the integer operations of the kernel IR (exact int64, overflow checked where stored) */
+#define BE_OPS_INT (BE_OP(OP_NEG) | BE_OP(OP_ADD) | BE_OP(OP_SUB) | BE_OP(OP_MUL) | \
+	BE_OP(OP_IDIV) | BE_OP(OP_MOD) | BE_OP(OP_ABS) | BE_OP(OP_MAX) | BE_OP(OP_MIN) | \
+	BE_OP(OP_SELECT) | BE_OP(OP_EQ) | BE_OP(OP_NE) | BE_OP(OP_LT) | BE_OP(OP_LE) | \
+	BE_OP(OP_GT) | BE_OP(OP_GE))
+/* IEEE arithmetic in every format (c; cuda with --fmad=false --prec-div --prec-sqrt): f16
+ * and bf16 + - * / sqrt through f32 are the format's own operations (24 >= 2p + 2), fma is
+ * not (a fused f32 result rounded again to 11 or 8 bits may differ from one rounding). */
+#define BE_FACTS_IEEE { \
+	.specials = true, .minmax = BE_MINMAX_IEEE, .no_contract = true, \
+	.exact = { \
+		[DT_F64] = BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OPS_DIVSQRT | BE_OP(OP_FMA) | \
+			   BE_OP(OP_CAST_F64), \
+		[DT_F32] = BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OPS_DIVSQRT | BE_OP(OP_FMA) | \
+			   BE_OP(OP_CAST_F32), \
+		[DT_F16] = BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OPS_DIVSQRT | BE_OP(OP_CAST_F16), \
+		[DT_BF16] = BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OPS_DIVSQRT | BE_OP(OP_CAST_BF16), \
+		[DT_I32] = BE_OPS_INT, \
+	}}
+
+/* Whether facts f promise op computed in format fmt bit for bit (f->exact). */
+static inline bool be_exact(const BeFacts *f, Op op, Dtype fmt)
+{
+	return fmt >= 0 && fmt < DT__COUNT && (f->exact[fmt] & BE_OP(op));
+}
+
 typedef struct {
 	const char *name;                                   /* "c" */
+	/* What every device of this backend promises (BeFacts); device_facts may refine it. */
+	BeFacts facts;
+	/* Where the permission to flush subnormals comes from (a citation), or NULL. */
+	const char *flush_source;
+	/* Optional: the facts of the device the process's session has open (called after a
+	 * compile, in the worker that ran it): f starts as facts and is refined where the
+	 * device promises more (OpenCL's CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, Vulkan's float
+	 * controls) or less (an OpenCL device without CL_FP_DENORM flushes f32). Leaves f as it
+	 * is when no session is open. */
+	void (*device_facts)(BeFacts *f);
 	/* 0 if usable here; else -1 with the reason in why. */
 	int (*available)(char *why, size_t n);
 	/* A description of the device (malloc'ed). */

@@ -41,6 +41,10 @@
  *   values); sum and prod fold the rest as it comes (streamed folds below), in the same
  *   operations and order as the buffered fold; logsumexp finishes the max over the
  *   remaining terms, then evaluates them a second time to sum exp(x - m).
+ * - Subnormals: every operand and result of an operation, every loaded, literal, cast and stored
+ *   value is noted when it is a subnormal of the width its operation computes in (f32 for
+ *   f32, f16 and bf16; f64), into MpStats.subnormal: a device that may flush them could
+ *   compute otherwise there, and nowhere else.
  * - Limits (MpOpts): the footprint (every tensor dense, in doubles) is checked against the
  *   memory cap before anything is allocated; workers poll the deadline and report
  *   progress between elements and every 1024 terms; a limit stops the call with -2.
@@ -63,6 +67,7 @@ typedef struct {
 	mpfr_t x[3];
 	mpfr_t y[DT__COUNT];
 	uint64_t ops;
+	uint32_t sub;   /* MpStats.subnormal */
 } Scratch;
 
 static void scratch_init(Scratch *s)
@@ -72,6 +77,16 @@ static void scratch_init(Scratch *s)
 	for (int f = 0; f < DT__COUNT; f++)
 		mpfr_init2(s->y[f], f == DT_I32 ? 53 : dt_info((Dtype)f)->prec);
 	s->ops = 0;
+	s->sub = 0;
+}
+
+/* Notes x, a value computed in (or loaded into) format f's arithmetic, when it is a
+ * subnormal of the width f computes in: f64, else f32 (MpStats.subnormal). */
+static inline void note(Scratch *s, Dtype f, double x)
+{
+	bool wide = f == DT_F64;
+	if (x != 0 && fabs(x) < (wide ? 0x1p-1022 : 0x1p-126))
+		s->sub |= 1u << (wide ? DT_F64 : DT_F32);
 }
 
 static void scratch_clear(Scratch *s)
@@ -166,7 +181,7 @@ static double sigmoid(Scratch *s, Dtype f, double a)
 
 /* op(a, b, c) computed at format f's precision in the widest range, rounded once into f.
  * Casts round a into their own format. */
-static double op1(Scratch *s, Op op, Dtype f, double a, double b, double c)
+static double op_raw(Scratch *s, Op op, Dtype f, double a, double b, double c)
 {
 	mpfr_ptr y = s->y[f], x = s->x[0], xb = s->x[1], xc = s->x[2];
 	const mpfr_rnd_t R = MPFR_RNDN;
@@ -219,6 +234,17 @@ static double op1(Scratch *s, Op op, Dtype f, double a, double b, double c)
 	default: IR_ASSERT(!"emulation: not a real operation");
 	}
 	return finish(s, f, t);
+}
+
+/* op_raw, its operands and result noted (note()). */
+static double op1(Scratch *s, Op op, Dtype f, double a, double b, double c)
+{
+	double r = op_raw(s, op, f, a, b, c);
+	const double v[3] = {a, b, c};
+	for (int i = 0; i < op_info(op)->arity; i++)
+		note(s, f, v[i]);
+	note(s, f, r);
+	return r;
 }
 
 /* Runs fn with the widest exponent range, restoring the caller's range afterwards. */
@@ -436,7 +462,9 @@ static int read_at(Worker *w, const Node *n, int64_t *off)
 /* A stored value loaded into a register of the op format. */
 static double load(Worker *w, Dtype from, double v)
 {
-	return w->E->fits[from][w->opf] ? v : round_d(&w->s, w->opf, v);
+	double x = w->E->fits[from][w->opf] ? v : round_d(&w->s, w->opf, v);
+	note(&w->s, w->opf, x);
+	return x;
 }
 
 static double read_real(Worker *w, const Node *n)
@@ -462,11 +490,16 @@ static double op_real(Worker *w, const Node *n)
 	Dtype cf = op_cast_dtype(op);
 	if (cf != DT_NONE) {   /* round the operand straight into the cast's format */
 		const Node *a = ir_node(g, n->a[0]);
+		double x;
 		if (a->kind == NK_NUM)
-			return w->E->lit[(size_t)cf * g->nnodes + n->a[0]];
-		if (a->ty == TY_INT)
-			return round_i(&w->s, cf, eval_int(w, n->a[0]));
-		return round_d(&w->s, cf, eval_real(w, n->a[0]));
+			x = w->E->lit[(size_t)cf * g->nnodes + n->a[0]];
+		else if (a->ty == TY_INT)
+			x = round_i(&w->s, cf, eval_int(w, n->a[0]));
+		else
+			x = round_d(&w->s, cf, eval_real(w, n->a[0]));
+		note(&w->s, cf, x);       /* the conversion's result, */
+		note(&w->s, w->opf, x);   /* kept in the op type */
+		return x;
 	}
 	double x[3] = {0, 0, 0};
 	int arity = op_info(op)->arity;
@@ -484,7 +517,11 @@ static double eval_real(Worker *w, Ref r)
 	if (n->ty == TY_INT)
 		return round_i(&w->s, w->opf, eval_int(w, r));
 	switch (n->kind) {
-	case NK_NUM: return w->E->lit[(size_t)w->opf * g->nnodes + r];
+	case NK_NUM: {
+		double x = w->E->lit[(size_t)w->opf * g->nnodes + r];
+		note(&w->s, w->opf, x);
+		return x;
+	}
 	case NK_READ: return read_real(w, n);
 	case NK_OP: return op_real(w, n);
 	default:
@@ -1052,6 +1089,14 @@ static void begin_terms(Worker *w, int64_t K)
 	w->limit = (size_t)K + w->block;
 }
 
+/* A real value x of the definition rounded into its store format (and noted). */
+static double stored(Worker *w, double x)
+{
+	double v = round_d(&w->s, w->stf, x);
+	note(&w->s, w->opf, v);
+	return v;
+}
+
 static void store_int(Worker *w, int t, int64_t e, int64_t v)
 {
 	if (v < INT32_MIN || v > INT32_MAX)
@@ -1114,7 +1159,7 @@ static void topk_element(Worker *w, int64_t e, bool ints)
 		if (ints)
 			store_int(w, tv, e * K + k, w->ti[k]);
 		else
-			E->rv[tv][e * K + k] = round_d(&w->s, w->stf, w->tv[k]);
+			E->rv[tv][e * K + k] = stored(w, w->tv[k]);
 		store_int(w, ti, e * K + k, w->tix[k]);
 	}
 }
@@ -1134,7 +1179,7 @@ static void do_element(Worker *w, int64_t e)
 		if (E->iv[t])
 			store_int(w, t, e, eval_int(w, D->body));
 		else
-			E->rv[t][e] = round_d(&w->s, w->stf, eval_real(w, D->body));
+			E->rv[t][e] = stored(w, eval_real(w, D->body));
 		return;
 	}
 	bool arg = D->monoid == MO_ARGMAX || D->monoid == MO_ARGMIN;
@@ -1148,7 +1193,7 @@ static void do_element(Worker *w, int64_t e)
 	else if (E->iv[t])
 		store_int(w, t, e, reduce_int(w));
 	else
-		E->rv[t][e] = round_d(&w->s, w->stf, reduce_real(w));
+		E->rv[t][e] = stored(w, reduce_real(w));
 }
 
 static void *run_worker(void *p)
@@ -1413,8 +1458,10 @@ int mp_emulate(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
 		memset(st, 0, sizeof *st);
 		for (int k = 0; k < g->noutputs; k++)
 			st->elements += outs[k].n;
-		for (int i = 0; i < nw; i++)
+		for (int i = 0; i < nw; i++) {
 			st->mpfr_ops += ws[i].s.ops;
+			st->subnormal |= ws[i].s.sub;
+		}
 		for (int k = 0; k < g->ndefs; k++) {
 			Worker w;
 			def_formats(g, cfg, k, &w, NULL);

@@ -88,6 +88,12 @@ typedef struct {
 	int64_t escalations;    /* element evaluations repeated at a higher precision */
 	long max_prec;          /* the highest precision used */
 	uint64_t mpfr_ops;      /* elementary MPFR operations performed (for throughput) */
+	uint32_t subnormal;     /* mp_emulate: bit (1 << w), w = DT_F32 or DT_F64, when a value
+	                           the emulation computed in w's width (f32, f16 and bf16 are
+	                           computed in f32, as kernels do) or loaded into it was a nonzero
+	                           number below w's smallest normal (2^-126, 2^-1022): an operand
+	                           or result a device that flushes w's subnormals would change
+	                           (verify's emulation check) */
 } MpStats;
 
 /* Exact evaluation of every output. inputs[k] holds the k-th input tensor of g (in tensor

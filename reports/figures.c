@@ -3,7 +3,10 @@
  *
  * Definitions (docs/policy.md repeats them for gate writers):
  * - max_ratio: the worst error/budget ratio over the numeric results (verdict pass,
- *   over-budget or special-mismatch); a sampled output counts its f64 check too.
+ *   over-budget, special-mismatch or emulation-mismatch); a sampled output counts its f64
+ *   check too.
+ * - emulated: results the emulation check applied to (verify/emucheck.c: held to the
+ *   emulating interpreter bit for bit).
  * - frac_within: elements within budget over elements compared, pooled over the results;
  *   a result that failed without numbers (crash, timeout, oob-write, compile-error)
  *   counts all its elements as outside; unsupported results count nothing.
@@ -68,7 +71,7 @@ const char *rp_fig_worst(const RpFig *F, double x, const char *fmt, char *buf, s
 bool rp_has_numbers(const RpRecord *r)
 {
 	return r->verdict == V_PASS || r->verdict == V_OVER_BUDGET ||
-	       r->verdict == V_SPECIAL_MISMATCH;
+	       r->verdict == V_SPECIAL_MISMATCH || r->verdict == V_EMULATION_MISMATCH;
 }
 
 bool rp_has_ratio(const RpRecord *r)
@@ -142,6 +145,7 @@ static void add(RpFig *f, const RpRecord *r)
 	f->classes[r->cls]++;
 	f->failing += vf_verdict_fails(r->verdict);
 	f->specials += r->verdict == V_SPECIAL_MISMATCH;
+	f->emulated += r->emulated;
 	if (rp_has_numbers(r)) {
 		f->numeric++;
 		double ratio = r->max_ratio > r->f64_max_ratio || isnan(r->f64_max_ratio) ?

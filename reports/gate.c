@@ -6,8 +6,8 @@
  * and holds (metric `results` always has a figure, so `gate SCOPE results >= 1` insists
  * that a scope is present). With a baseline run, a gate also fails when its figure is worse
  * than the baseline's figure for the same scope: larger for max_ratio, max_ulp,
- * distinct_failures, special_mismatches, failing and flaky; smaller for frac_within,
- * argmax_agree, topk_agree and results. Exact comparison: the same seeds give the same
+ * distinct_failures, special_mismatches, failing, flaky and emulation_mismatches; smaller
+ * for frac_within, argmax_agree, topk_agree, results and emulated. Exact comparison: the same seeds give the same
  * figures, so any change is a change. After the gates, one line names the run's classes
  * of results (rp_class_line), as the report's headline does.
  */
@@ -27,7 +27,8 @@ static bool in_scope(void *ctx, const RpRecord *r)
 static bool lower_is_better(GateMetric m)
 {
 	return m == GM_MAX_RATIO || m == GM_MAX_ULP || m == GM_DISTINCT_FAILURES ||
-	       m == GM_SPECIAL_MISMATCHES || m == GM_FAILING || m == GM_FLAKY;
+	       m == GM_SPECIAL_MISMATCHES || m == GM_FAILING || m == GM_FLAKY ||
+	       m == GM_EMULATION_MISMATCHES;
 }
 
 static double figure(const Gate *g, const RpRun *run, int64_t *results)
@@ -48,6 +49,8 @@ static double figure(const Gate *g, const RpRun *run, int64_t *results)
 	case GM_FAILING: return (double)F.failing;
 	case GM_RESULTS: return (double)F.results;
 	case GM_FLAKY: return (double)F.classes[VC_FLAKY];
+	case GM_EMULATION_MISMATCHES: return (double)F.verdicts[V_EMULATION_MISMATCH];
+	case GM_EMULATED: return (double)F.emulated;
 	default: return NAN;
 	}
 }

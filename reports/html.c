@@ -191,6 +191,10 @@ static void head(FILE *f, const RpRun *run, const RpSummary *s)
 	fprintf(f, "<div class=\"badge %s\">", badge[rp_status(&s->all)]);
 	rp_class_line(f, &s->all, " · ");
 	fputs("</div>", f);
+	if (s->all.emulated)
+		fprintf(f, "<p class=\"muted\">%lld of %lld results held to the emulating interpreter "
+			   "bit for bit, where their arithmetic is fully specified (docs/oracle.md).</p>",
+			(long long)s->all.emulated, (long long)s->all.results);
 	provenance(f, &run->prov);
 	fprintf(f, "</header>\n<main>\n");
 }
@@ -530,6 +534,8 @@ static void result_row(FILE *f, const RpRun *run, const RpRecord *r, const char 
 		fputs("<td class=\"n\">", f);
 		esc(f, rp_special_text(r, sp, sizeof sp));
 		fputs("</td>", f);
+	} else if (r->verdict == V_EMULATION_MISMATCH) {   /* within budget: bits, not a ratio */
+		fprintf(f, "<td class=\"n\">bits ×%lld</td>", (long long)r->emu_diff);
 	} else {
 		num(f, nums ? (r->f64_max_ratio > r->max_ratio ? r->f64_max_ratio : r->max_ratio) :
 		    NAN, "%.3g");

@@ -10,8 +10,8 @@
  * One test case per graph x backend x schedule (x campaign case): its outputs' records
  * are consecutive in results.jsonl. Suites come in order of graph name. A test case fails
  * when any output is of class failure (vf_class: what the report counts as a distinct
- * failure's result, and the fuzzer chases; the worst verdict, in verdict order, names the
- * type), is skipped when every output is unsupported, else passes. A passing case whose
+ * failure's result, and the fuzzer chases; the worst verdict, in verdict order but
+ * emulation-mismatch below the others (it is within every budget), names the type), is skipped when every output is unsupported, else passes. A passing case whose
  * outputs hold unclaimed special values (special values only where the budget is +inf:
  * no claim broken, no compiler failure) says so in its <system-out>; one with a flaky
  * output carries a <flakyFailure type="flaky"> (Maven Surefire's element for a failure a
@@ -111,6 +111,13 @@ static void notes(FILE *f, const RpRun *run, int i, int j, VfClass c)
 	fputs(c == VC_FLAKY ? "</flakyFailure>" : "</system-out>", f);
 }
 
+/* A failing verdict's rank for naming a test case's failure: verdict order, but an
+ * emulation-mismatch (within every budget) below every other. */
+static int rank(Verdict v)
+{
+	return v == V_EMULATION_MISMATCH ? 0 : (int)v + 1;
+}
+
 static void testcase(FILE *f, const RpRun *run, int i, int j, Tally *t)
 {
 	const RpRecord *a = &run->recs[i];
@@ -119,8 +126,8 @@ static void testcase(FILE *f, const RpRun *run, int i, int j, Tally *t)
 		const RpRecord *r = &run->recs[k];
 		unsupported += r->cls == VC_UNSUPPORTED;
 		other += r->cls == VC_UNCLAIMED || r->cls == VC_FLAKY;
-		if (r->cls == VC_FAILURE && (worst < 0 || (int)r->verdict > worst))
-			worst = (int)r->verdict;
+		if (r->cls == VC_FAILURE && (worst < 0 || rank(r->verdict) > worst))
+			worst = rank(r->verdict);
 	}
 	t->tests++;
 	t->time += a->worker_s;
@@ -154,7 +161,7 @@ static void testcase(FILE *f, const RpRun *run, int i, int j, Tally *t)
 	t->failures++;
 	const RpRecord *w = NULL;
 	for (int k = i; k < j && !w; k++)
-		if (run->recs[k].cls == VC_FAILURE && (int)run->recs[k].verdict == worst)
+		if (run->recs[k].cls == VC_FAILURE && rank(run->recs[k].verdict) == worst)
 			w = &run->recs[k];
 	fprintf(f, ">\n      <failure type=\"%s\" message=\"%s: output ", vf_verdict_name(w->verdict),
 		vf_verdict_name(w->verdict));

@@ -193,8 +193,10 @@ static const char *record_of(const JsVal *o, RpRecord *r)
 	r->agree_rows = int_of(o, "agree_rows", 0), r->case_no = int_of(o, "case", -1);
 	r->agree_axis = (int)int_of(o, "agree_axis", -1), r->agree_k = (int)int_of(o, "agree_k", 0);
 	r->seed = (uint64_t)num_of(o, "seed", 0), r->sched_seed = (uint64_t)num_of(o, "sched_seed", 0);
-	const JsVal *s = rp_json_get(o, "sampled");
+	const JsVal *s = rp_json_get(o, "sampled"), *em = rp_json_get(o, "emulated");
 	r->sampled = s && s->kind == JS_BOOL && s->b;
+	r->emulated = em && em->kind == JS_BOOL && em->b;
+	r->emu_diff = int_of(o, "emu_diff", 0);
 	const JsVal *t = rp_json_get(o, "timings");
 	r->worker_s = num_of(t, "worker_s", 0), r->compile_s = num_of(t, "compile_s", 0);
 	if (r->agree_rows <= 0)

@@ -84,6 +84,8 @@ static void failures(FILE *f, const RpRun *run, const RpSummary *s)
 			fputs("(", f);
 			cell(f, rp_special_text(r, sp, sizeof sp), 120);
 			fputs(") ", f);
+		} else if (r->verdict == V_EMULATION_MISMATCH) {
+			fprintf(f, "(bits ×%lld, within budget) ", (long long)r->emu_diff);
 		}
 		fputc('`', f);
 		fputs(r->graph, f);
@@ -216,7 +218,11 @@ void rp_markdown(FILE *f, const RpRun *run, const RpSummary *s, const char *out_
 		run->settings ? (long long)run->cases : (long long)s->ncases);
 	if (run->case_errors)
 		fprintf(f, " (%lld the toolkit could not judge)", (long long)run->case_errors);
-	fputs(".\n\n", f);
+	fputs(".", f);
+	if (s->all.emulated)
+		fprintf(f, " %lld held to the emulating interpreter bit for bit.",
+			(long long)s->all.emulated);
+	fputs("\n\n", f);
 	table(f, s);
 	failures(f, run, s);
 	others(f, run, s, VC_UNCLAIMED);

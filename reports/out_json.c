@@ -27,7 +27,8 @@
  * FIG = {"results", "verdicts": {VERDICT: n}, "classes": {CLASS: n}, "failing" (classes
  * failure and unclaimed-special), "numeric", "max_ratio", "max_ulp",
  * "frac_within", "argmax_agree", "topk_agree", "elements_checked", "elements_within",
- * "agree_rows", "special_mismatches", "distinct_failures"}: figures.c defines each; a
+ * "agree_rows", "special_mismatches", "emulated", "distinct_failures"}: figures.c defines
+ * each; a
  * fraction with nothing to divide is null, a ratio over no numeric result is null.
  * Non-finite numbers are the strings "inf", "-inf", "nan" as in the records.
  */
@@ -79,6 +80,7 @@ static void fig(FILE *f, const RpFig *F, bool first)
 	key(f, "elements_within", &first), fprintf(f, "%.0f", F->within);
 	key(f, "agree_rows", &first), fprintf(f, "%.0f", F->rows);
 	key(f, "special_mismatches", &first), fprintf(f, "%lld", (long long)F->specials);
+	key(f, "emulated", &first), fprintf(f, "%lld", (long long)F->emulated);
 	key(f, "distinct_failures", &first), fprintf(f, "%lld", (long long)F->distinct);
 }
 

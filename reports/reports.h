@@ -85,6 +85,8 @@ typedef struct {
 	int agree_axis, agree_k;
 	uint64_t seed, sched_seed;
 	bool sampled;
+	bool emulated;        /* the emulation check applied (older records: false) */
+	int64_t emu_diff;     /* elements differing from the emulation bit for bit */
 	double worker_s, compile_s;
 	int line;             /* in results.jsonl */
 	bool has_rules;       /* the record carries "rules" (the case ran the rewrite) */
@@ -142,7 +144,7 @@ int rp_verdict_parse(const char *s);
 /* ---------------------------------------------------------------- figures */
 
 /* The figures of a set of records. Numeric results are those with verdict pass,
- * over-budget or special-mismatch. */
+ * over-budget, special-mismatch or emulation-mismatch. */
 typedef struct {
 	int64_t results;
 	int64_t verdicts[V__COUNT];
@@ -155,6 +157,8 @@ typedef struct {
 	double checked, within;   /* elements compared, within budget (pooled) */
 	double rows, argmax_ok, topk_ok;  /* agreement rows (pooled) */
 	int64_t specials;         /* results with verdict special-mismatch */
+	int64_t emulated;         /* results the emulation check held to the emulation bit for
+	                             bit (verify/emucheck.c) */
 	int64_t distinct;         /* distinct failures: distinct signatures (rp_signature) of
 	                             the results of class failure */
 } RpFig;
@@ -188,7 +192,8 @@ const char *rp_fig_worst(const RpFig *F, double x, const char *fmt, char *buf, s
 bool rp_has_numbers(const RpRecord *r);
 /* Whether r's worst error/budget and ULP distance measure it (pass, over-budget): a
  * special-value mismatch has numbers, but none that measures a NaN or an infinity, so rows
- * name its category instead and plots leave it out. */
+ * name its category instead and plots leave it out; an emulation-mismatch is within every
+ * budget, so its ratio says nothing of what failed: rows show "bits ×N" instead. */
 bool rp_has_ratio(const RpRecord *r);
 
 /* Pooled fractions: NAN when there is nothing to divide. */
@@ -289,7 +294,8 @@ void rp_junit(FILE *f, const RpRun *run);
 
 typedef enum {
 	GM_MAX_RATIO, GM_FRAC_WITHIN, GM_ARGMAX_AGREE, GM_TOPK_AGREE, GM_DISTINCT_FAILURES,
-	GM_SPECIAL_MISMATCHES, GM_FAILING, GM_RESULTS, GM_MAX_ULP, GM_FLAKY, GM__COUNT
+	GM_SPECIAL_MISMATCHES, GM_FAILING, GM_RESULTS, GM_MAX_ULP, GM_FLAKY,
+	GM_EMULATION_MISMATCHES, GM_EMULATED, GM__COUNT
 } GateMetric;
 
 typedef enum { GO_LE, GO_LT, GO_GE, GO_GT, GO_EQ } GateOp;

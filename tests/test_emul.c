@@ -732,6 +732,57 @@ START_TEST(parsed)
 }
 END_TEST
 
+/* MpStats.subnormal (the emulation check's test for flushing devices): set for the width an
+ * operation computes in when an operand, a result, a loaded or a stored value is subnormal
+ * there: f32 for f32, f16 and bf16 arithmetic (an f16 subnormal is a normal f32), f64. */
+static const struct {
+	const char *src;
+	double x;        /* every input element */
+	uint32_t want;
+} sub_cases[] = {
+	{"input x : f32[2]\ny[i:2] = x[i] * 3\noutput y : f32\n", 1.5, 0},
+	{"input x : f32[2]\ny[i:2] = x[i] * 1e-30\noutput y : f32\n", 1e-9, 1u << DT_F32},
+	{"input x : f32[2]\ny[i:2] = x[i] * 3\noutput y : f32\n", 1e-40, 1u << DT_F32},
+	{"input x : f64[2]\ny[i:2] = x[i] * 1e-300\noutput y : f64\n", 1e-10, 1u << DT_F64},
+	{"input x : f64[2]\ny[i:2] = x[i] * 1e-300\noutput y : f64\n", 1, 0},
+	{"input x : f16[2]\ny[i:2] = x[i] * 0.5\noutput y : f16\n", 0x1p-20, 0},
+	{"input x : f32[2]\ny[i:2] = f32(f64(x[i]) * 1e-300)\noutput y : f32\n", 1, 0},
+	{"input x : f32[2]\ny[i:2] = f32(f64(x[i]) * 1e-40)\noutput y : f32\n", 1,
+	 1u << DT_F32},
+	{"input x : f32[2, 3]\ns[i:2] = max(j:3) x[i, j]\noutput s : f32\n", 1e-40,
+	 1u << DT_F32},
+};
+
+START_TEST(subnormals_noted)
+{
+	Diag d = {0};
+	const char *src = sub_cases[_i].src;
+	Graph *g = ir_parse(src, strlen(src), "sub.tg", NULL, 0, &d);
+	ck_assert_msg(g, "%s", d.msg);
+	HostTensor in[1], out[1];
+	const Tensor *T = &g->tensors[ir_input_tensor(g, 0)];
+	int64_t dims[IR_MAXRANK];
+	for (int i = 0; i < T->rank; i++)
+		dims[i] = T->dims[i].value;
+	ck_assert_int_eq(ht_alloc(&in[0], (Dtype)T->dtype, T->rank, dims), 0);
+	for (int64_t i = 0; i < in[0].n; i++)
+		ht_set(&in[0], i, sub_cases[_i].x);
+	Schedule s;
+	sched_default(g, &s);
+	Dtype f[3] = {0};
+	Order ord;
+	sched_formats(g, &s, f, f + 1, f + 2, &ord);
+	EmuConfig cfg = {DT_F32, f, f + 1, f + 2, &ord, NULL, NULL};
+	MpStats st;
+	ck_assert_msg(mp_emulate(g, in, &cfg, NULL, out, &st, &d) == 0, "%s", d.msg);
+	ck_assert_msg(st.subnormal == sub_cases[_i].want, "case %d: %#x, want %#x", _i,
+		      st.subnormal, sub_cases[_i].want);
+	ht_free(&out[0]);
+	ht_free(&in[0]);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
 
 /* Reductions longer than a block stream (emul.c): with blocks of 1, 2, 3 and 7 terms every
  * monoid, order and split gives the bits of the buffered evaluation (one block holding
@@ -825,6 +876,7 @@ static Suite *suite(void)
 	tcase_add_test(gr, integers);
 	tcase_add_test(gr, threads);
 	tcase_add_test(gr, parsed);
+	tcase_add_loop_test(gr, subnormals_noted, 0, ARRAY_LEN(sub_cases));
 	tcase_add_loop_test(gr, stream_matches_buffer, 0, 6);
 	suite_add_tcase(s, gr);
 	return s;

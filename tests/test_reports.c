@@ -1066,6 +1066,71 @@ START_TEST(failing_rows_show_no_zero)
 }
 END_TEST
 
+/* An emulation-mismatch (within every budget, not the emulation's bits) is a failure in
+ * every file, its row shows the differing bits where a ratio would be (never a ratio that
+ * reads as fine), junit names its verdict, and the emulated results are counted. */
+START_TEST(emulation_mismatch_reported)
+{
+	char *dir = tmpdir();
+	write_file(dir, "results.jsonl",
+		   "{\"graph\":\"tie\",\"backend\":\"c\",\"schedule\":\"graph\",\"output\":\"y\","
+		   "\"dtype\":\"f16\",\"verdict\":\"emulation-mismatch\",\"reason\":\"y[0]: 1.00097656 "
+		   "against the emulation's 1 (1 ulp; 4 of 8 elements differ bit for bit, every budget "
+		   "holds)\",\"max_ulp\":1,\"max_ratio\":0.5,\"frac_within\":1,\"n_checked\":8,"
+		   "\"n_special\":0,\"n_over\":0,\"n_elements\":8,\"emulated\":true,"
+		   "\"emulated_why\":\"\",\"emu_diff\":4}\n"
+		   "{\"graph\":\"tie\",\"backend\":\"opencl\",\"schedule\":\"graph\",\"output\":\"y\","
+		   "\"dtype\":\"f16\",\"verdict\":\"pass\",\"reason\":\"\",\"max_ulp\":0,"
+		   "\"max_ratio\":0,\"frac_within\":1,\"n_checked\":8,\"n_special\":0,\"n_over\":0,"
+		   "\"n_elements\":8,\"emulated\":true,\"emulated_why\":\"\",\"emu_diff\":0}\n"
+		   "{\"graph\":\"ex\",\"backend\":\"c\",\"schedule\":\"graph\",\"output\":\"y\","
+		   "\"dtype\":\"f32\",\"verdict\":\"pass\",\"reason\":\"\",\"max_ulp\":1,"
+		   "\"max_ratio\":0.1,\"frac_within\":1,\"n_checked\":8,\"n_special\":0,\"n_over\":0,"
+		   "\"n_elements\":8,\"emulated\":false,\"emulated_why\":\"c: exp has an allowance\","
+		   "\"emu_diff\":0}\n");
+	class_report(dir);
+	char *out = cat(dir, "report");
+	char *md = read_in(out, "report.md"), *html = read_in(out, "index.html");
+	char *js = read_in(out, "report.json"), *xml = read_in(out, "junit.xml");
+	ck_assert_msg(strstr(md, "## assay: ❌ 1 distinct failure (1 result)"), "%.300s", md);
+	ck_assert_msg(strstr(md, "**emulation-mismatch** (bits ×4, within budget) `tie` on c"),
+		      "%s", md);
+	ck_assert_ptr_nonnull(strstr(md, "2 held to the emulating interpreter bit for bit"));
+	ck_assert_ptr_nonnull(strstr(html, "<td class=\"n\">bits ×4</td>"));
+	ck_assert_ptr_nonnull(strstr(html, "2 of 3 results held to the emulating interpreter"));
+	ck_assert_int_eq(rows_without_zero(html, "v-fail"), 1);
+	ck_assert_ptr_nonnull(strstr(xml, "<failure type=\"emulation-mismatch\""));
+	JsVal v;
+	size_t at;
+	const char *err;
+	ck_assert_int_eq(rp_json_parse(js, strlen(js), &v, &at, &err), 0);
+	const JsVal *tot = rp_json_get(&v, "totals");
+	ck_assert(rp_json_num(rp_json_get(tot, "emulated"), -1) == 2);
+	ck_assert(rp_json_num(rp_json_get(rp_json_get(tot, "classes"), "failure"), -1) == 1);
+	ck_assert(rp_json_num(rp_json_get(rp_json_get(tot, "verdicts"), "emulation-mismatch"),
+			      -1) == 1);
+	rp_json_free(&v);
+	RpRun run;
+	Diag d = {0};
+	ck_assert_int_eq(rp_load(dir, NULL, &run, &d), 0);
+	static const struct { const char *policy; int fails; } t[] = {
+		{"gate * emulation_mismatches <= 0\n", 1}, {"gate opencl/*/* emulation_mismatches <= 0\n", 0},
+		{"gate */f16/* emulated >= 2\n", 0}, {"gate */f32/* emulated >= 1\n", 1},
+		{"gate * failing <= 0\n", 1},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(t); i++)
+		ck_assert_msg(gate_count(t[i].policy, &run, NULL) == t[i].fails, "%s: want %d failing",
+			      t[i].policy, t[i].fails);
+	rp_free(&run);
+	free(md);
+	free(html);
+	free(js);
+	free(xml);
+	free(out);
+	free(dir);
+}
+END_TEST
+
 static const char prov_json[] =
 	"{\"version\":\"0.1.0\",\"commit\":\"abc1234-dirty\",\"command\":[\"assay\",\"fuzz\","
 	"\"--seconds\",\"60\",\"-o\",\"/tmp/x y\"],\"cwd\":\"/w\",\"seed\":3,\"backends\":["
@@ -1337,6 +1402,7 @@ static Suite *suite(void)
 	tcase_add_test(u, baseline_worse);
 	tcase_add_test(u, classes_agree);
 	tcase_add_test(u, failing_rows_show_no_zero);
+	tcase_add_test(u, emulation_mismatch_reported);
 	tcase_add_test(u, provenance_in_reports);
 	tcase_add_loop_test(u, record_classes, 0, ARRAY_LEN(class_cases));
 	tcase_add_test(u, provenance_written);

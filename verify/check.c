@@ -27,6 +27,13 @@
  * orc_budget_ties flags as near ties (numerics.md 4a): a disagreement there is counted
  * (n_tie_disagree) and named in the reason, not failed. With a substitute budget function
  * (VfOpts.budget, for tests) there are no tie flags.
+ *
+ * The emulation check (emucheck.c) then holds every finished run whose arithmetic is fully
+ * specified on its device to the emulation of its schedule, bit for bit (each schedule
+ * emulated once, when a backend first needs it): a result within every budget that
+ * differs is an emulation-mismatch, its reason naming the first differing output element
+ * and the first differing stored definition. Verdicts rank special-mismatch, over-budget,
+ * emulation-mismatch, pass: a budget's finding is reported as before.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -55,6 +62,8 @@ typedef struct {
 	char gname[256];
 	char *gdir;           /* -o: DIR/GRAPH, or NULL */
 	int failed;
+	const VfSched *scheds;
+	VfEmu *emu;           /* the schedules' emulations */
 } Ctx;
 
 static double now(void)
@@ -110,6 +119,7 @@ static const struct { const char *name; unsigned bit; } fault_names[] = {
 	{"max_nan", KF_MAX_NAN}, {"zero_sign", KF_ZERO_SIGN},
 	{"argmax_tie", KF_ARGMAX_TIE}, {"topk_order", KF_TOPK_ORDER},
 	{"gather_bounds", KF_GATHER_BOUNDS}, {"rw_div_pow2", KF_RW_DIV_POW2},
+	{"tie_away", KF_TIE_AWAY},
 };
 _Static_assert(ARRAY_LEN(fault_names) == KF__COUNT, "one name per seeded fault");
 
@@ -458,17 +468,7 @@ static double ulp_at(Dtype f, double x)
 
 static void coords_text(const Graph *g, int k, int64_t flat, char *buf, size_t n)
 {
-	const Tensor *T = &g->tensors[g->outputs[k].tensor];
-	int64_t co[IR_MAXRANK];
-	for (int r = T->rank - 1; r >= 0; r--) {
-		co[r] = flat % T->dims[r].value;
-		flat /= T->dims[r].value;
-	}
-	size_t len = (size_t)snprintf(buf, n, "%s[", T->name);
-	for (int r = 0; r < T->rank && len < n; r++)
-		len += (size_t)snprintf(buf + len, n - len, "%s%lld", r ? ", " : "", (long long)co[r]);
-	if (len < n)
-		snprintf(buf + len, n - len, "]");
+	vf_coords_text(g, g->outputs[k].tensor, flat, buf, n);
 }
 
 /* The reason of a numeric verdict: the worst element, explained. */
@@ -578,11 +578,28 @@ static void rerun_note(const WorkerResult *w, char *buf, size_t n)
 			 w->first_reason ? w->first_reason : "", w->confirm_factor, w->wall_s);
 }
 
-/* Sends one record per output; w is NULL for a backend that is not available (why). */
-static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, const WorkerResult *w,
-			const HostTensor *budgets, uint8_t *const *ties, double budget_s,
-			const char *why, const char *rel, Diag *d)
+/* The reason of an emulation-mismatch of output k: its first differing element, then
+ * what located the first differing stored definition (locate, may be NULL). */
+static void explain_emu(const Graph *g, int k, const VfEmuDiff *df, const char *locate,
+			char *buf, size_t n)
 {
+	char at[256];
+	coords_text(g, k, df->first, at, sizeof at);
+	snprintf(buf, n, "%s: %.9g against the emulation's %.9g (%.0f ulp%s; %lld of %lld elements "
+		 "differ bit for bit, every budget holds)%s%s", at, df->got, df->want, df->ulps,
+		 df->ulps == 0 ? ": the sign of a zero" : "", (long long)df->n_diff,
+		 (long long)ir_tensor_count(g, g->outputs[k].tensor), locate ? "; " : "",
+		 locate ? locate : "");
+}
+
+/* Sends one record per output; w is NULL for a backend that is not available (why). er is
+ * the emulation check of the run (NULL with w). */
+static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, int si,
+			const WorkerResult *w, VfEmuResult *er, const HostTensor *budgets,
+			uint8_t *const *ties, double budget_s, const char *why, const char *rel,
+			Diag *d)
+{
+	bool located = false;
 	const Graph *g = c->g;
 	for (int k = 0; k < g->noutputs; k++) {
 		char reason[2048];
@@ -596,6 +613,8 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, const Worke
 			.ref64_by = c->orc.ref64_by ? c->orc.ref64_by : "",
 			.reason = reason, .agree = {.axis = -1, .ref = ""},
 			.red_len = vf_red_len(g, k), .rules = w && w->rewritten ? &w->rules : NULL,
+			.emulated = er && er->applies, .emu_why = er ? er->why : "no outputs to compare",
+			.emu_diff = er && er->applies ? er->diff[k].n_diff : 0,
 		};
 		vf_metrics_init(&r.m);
 		vf_metrics_init(&r.m64);
@@ -608,6 +627,14 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, const Worke
 		}
 		if (w && w->status == WK_OK) {
 			judge(c, k, &w->outs[k], &budgets[k], ties[k], &r, reason, sizeof reason);
+			if (r.verdict == V_PASS && r.emu_diff > 0) {
+				/* within every budget, but not the emulation's bits */
+				if (!located && vf_emu_locate(c->emu, b, si, &c->o->w, er, d))
+					return -1;
+				located = true;
+				r.verdict = V_EMULATION_MISMATCH;
+				explain_emu(g, k, &er->diff[k], er->locate, reason, sizeof reason);
+			}
 			/* the first run crashed or timed out, the re-run alone passed */
 			if (w->rerun && r.verdict == V_PASS)
 				r.verdict = V_FLAKY;
@@ -645,10 +672,12 @@ static int budgets_of(Ctx *c, const Backend *b, const VfSched *vs, HostTensor *b
 	return 0;
 }
 
-static int run_case(Ctx *c, const Backend *b, const VfSched *vs, Diag *d)
+static int run_case(Ctx *c, const Backend *b, int si, Diag *d)
 {
 	const Graph *g = c->g;
+	const VfSched *vs = &c->scheds[si];
 	WorkerResult w;
+	VfEmuResult er = {0};
 	HostTensor *budgets = calloc((size_t)g->noutputs + 1, sizeof *budgets);
 	uint8_t **ties = calloc((size_t)g->noutputs + 1, sizeof *ties);
 	IR_ASSERT(budgets && ties);
@@ -663,13 +692,18 @@ static int run_case(Ctx *c, const Backend *b, const VfSched *vs, Diag *d)
 			goto out_worker;
 		budget_s = now() - t0;
 	}
+	bool sampled = false;
+	for (int k = 0; k < g->noutputs; k++)
+		sampled |= c->orc.idx[k] != NULL;
+	vf_emu_judge(c->emu, b, si, &w, sampled, &er);
 	if (c->o->out_dir) {
 		snprintf(rel, sizeof rel, "%s/%s-%s", c->gname, b->name, vs->name);
 		if (save_case(c, b, vs, &w, w.status == WK_OK ? budgets : NULL, rel, d))
 			goto out_worker;
 	}
-	rc = emit_records(c, b, vs, &w, budgets, ties, budget_s, NULL, rel, d);
+	rc = emit_records(c, b, vs, si, &w, &er, budgets, ties, budget_s, NULL, rel, d);
 out_worker:
+	vf_emu_result_free(&er);
 	vf_worker_free(g, &w);
 out_budgets:
 	for (int k = 0; k < g->noutputs; k++) {
@@ -685,11 +719,12 @@ int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *bac
 	     int nbackends, const VfSched *scheds, int nscheds, const VfOpts *o,
 	     int *failed, Diag *d)
 {
-	Ctx c = {.g = g, .inputs = inputs, .o = o};
+	Ctx c = {.g = g, .inputs = inputs, .o = o, .scheds = scheds};
 	vf_graph_name(g, c.gname, sizeof c.gname);
 	int rc = oracle(&c, d);
 	if (rc)
 		goto out;
+	c.emu = vf_emu_new(g, inputs, scheds, nscheds, &c.mo, o->oracle_timeout_s);
 	rc = -1;
 	if (o->out_dir) {
 		c.gdir = path_of("%s/%s", o->out_dir, c.gname);
@@ -701,14 +736,16 @@ int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *bac
 		char why[512] = "";
 		bool avail = vf_available(o->w.pool, b, why, sizeof why) == 0;
 		for (int s = 0; s < nscheds; s++) {
-			if (avail ? run_case(&c, b, &scheds[s], d) :
-				    emit_records(&c, b, &scheds[s], NULL, NULL, NULL, 0, why, "", d))
+			if (avail ? run_case(&c, b, s, d) :
+				    emit_records(&c, b, &scheds[s], s, NULL, NULL, NULL, NULL, 0, why, "",
+						 d))
 				goto out;
 		}
 	}
 	rc = 0;
 out:
 	*failed = c.failed;
+	vf_emu_free(c.emu);
 	free(c.gdir);
 	oracle_free(g, &c.orc);
 	return rc;

@@ -22,7 +22,10 @@
  *   along agree_axis whose argmax / top-k set agrees with the oracle's: agree.c; all but
  *   agree_rows are null when agree_rows is 0), agree_ref ("oracle" | "f64" | ""),
  *   rules ({RULE NAME: firings} for the rules compiling the case fired, {} when none; absent
- *   when no rewrite ran: VfRecord.rules).
+ *   when no rewrite ran: VfRecord.rules),
+ *   emulated (bool: the emulation check applied, emucheck.c), emulated_why (why not, ""
+ *   when it did), emu_diff (elements differing from the emulation bit for bit; 0 when not
+ *   emulated).
  * Non-finite numbers are written as the strings "inf", "-inf" and "nan" (JSON has no
  * such numbers); finite ones with 17 significant digits, so a double reads back exactly.
  *
@@ -194,6 +197,9 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	timings(f, r);
 	agreement(f, r);
 	rules(f, r->rules);
+	key(f, "emulated"), fputs(r->emulated ? "true" : "false", f);
+	key(f, "emulated_why"), vf_json_str(f, r->emulated ? "" : r->emu_why);
+	key(f, "emu_diff"), fprintf(f, "%lld", (long long)r->emu_diff);
 	fputs("}\n", f);
 }
 

@@ -11,7 +11,10 @@
  *   worker, budgets, metrics, one VfRecord per output;
  * - record.c: the JSON-lines record format (DIR/results.jsonl) and the files kept by -o;
  * - agree.c: agreement of discrete choices (argmax, top-k set along an axis) with the
- *   oracle's, and the reduction length of an output (figures recorded beside the metrics).
+ *   oracle's, and the reduction length of an output (figures recorded beside the metrics);
+ * - emucheck.c: the emulation check: where a schedule's arithmetic is fully specified on a
+ *   backend (its BeFacts), its outputs must equal the emulating interpreter's bit for bit
+ *   (the verdict emulation-mismatch, with the first differing stored definition).
  *
  * Ownership: a VfRecord's strings are owned by the pipeline and live only during the
  * callback that receives it; copy what you keep. Errors: -1 with a Diag (code 2 for the
@@ -30,6 +33,9 @@ typedef enum {
 	V_COMPILE_ERROR, V_UNSUPPORTED,
 	V_FLAKY,   /* a crash or timeout that a re-run of the kernel alone, with a longer limit,
 	              did not reproduce (spec/cli.md v2): recorded and reported, not a failure */
+	V_EMULATION_MISMATCH,   /* every budget holds, but the arithmetic is fully specified on
+	              the backend (emucheck.c) and the output differs from the emulating
+	              interpreter's bit for bit: a failure */
 	V__COUNT
 } Verdict;
 
@@ -212,6 +218,10 @@ typedef struct {
 	WorkerStatus first_status;
 	char *first_reason;  /* malloc'ed */
 	double first_wall_s, confirm_factor;
+	/* The facts of the backend on the run's device: Backend.facts, refined by
+	 * Backend.device_facts in the worker once its compile opened the device (facts_device). */
+	BeFacts facts;
+	bool facts_device;
 } WorkerResult;
 
 /* Persistent workers (worker.c): one live worker process per backend, reused run after
@@ -307,6 +317,9 @@ typedef struct {
 	const RwStats *rules;    /* the rewrite rules that compiling the case fired; NULL when no
 	                            rewrite ran (backend unavailable, ASSAY_NO_REWRITE, a worker
 	                            that died in it) */
+	bool emulated;           /* the emulation check applied (emucheck.c) */
+	const char *emu_why;     /* why it did not ("" when it did) */
+	int64_t emu_diff;        /* emulated: elements that differ from the emulation bit for bit */
 } VfRecord;
 
 typedef void VfSink(void *ctx, const VfRecord *r);
@@ -363,6 +376,69 @@ void vf_sched_list_free(VfSched *s, int n);
 int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *backends,
 	     int nbackends, const VfSched *scheds, int nscheds, const VfOpts *o,
 	     int *failed, Diag *d);
+
+/* ---------------------------------------------------------- emulation check */
+
+/* Whether the arithmetic of g under schedule s is fully specified on a backend with facts f
+ * (emucheck.c states the rules): some real arithmetic, special values kept, nothing
+ * contracted, and every operation of every definition, in the format it computes in, in
+ * f->exact (conversions into every format values are converted to included); integer
+ * arithmetic always is. Subnormals are the caller's to weigh (BeFacts.flush against
+ * MpStats.subnormal). true, or false with the first reason why not in why ("exp has an
+ * allowance", "div in f32 is not promised correctly rounded"). */
+bool vf_emu_specified(const Graph *g, const Schedule *s, const BeFacts *f, char *why, size_t n);
+
+/* A bit-for-bit comparison of a kernel's output with the emulation's (same dtype and
+ * shape): any NaN equals any NaN, zeros must agree in sign, integers must be equal. */
+typedef struct {
+	int64_t n_diff;    /* elements that differ */
+	int64_t first;     /* the first's flat index, -1 when none */
+	double got, want;  /* its values */
+	double ulps;       /* their distance in ulps of the dtype (inf: a NaN against a number;
+	                      0: zeros of opposite signs) */
+} VfEmuDiff;
+
+void vf_emu_compare(const HostTensor *got, const HostTensor *want, VfEmuDiff *diff);
+
+/* "NAME[i, j]" of element flat of tensor t of g, into buf (vf_emu, check.c's reasons). */
+void vf_coords_text(const Graph *g, int t, int64_t flat, char *buf, size_t n);
+
+/* The emulations of one graph's schedules, each computed the first time a backend needs it
+ * (mp_emulate with the schedule's formats, orders and splits), and the verdicts drawn from
+ * them. Borrows g, inputs and scheds for its life. */
+typedef struct VfEmu VfEmu;
+
+/* o: the oracle's options (threads, memory cap); timeout_s: a deadline for each emulation
+ * (<= 0: none). */
+VfEmu *vf_emu_new(const Graph *g, const HostTensor *inputs, const VfSched *scheds,
+		  int nscheds, const MpOpts *o, double timeout_s);
+void vf_emu_free(VfEmu *e);
+
+/* The result of the emulation check of one (backend, schedule) run. */
+typedef struct {
+	bool applies;        /* the record's "emulated" */
+	char why[400];       /* why not */
+	VfEmuDiff *diff;     /* applies: g->noutputs entries */
+	char *locate;        /* vf_emu_locate's finding, or NULL */
+} VfEmuResult;
+
+/* The emulation check of schedule si's run w on backend b: r->applies, or why not (the run
+ * did not finish, an output is sampled: its emulation would cost more than the oracle, the
+ * arithmetic is not fully specified, the device may flush subnormals the emulation met, the
+ * emulation failed or hit its deadline); per output k, r->diff[k]. The caller gives the
+ * verdict emulation-mismatch where diff[k].n_diff > 0 and every budget holds. Free r with
+ * vf_emu_result_free. */
+void vf_emu_judge(VfEmu *e, const Backend *b, int si, const WorkerResult *w, bool sampled,
+		  VfEmuResult *r);
+/* After a difference: runs the kernels of schedule si again on b (wo's workers and limits),
+ * downloading every stored definition, and names in r->locate (malloc'ed) the first
+ * stored definition, in graph order, whose values differ from the emulation's, and its
+ * first differing element. Nothing is found (r->locate NULL) when the re-run fails or the
+ * graph stores more tensors than a run carries. 0, or -1 with d when the environment
+ * failed in the re-run (vf_worker_run). */
+int vf_emu_locate(VfEmu *e, const Backend *b, int si, const WorkerOpts *wo, VfEmuResult *r,
+		  Diag *d);
+void vf_emu_result_free(VfEmuResult *r);
 
 /* ------------------------------------------------------------------ ULP sweep */
 

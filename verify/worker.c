@@ -7,7 +7,8 @@
  * canonical text (ir_print; its round trip leaves every emitted kernel unchanged), the
  * schedule's DefSched array, the inputs, and room for the answer: the stage reached with
  * the time each stage began, the outcome, a message, timings, the rules the rewrite fired,
- * the outputs in their dtypes and the kernel source. The worker rewrites the graph
+ * the device's facts once the compile opened it (Backend.device_facts: what the emulation
+ * check holds the run to), the outputs in their dtypes and the kernel source. The worker rewrites the graph
  * (rw_compile: a rewrite that crashes is a crash of the case), lowers it, emits, compiles,
  * allocates, uploads, launches, checks the guard regions and downloads every output. The
  * parent waits with two limits: the compile limit covers rewrite, lowering, emission and
@@ -113,6 +114,8 @@ typedef struct {
 	bool cache_hit;
 	double compile_s, launch_s;
 	int rw_done;              /* the rewrite ran to its end: rw_tried, rw_fired hold */
+	int facts_done;           /* compile opened the device: facts hold its facts */
+	BeFacts facts;
 	uint64_t rw_tried[RW_MAXRULES], rw_fired[RW_MAXRULES];
 	size_t src_len;
 	char msg[MSG_CAP];
@@ -370,6 +373,10 @@ static void serve(const Backend *b, unsigned char *base)
 		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
 		goto out;
 	}
+	h->facts = b->facts;   /* the device is open: its own facts (Backend.device_facts) */
+	if (b->device_facts)
+		b->device_facts(&h->facts);
+	h->facts_done = 1;
 	if (prepare(b, g, in, m, h) == 0)
 		launch_and_fetch(b, g, m, h, base);
 out:
@@ -767,6 +774,9 @@ static void collect(const Graph *g, const Region *r, bool died, int status, Work
 	res->cache_hit = h->cache_hit;
 	res->compile_s = h->compile_s;
 	res->launch_s = h->launch_s;
+	res->facts_device = h->facts_done;
+	if (h->facts_done)
+		res->facts = h->facts;
 	rules_of(h, res);
 	if (h->src_len)
 		res->source = strdup_fmt("%.*s", (int)h->src_len, (const char *)r->base + h->src_off);
@@ -1003,6 +1013,8 @@ int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
 	}
 	/* the run's whole cost: a worker started for it, a confirming re-run, the probe */
 	r->wall_s = now() - t0;
+	if (!r->facts_device)
+		r->facts = b->facts;
 	return 0;
 }
 

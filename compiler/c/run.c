@@ -344,8 +344,13 @@ static char *c_device(void)
 	return out;
 }
 
+/* Facts (BeFacts): IEEE 754 arithmetic in every format: C11 Annex F operations on float
+ * and double (FLT_EVAL_METHOD 0), no contraction (-ffp-contract=off), no -ffast-math (NaN,
+ * inf, -0 and subnormals kept: SSE arithmetic without FTZ/DAZ), glibc's sqrt, floor, ceil
+ * and fma correctly rounded; f16/bf16 conversions by chelp.c's integer helpers. */
 const Backend c_backend = {
 	.name = "c",
+	.facts = BE_FACTS_IEEE,
 	.available = c_available,
 	.device = c_device,
 	.emit = c_emit,

@@ -495,8 +495,14 @@ static char *cuda_device(void)
 	return out;
 }
 
+/* Facts (BeFacts): IEEE 754 arithmetic in every format under the NVRTC options above
+ * (CUDA C Programming Guide, 'Floating-Point Standard': + - * / sqrt and fma of float and
+ * double are IEEE-compliant, correctly rounded to nearest even, when not contracted, with
+ * --prec-div, --prec-sqrt and --ftz=false); max, min and the f16/bf16 conversions are
+ * chelp.c's helpers, as in the c backend. */
 const Backend cuda_backend = {
 	.name = "cuda",
+	.facts = BE_FACTS_IEEE,
 	.available = cuda_available,
 	.device = cuda_device,
 	.emit = cuda_emit,

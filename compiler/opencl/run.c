@@ -774,8 +774,41 @@ static int ocl_guards(BeModule *m, Diag *d)
 	return rc;
 }
 
+/* The facts of the session's device (Backend.device_facts): f32 / and sqrt are correctly
+ * rounded where the device reports CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT (build() then passes
+ * -cl-fp32-correctly-rounded-divide-sqrt: PoCL does, NVIDIA's OpenCL does); a device whose
+ * CL_DEVICE_SINGLE_FP_CONFIG lacks CL_FP_DENORM may flush f32 subnormals. */
+static void ocl_device_facts(BeFacts *f)
+{
+	if (sess.owner != getpid())
+		return;
+	if (sess.dev.cr_divsqrt) {
+		f->exact[DT_F32] |= BE_OPS_DIVSQRT;
+		f->exact[DT_F16] |= BE_OPS_DIVSQRT;
+		f->exact[DT_BF16] |= BE_OPS_DIVSQRT;
+	}
+	if (!sess.dev.denorm)
+		f->flush |= 1u << DT_F32;
+}
+
+/* Facts (BeFacts) every OpenCL device promises (OpenCL C 3.0, full profile, 'Relative Error
+ * as ULPs': + - * and fma correctly rounded in float and double, x / y and sqrt correctly
+ * rounded in double, in float 2.5 and 3 ulp unless -cl-fp32-correctly-rounded-divide-sqrt
+ * (ocl_device_facts); 'Rounding Modes': conversions to floating point round to nearest even
+ * by default; the program's FP_CONTRACT OFF; no -cl-fast-relaxed-math, -cl-finite-math-only
+ * or -cl-denorms-are-zero, so NaN, inf, -0 and, where the device has CL_FP_DENORM,
+ * subnormals keep IEEE semantics). max and min are the program's IEEE helpers; f16/bf16
+ * conversions prelude.c's integer code. */
 const Backend opencl_backend = {
 	.name = "opencl",
+	.facts = {.specials = true, .minmax = BE_MINMAX_IEEE, .no_contract = true, .exact = {
+		[DT_F64] = BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OPS_DIVSQRT | BE_OP(OP_FMA) |
+			   BE_OP(OP_CAST_F64),
+		[DT_F32] = BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OP(OP_FMA) | BE_OP(OP_CAST_F32),
+		[DT_F16] = BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OP(OP_CAST_F16),
+		[DT_BF16] = BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OP(OP_CAST_BF16),
+		[DT_I32] = BE_OPS_INT}},
+	.device_facts = ocl_device_facts,
 	.available = ocl_available,
 	.device = ocl_device,
 	.emit = ocl_emit,

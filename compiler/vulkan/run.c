@@ -95,31 +95,42 @@ static int split(const Kernels *k, const char *src, KSrc *ks)
 	return p ? -1 : 0;
 }
 
-/* The shader symbols this device gets, as "NAME NAME ..." */
-static void symbols(const VkRt *r, bool f64, char *out, size_t n)
+/* The shader symbols, in vulkan.h's order (the emitted #if's). */
+enum { SY_16BIT, SY_FC, SY_DENORM32, SY_SZINP32, SY_RTE32, SY_DENORM64, SY_SZINP64, SY_RTE64,
+       SY__COUNT };
+
+/* Which symbols this device gets (for a shader using f64 or not): float-controls modes
+ * only where the shader's `#if ASSAY_FC` block is compiled in. */
+static void modes(const VkRt *r, bool f64, bool *on)
 {
 	const VkPhysicalDeviceFloatControlsProperties *f = &r->fcp;
 	bool dn = f->denormBehaviorIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
 	bool rn = f->roundingModeIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
-	struct {
-		const char *name;
-		bool on;
-	} s[] = {
-		{VK_SYM_16BIT, r->s16 && !getenv("ASSAY_VULKAN_PACKED16")},
-		{VK_SYM_FC, r->fc && !getenv("ASSAY_VULKAN_NO_FC")},
-		{VK_SYM_DENORM32, r->fc && dn && f->shaderDenormPreserveFloat32},
-		{VK_SYM_SZINP32, r->fc && f->shaderSignedZeroInfNanPreserveFloat32},
-		{VK_SYM_RTE32, r->fc && rn && f->shaderRoundingModeRTEFloat32},
-		{VK_SYM_DENORM64, r->fc && dn && f64 && f->shaderDenormPreserveFloat64 &&
-		 f->denormBehaviorIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL},
-		{VK_SYM_SZINP64, r->fc && f64 && f->shaderSignedZeroInfNanPreserveFloat64},
-		{VK_SYM_RTE64, r->fc && rn && f64 && f->shaderRoundingModeRTEFloat64 &&
-		 f->roundingModeIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL},
+	on[SY_16BIT] = r->s16 && !getenv("ASSAY_VULKAN_PACKED16");
+	on[SY_FC] = r->fc && !getenv("ASSAY_VULKAN_NO_FC");
+	on[SY_DENORM32] = r->fc && dn && f->shaderDenormPreserveFloat32;
+	on[SY_SZINP32] = r->fc && f->shaderSignedZeroInfNanPreserveFloat32;
+	on[SY_RTE32] = r->fc && rn && f->shaderRoundingModeRTEFloat32;
+	on[SY_DENORM64] = r->fc && dn && f64 && f->shaderDenormPreserveFloat64 &&
+		f->denormBehaviorIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
+	on[SY_SZINP64] = r->fc && f64 && f->shaderSignedZeroInfNanPreserveFloat64;
+	on[SY_RTE64] = r->fc && rn && f64 && f->shaderRoundingModeRTEFloat64 &&
+		f->roundingModeIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
+}
+
+/* The shader symbols this device gets, as "NAME NAME ..." */
+static void symbols(const VkRt *r, bool f64, char *out, size_t n)
+{
+	static const char *const names[SY__COUNT] = {
+		VK_SYM_16BIT, VK_SYM_FC, VK_SYM_DENORM32, VK_SYM_SZINP32, VK_SYM_RTE32,
+		VK_SYM_DENORM64, VK_SYM_SZINP64, VK_SYM_RTE64,
 	};
+	bool on[SY__COUNT];
+	modes(r, f64, on);
 	out[0] = 0;
-	for (size_t i = 0; i < ARRAY_LEN(s); i++)
-		if (s[i].on)
-			snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? " " : "", s[i].name);
+	for (size_t i = 0; i < SY__COUNT; i++)
+		if (on[i])
+			snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? " " : "", names[i]);
 }
 
 /* libshaderc, opened once per process and kept, with one compiler: its first compile in a
@@ -766,8 +777,52 @@ static char *vk_device(void)
 	return out;
 }
 
+/* The facts of the session's device (Backend.device_facts): with the float-controls modes
+ * the shaders declare (symbols()) for 32 bits, SignedZeroInfNanPreserve and RoundingModeRTE,
+ * + - * of f32 are correctly rounded to nearest even with NaN, infinities and zero signs
+ * kept (Vulkan spec, 'Precision and Operation of SPIR-V Instructions': OpFAdd, OpFSub,
+ * OpFMul "correctly rounded", the rounding mode "not specified, unless the entry point is
+ * declared with the RoundingModeRTE or the RoundingModeRTZ execution mode"; comparisons
+ * "correct result"; fabs, floor, ceil, fmin, fmax "correctly rounded", i.e. exact), and
+ * f16/bf16 through f32 with them; DenormPreserve for 32 bits takes the f32 flush away. f64
+ * stays unpromised (the precision of double-precision instructions is only "at least that
+ * of single precision"), and so do / (2.5 ulp), sqrt (inherited from 1 / inversesqrt) and
+ * fma (inherited from OpFMul followed by OpFAdd). Every conversion the kernels make is
+ * lib.c's integer code or an exact float operation. */
+static void vk_device_facts(BeFacts *f)
+{
+	if (vsess.owner != getpid())
+		return;
+	bool on[SY__COUNT];
+	modes(&vsess.r, false, on);
+	if (!on[SY_FC])
+		return;
+	if (on[SY_SZINP32] && on[SY_RTE32]) {
+		f->specials = true;
+		f->minmax = BE_MINMAX_IEEE;
+		f->exact[DT_F32] |= BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OP(OP_CAST_F32);
+		f->exact[DT_F16] |= BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OP(OP_CAST_F16);
+		f->exact[DT_BF16] |= BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OP(OP_CAST_BF16);
+	}
+	if (on[SY_DENORM32])
+		f->flush &= ~(1u << DT_F32);
+}
+
+/* Facts (BeFacts) every Vulkan device promises: none bit for bit but integer arithmetic
+ * (without float controls the rounding mode of + - * is unspecified, a device may ignore
+ * zero signs and assume no NaN, and flush subnormals of f32 and f64); every float
+ * operation is `precise` (emit.c), so nothing is contracted. vk_device_facts adds what the
+ * device's float controls promise. */
 const Backend vulkan_backend = {
 	.name = "vulkan",
+	.facts = {.flush = (1u << DT_F32) | (1u << DT_F64), .specials = false,
+		  .minmax = BE_MINMAX_ANY, .no_contract = true, .exact = {[DT_I32] = BE_OPS_INT}},
+	.flush_source = "Vulkan spec, 'Precision and Operation of SPIR-V Instructions': any "
+		"denormalized value input into a shader or potentially generated by any instruction "
+		"in it may be flushed to zero, unless the shader declares the DenormPreserve "
+		"execution mode for its width (VkPhysicalDeviceFloatControlsProperties::"
+		"shaderDenormPreserveFloat32, 64)",
+	.device_facts = vk_device_facts,
 	.available = vk_available,
 	.device = vk_device,
 	.emit = vk_emit,

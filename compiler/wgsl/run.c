@@ -417,8 +417,19 @@ static void wg_free(BeModule *m)
 	free(m);
 }
 
+/* Facts (BeFacts): WGSL promises no bit for bit arithmetic (WGSL spec, 'Floating Point
+ * Evaluation'): no rounding mode (a correctly rounded result may be either neighbour), an
+ * implementation may flush subnormal inputs and outputs of f32 operations to zero, may
+ * assume NaN and infinities absent and ignore the sign of a zero, and nothing forbids
+ * fusing a*b + c (NVIDIA's driver fuses it under Dawn). Only integer operations are exact. */
 const Backend wgsl_backend = {
 	.name = "wgsl",
+	.facts = {.flush = 1u << DT_F32, .specials = false, .minmax = BE_MINMAX_ANY,
+		  .no_contract = false, .exact = {[DT_I32] = BE_OPS_INT}},
+	.flush_source = "WGSL spec, 'Floating Point Evaluation' (differences from IEEE-754): "
+		"for operations covered by the floating point accuracy requirements, implementations "
+		"may flush subnormal inputs or outputs to zero; other operations preserve subnormal "
+		"values (WGSL has no f64)",
 	.available = wg_available,
 	.device = wg_device,
 	.emit = wgsl_emit,

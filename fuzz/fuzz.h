@@ -110,7 +110,7 @@ char *fz_gen_text(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d);
  * FZ_STREAM_SCHEDULE)), as a schedule block that ir_print prints. 0, or -1 with d. */
 int fz_gen_schedule(Graph *g, uint64_t seed, uint64_t case_no, Diag *d);
 
-/* The input distribution of case (seed, case_no): normal, uniform, adversarial, or
+/* The input distribution of case (seed, case_no): normal, uniform, adversarial, edges, or
  * adversarial with inf and NaN, in equal shares, seeded from FZ_STREAM_INPUTS. */
 InputSpec fz_gen_input_spec(uint64_t seed, uint64_t case_no);
 
@@ -343,8 +343,8 @@ int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d);
 /* Whether c's settings are valid (the ranges of fz_settings_read, backends, inputs and
  * faults known): 0, or -1 with d (code 2) naming the member ("member 'jobs': ..."). */
 int fz_settings_check(const FzCampaign *c, Diag *d);
-/* Whether name is a campaign's input distribution: mix, normal, uniform, adversarial or
- * specials. */
+/* Whether name is a campaign's input distribution: mix, normal, uniform, adversarial,
+ * edges or specials. */
 bool fz_inputs_known(const char *name);
 /* The backends of a comma list into r->backends, in order, a repeated name once ("c,c" is
  * c). 0, or -1 with d (code 2) for an empty list, an empty name ("c,,vulkan") or an

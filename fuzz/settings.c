@@ -129,8 +129,8 @@ int fz_settings_check(const FzCampaign *c, Diag *d)
 		return -1;
 	}
 	if (!fz_inputs_known(c->inputs)) {
-		diag_set(d, 2, "member 'inputs': expected mix, normal, uniform, adversarial or "
-			 "specials, got '%s'", c->inputs);
+		diag_set(d, 2, "member 'inputs': expected mix, normal, uniform, adversarial, edges "
+			 "or specials, got '%s'", c->inputs);
 		return -1;
 	}
 	char names[512];

@@ -471,8 +471,9 @@ START_TEST(inputs)
 		free(a), free(b);
 		ir_free(g);
 	}
-	printf("gen inputs over 64 cases: normal=%d uniform=%d adversarial=%d adversarial+specials=%d\n",
-	       kinds[DIST_NORMAL], kinds[DIST_UNIFORM], kinds[DIST_ADVERSARIAL], kinds[DIST__COUNT]);
+	printf("gen inputs over 64 cases: normal=%d uniform=%d adversarial=%d edges=%d "
+	       "adversarial+specials=%d\n", kinds[DIST_NORMAL], kinds[DIST_UNIFORM],
+	       kinds[DIST_ADVERSARIAL], kinds[DIST_EDGES], kinds[DIST__COUNT]);
 	for (int k = 0; k <= DIST__COUNT; k++)
 		ck_assert_int_gt(kinds[k], 0);
 }

@@ -260,11 +260,31 @@ START_TEST(settings_roundtrip)
 	c.gen.max_defs = 3;
 	c.gen.max_work = 123456789012;
 	c.gen.p_schedule = 0.1;
+	c.gen.max_large = 40;
+	c.gen.p_large = 0.75;
 	Diag d = {0};
 	ck_assert_int_eq(fz_settings_check(&c, &d), 0);
 	ck_assert_int_eq(fz_settings_write(dir, &c, &d), 0);
 	ck_assert_msg(fz_settings_read(dir, &back, &d) == 0, "%s", d.msg);
 	ck_assert(memcmp(&c, &back, sizeof c) == 0);
+	/* a campaign written before issue 13 lacks the optional members: the defaults stand in;
+	 * a given one is checked like any other */
+	char path[160], cmd0[400];
+	snprintf(path, sizeof path, "%s/settings.json", dir);
+	snprintf(cmd0, sizeof cmd0, "sed -i -e 's/,\"compile_timeout_s\":[^,]*//' -e "
+		 "'s/,\"max_large\":40,\"p_large\":0.75//' '%s'", path);
+	ck_assert_int_eq(system(cmd0), 0);
+	ck_assert_msg(fz_settings_read(dir, &back, &d) == 0, "%s", d.msg);
+	FzCampaign dflt;
+	fz_campaign_defaults(&dflt);
+	ck_assert_int_eq(back.gen.max_large, dflt.gen.max_large);
+	ck_assert(back.gen.p_large == dflt.gen.p_large && back.gen.max_defs == 3);
+	snprintf(cmd0, sizeof cmd0, "sed -i 's/\"p_schedule\"/\"max_large\":1.5,\"p_schedule\"/' '%s'",
+		 path);
+	ck_assert_int_eq(system(cmd0), 0);
+	ck_assert_int_eq(fz_settings_read(dir, &back, &d), -1);
+	ck_assert_msg(strstr(d.msg, "member 'gen.max_large'"), "%s", d.msg);
+	diag_clear(&d);
 	c.jobs = 0;
 	ck_assert_int_eq(fz_settings_check(&c, &d), -1);
 	ck_assert_msg(strstr(d.msg, "member 'jobs'"), "%s", d.msg);

@@ -6,7 +6,11 @@
  * reduced: chains, diamonds and contractions follow), its reduction ranges (full,
  * triangular, tails, literal starts, sliding windows), and a body from gen_expr.c, which
  * reads earlier tensors or creates inputs shaped for the view it wants. Definitions that
- * nothing reads become outputs, so every definition is used.
+ * nothing reads become outputs, so every definition is used. Some shapes are drawn on
+ * purpose (docs/fuzz.md "What the generator draws on purpose"): large sizes (p_large),
+ * tied terms (gx_tie), and on the schedule partial tiles (bias_tiles), inlines into 16-bit
+ * accumulations (bias_inline_fmt) and inlines of definitions read through a reachable
+ * padding (bias_inline).
  *
  * Invariants: the random bits come from a counter-based generator keyed by (seed, case
  * number, stream): the text is a function of (options, seed, case number) only. Every value

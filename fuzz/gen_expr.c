@@ -10,6 +10,9 @@
  *   +-2^16 is not written (its first operand stands instead), and `%` divides only by a
  *   positive literal or size.
  * - In tie mode (gen.h) only exact operations and exact tensors are used.
+ * - Drawn on purpose now and then: rewrite-rule patterns and near misses (pattern), one
+ *   tensor read twice with two paddings (reread), compositions no rule has (compose),
+ *   bodies whose terms tie (gx_tie).
  * Operands that are not atoms are parenthesised; ir_print restores the canonical form.
  */
 #include <string.h>

@@ -364,8 +364,8 @@ int cli_load_inputs_opts(const Args *a, const char *cmd, const Graph *g, const M
 	if (cli_get(a, "inputs")) {
 		int dist = dist_parse(cli_get(a, "inputs"));
 		if (dist < 0) {
-			fprintf(stderr, "assay %s: --inputs expects normal, uniform or adversarial, got '%s'\n",
-				cmd, cli_get(a, "inputs"));
+			fprintf(stderr, "assay %s: --inputs expects %s, got '%s'\n", cmd, dist_list(),
+				cli_get(a, "inputs"));
 			code = 2;
 			goto out;
 		}

@@ -28,8 +28,8 @@ static const FlagSpec flags[] = {
 	{"schedule", true, false, "FILE     schedule directives replacing the graph's schedule block"},
 	{"schedules", true, false, "N        sampled schedules besides the graph's own (default 0)"},
 	{"seed", true, false, "S        seed of the inputs, sampled schedules and elements (default 1)"},
-	{"inputs", true, false, "DIST     normal | uniform | adversarial (default normal)"},
-	{"specials", false, false, "         adversarial inputs also hold inf and NaN"},
+	{"inputs", true, false, "DIST     normal | uniform | adversarial | edges (default normal)"},
+	{"specials", false, false, "         adversarial and edges inputs also hold inf and NaN"},
 	{"input", true, true, "NAME=F   read input NAME from the .npy file F (repeatable)"},
 	{"size", true, true, "N=V      override a size (repeatable)"},
 	{"timeout", true, false, "S        seconds a kernel may run, alloc to download (default 20); when given, the oracle's too"},
@@ -178,8 +178,7 @@ static int options(const Args *a, VfOpts *o, long long *nsched)
 		return 2;
 	const char *dist = cli_get(a, "inputs");
 	if (dist && dist_parse(dist) < 0) {
-		fprintf(stderr, "assay check: --inputs expects normal, uniform or adversarial, got '%s'\n",
-			dist);
+		fprintf(stderr, "assay check: --inputs expects %s, got '%s'\n", dist_list(), dist);
 		return 2;
 	}
 	o->agree_axis = (int)axis;

@@ -19,8 +19,8 @@
 static const FlagSpec flags[] = {
 	{"size", true, true, "N=V      override a size (repeatable)"},
 	{"seed", true, false, "S        seed of the generated inputs (default 1)"},
-	{"inputs", true, false, "DIST     normal | uniform | adversarial (default normal)"},
-	{"specials", false, false, "         adversarial inputs also hold inf and NaN"},
+	{"inputs", true, false, "DIST     normal | uniform | adversarial | edges (default normal)"},
+	{"specials", false, false, "         adversarial and edges inputs also hold inf and NaN"},
 	{"input", true, true, "NAME=F   read input NAME from the .npy file F (repeatable)"},
 	{"threads", true, false, "N        worker threads (default 1)"},
 	{"timeout", true, false, "S        stop after S seconds (input generation included): exit 2"},

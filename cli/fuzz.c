@@ -34,7 +34,7 @@ static const FlagSpec flags[] = {
 	{"jobs", true, false, "N        job processes running cases in parallel (default 1, at most 64)"},
 	{"backends", true, false, "LIST     comma list of backends (default: every available one)"},
 	{"seed", true, false, "S        the campaign's seed (default 1)"},
-	{"inputs", true, false, "DIST     mix (default: drawn per case), normal, uniform, adversarial, specials"},
+	{"inputs", true, false, "DIST     mix (default: drawn per case), normal, uniform, adversarial, edges, specials"},
 	{"timeout", true, false, "S        seconds a kernel may run, alloc to download (default 10)"},
 	{"compile-timeout", true, false, "S        seconds a worker may compile (default 60)"},
 	{"no-reduce", false, false, "         keep each failure's original graph, unreduced"},
@@ -71,8 +71,8 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 	}
 	const char *in = cli_get(a, "inputs");
 	if (in && !fz_inputs_known(in)) {
-		fprintf(stderr, "assay fuzz: --inputs expects mix, normal, uniform, adversarial or "
-			"specials, got '%s'\n", in);
+		fprintf(stderr, "assay fuzz: --inputs expects mix, normal, uniform, adversarial, edges "
+			"or specials, got '%s'\n", in);
 		return 2;
 	}
 	c->seed = (uint64_t)seed;

@@ -20,8 +20,8 @@
 static const FlagSpec flags[] = {
 	{"backends", true, false, "LIST     comma list of backends (default: every available one)"},
 	{"seed", true, false, "S        the inputs' seed (default: the repro's, else 1)"},
-	{"inputs", true, false, "DIST     normal | uniform | adversarial (default: the repro's, else normal)"},
-	{"specials", false, false, "         adversarial inputs also hold inf and NaN"},
+	{"inputs", true, false, "DIST     normal | uniform | adversarial | edges (default: the repro's, else normal)"},
+	{"specials", false, false, "         adversarial and edges inputs also hold inf and NaN"},
 	{"output", true, false, "NAME     the failing output to keep (default: the first failing)"},
 	{"tests", true, false, "N        checks the reducer may make (default 400)"},
 	{"timeout", true, false, "S        seconds a worker may run (default 10)"},
@@ -44,8 +44,7 @@ static int inputs_of(const Args *a, const char *text, FzRun *r)
 	if (in) {
 		int dist = dist_parse(in);
 		if (dist < 0) {
-			fprintf(stderr, "assay reduce: --inputs expects normal, uniform or adversarial, "
-				"got '%s'\n", in);
+			fprintf(stderr, "assay reduce: --inputs expects %s, got '%s'\n", dist_list(), in);
 			return 2;
 		}
 		r->dist = (Dist)dist;

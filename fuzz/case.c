@@ -2,8 +2,8 @@
  *
  * Case n of a campaign with seed S is a pure function of (S, n) and the settings: the graph
  * (fz_gen, its schedule block included), the inputs' distribution and seed (drawn from the
- * FZ_STREAM_INPUTS stream: with inputs "mix", normal, uniform, adversarial, or adversarial
- * with specials), the check on every backend of the settings with the seeded faults, and
+ * FZ_STREAM_INPUTS stream: with inputs "mix", normal 30%, uniform 18%, adversarial 20%,
+ * adversarial with specials 12%, edges 20%), the check on every backend of the settings with the seeded faults, and
  * the signature of each failing verdict (fz_classify). Its log text is one JSON line per
  * record (vf_record_json with a "case" member) and then one "done" line:
  *   {"done":N, "graph":..., "status":"ok"|"error"|"skipped", "error":"" (why the toolkit
@@ -64,8 +64,9 @@ static int case_inputs(const FzCampaign *c, uint64_t n, FzRun *r, Diag *d)
 	r->specials = false;
 	if (strcmp(c->inputs, "mix") == 0) {
 		static const struct { Dist dist; bool specials; unsigned w; } t[] = {
-			{DIST_NORMAL, false, 35}, {DIST_UNIFORM, false, 25},
-			{DIST_ADVERSARIAL, false, 25}, {DIST_ADVERSARIAL, true, 15},
+			{DIST_NORMAL, false, 30}, {DIST_UNIFORM, false, 18},
+			{DIST_ADVERSARIAL, false, 20}, {DIST_ADVERSARIAL, true, 12},
+			{DIST_EDGES, false, 20},
 		};
 		unsigned pick = (unsigned)(mix(z ^ 0x1a2b3c4dull) % 100);
 		for (size_t i = 0; i < ARRAY_LEN(t); i++) {
@@ -81,7 +82,8 @@ static int case_inputs(const FzCampaign *c, uint64_t n, FzRun *r, Diag *d)
 	bool specials = strcmp(c->inputs, "specials") == 0;
 	int dist = specials ? DIST_ADVERSARIAL : dist_parse(c->inputs);
 	if (dist < 0) {
-		diag_set(d, 2, "inputs: expected mix, normal, uniform, adversarial or specials, got '%s'",
+		diag_set(d, 2, "inputs: expected mix, normal, uniform, adversarial, edges or specials, got "
+			 "'%s'",
 			 c->inputs);
 		return -1;
 	}

@@ -67,6 +67,8 @@ typedef struct {
 	int max_red;         /* reduction indices of one definition, 1 .. FZ_MAXRED (default 2) */
 	int64_t max_elems;   /* elements of one tensor (default 512) */
 	int64_t max_work;    /* estimated scalar operations of one exact evaluation (default 1e5) */
+	int max_large;       /* largest large size (default 100; 0: none): sizes above
+	                        max_extent, so that tiles of 16, 32, 64 are partial */
 	/* weights */
 	unsigned op_w[OP__COUNT];          /* every op of the op table (IDIV and MOD feed indices
 	                                      and integer values; comparisons and && || ! feed
@@ -83,7 +85,18 @@ typedef struct {
 	double p_extra_output; /* a used definition is an output too (0.3) */
 	double p_schedule;   /* a schedule block from sched_sample (default 0.5) */
 	double p_ident;      /* an expression is put in a pattern of the rewrite rules (x * 1.0,
-	                        x / 4.0, c ? x : x, casts of casts, i + 0, x * 0.0...) (0.02) */
+	                        x / 4.0, c ? x : x, casts of casts, i + 0, x * 0.0...) (0.07) */
+	double p_reread;     /* a read is a tensor read twice in one expression, through two views
+	                        or paddings, a padding reached (0.03) */
+	double p_compose;    /* an expression is a composition no rewrite rule has: f(a * b),
+	                        (a * b) / b, a * b + a * c, (a + b) - b, min(a, max(a, b))... (0.03) */
+	double p_tie;        /* the terms of an argmax, argmin, topk, max or min are made to tie
+	                        (a clamp by a literal, an index seen through r / c, x * 0.0) (0.3) */
+	double p_large;      /* a size is large: 17 .. max_large (0.2) */
+	double p_tile;       /* a sampled schedule tiles a definition partially: a tile of 16, 32
+	                        or 64 on a large extent, or two dimensions at once (0.7) */
+	double p_inline_fmt; /* a sampled schedule inlines a plain definition into a reduction
+	                        that accumulates in f16 or bf16 (or one stored there) (0.5) */
 	bool risky_ties;     /* allow computed values in decisions: may make the exact oracle
 	                        report unsamplable elements (default false) */
 } GenOpts;
@@ -110,7 +123,7 @@ char *fz_gen_text(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d);
  * FZ_STREAM_SCHEDULE)), as a schedule block that ir_print prints. 0, or -1 with d. */
 int fz_gen_schedule(Graph *g, uint64_t seed, uint64_t case_no, Diag *d);
 
-/* The input distribution of case (seed, case_no): normal, uniform, adversarial, or
+/* The input distribution of case (seed, case_no): normal, uniform, adversarial, edges, or
  * adversarial with inf and NaN, in equal shares, seeded from FZ_STREAM_INPUTS. */
 InputSpec fz_gen_input_spec(uint64_t seed, uint64_t case_no);
 
@@ -343,8 +356,8 @@ int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d);
 /* Whether c's settings are valid (the ranges of fz_settings_read, backends, inputs and
  * faults known): 0, or -1 with d (code 2) naming the member ("member 'jobs': ..."). */
 int fz_settings_check(const FzCampaign *c, Diag *d);
-/* Whether name is a campaign's input distribution: mix, normal, uniform, adversarial or
- * specials. */
+/* Whether name is a campaign's input distribution: mix, normal, uniform, adversarial,
+ * edges or specials. */
 bool fz_inputs_known(const char *name);
 /* The backends of a comma list into r->backends, in order, a repeated name once ("c,c" is
  * c). 0, or -1 with d (code 2) for an empty list, an empty name ("c,,vulkan") or an

@@ -6,7 +6,11 @@
  * reduced: chains, diamonds and contractions follow), its reduction ranges (full,
  * triangular, tails, literal starts, sliding windows), and a body from gen_expr.c, which
  * reads earlier tensors or creates inputs shaped for the view it wants. Definitions that
- * nothing reads become outputs, so every definition is used.
+ * nothing reads become outputs, so every definition is used. Some shapes are drawn on
+ * purpose (docs/fuzz.md "What the generator draws on purpose"): large sizes (p_large),
+ * tied terms (gx_tie), and on the schedule partial tiles (bias_tiles), inlines into 16-bit
+ * accumulations (bias_inline_fmt) and inlines of definitions read through a reachable
+ * padding (bias_inline).
  *
  * Invariants: the random bits come from a counter-based generator keyed by (seed, case
  * number, stream): the text is a function of (options, seed, case number) only. Every value
@@ -130,10 +134,12 @@ GExt fresh_ext(Gen *G, int64_t maxv)
 {
 	if (maxv < 1)
 		maxv = 1;
+	/* sizes may be large (make_sizes); literal extents stay within max_extent */
+	int64_t sizemax = maxv >= G->o->max_extent && G->o->max_large > maxv ? G->o->max_large : maxv;
 	if (rng_chance(&G->r, 0.65)) {
 		int c[GMAXSIZES], n = 0;
 		for (int k = 0; k < G->nsizes; k++)
-			if (G->sizes[k].v <= maxv)
+			if (G->sizes[k].v <= sizemax)
 				c[n++] = k;
 		if (n) {
 			int k = c[rng_below(&G->r, n)];
@@ -143,13 +149,29 @@ GExt fresh_ext(Gen *G, int64_t maxv)
 	return (GExt){-1, ext_value(G, maxv)};
 }
 
+/* Large sizes (p_large): past max_extent, so that tiles of 16, 32 and 64 are partial (65,
+ * 70, 80, 97, 100 for 64; 33, 40, 47 for 32; 17 .. 31 for 16), and powers of two beside
+ * them. Tensors stay within max_elems (pick_shape), so a large size comes with small
+ * others. */
+static const int64_t largev[] = {17, 20, 23, 24, 31, 32, 33, 40, 47, 63, 64, 65, 70, 80, 97, 100};
+
+static int64_t large_value(Gen *G)
+{
+	int c[ARRAY_LEN(largev)], n = 0;
+	for (size_t k = 0; k < ARRAY_LEN(largev); k++)
+		if (largev[k] > G->o->max_extent && largev[k] <= G->o->max_large)
+			c[n++] = (int)k;
+	return n ? largev[c[rng_below(&G->r, n)]] : ext_value(G, G->o->max_extent);
+}
+
 static void make_sizes(Gen *G)
 {
 	static const char *const names[GMAXSIZES] = {"N", "M", "K", "P", "Q", "S"};
 	G->nsizes = 1 + (int)rng_below(&G->r, 4);
 	for (int k = 0; k < G->nsizes; k++) {
 		snprintf(G->sizes[k].name, sizeof G->sizes[k].name, "%s", names[k]);
-		G->sizes[k].v = ext_value(G, G->o->max_extent);
+		G->sizes[k].v = G->o->max_large > G->o->max_extent && rng_chance(&G->r, G->o->p_large)
+			? large_value(G) : ext_value(G, G->o->max_extent);
 	}
 }
 
@@ -437,7 +459,9 @@ static void gen_def(Gen *G)
 	}
 	const GVar rv = G->v[S.nl];   /* the reduction index of selections */
 	G->tie = m == MO_ARGMAX || m == MO_ARGMIN || m == MO_TOPK;
-	Ex b = rng_chance(&G->r, o->p_int_def) ? gx_int(G, depth) : gx_real(G, depth);
+	bool tied = (G->tie || m == MO_MAX || m == MO_MIN) && rng_chance(&G->r, o->p_tie);
+	Ex b = tied ? gx_tie(G, depth, m, S.nl)
+		: rng_chance(&G->r, o->p_int_def) ? gx_int(G, depth) : gx_real(G, depth);
 	G->tie = false;
 	/* K's index comes last, after the body: the checker keeps it out of topk's terms */
 	if (m == MO_TOPK)
@@ -545,6 +569,7 @@ void fz_gen_defaults(GenOpts *o)
 	o->max_red = 2;
 	o->max_elems = 512;
 	o->max_work = 100000;
+	o->max_large = 100;
 	for (int op = 0; op < OP__COUNT; op++)
 		o->op_w[op] = op_info((Op)op)->flags & OPF_CAST ? 5 : 10;
 	o->op_w[OP_ADD] = o->op_w[OP_SUB] = o->op_w[OP_MUL] = 30;
@@ -573,7 +598,13 @@ void fz_gen_defaults(GenOpts *o)
 	o->p_pad = 0.03;
 	o->p_extra_output = 0.3;
 	o->p_schedule = 0.5;
-	o->p_ident = 0.05;
+	o->p_ident = 0.07;
+	o->p_reread = 0.03;
+	o->p_compose = 0.03;
+	o->p_tie = 0.3;
+	o->p_large = 0.2;
+	o->p_tile = 0.7;
+	o->p_inline_fmt = 0.5;
 }
 
 /* The options as the generator uses them: clamped, and index kinds that need `/` or `%`
@@ -634,72 +665,178 @@ static bool padded_read(const Graph *g, int t)
 	return false;
 }
 
-/* Directed: sched_sample inlines a plain definition 3 times in 10; one that is read with a
- * padding that may be reached (padded_read) is inlined here in 3 of 4 schedules, its other directives dropped (they do
- * not apply to an inlined definition). A padded read of an inlined definition must not
- * evaluate the producer out of range; that interplay was the rarest of the seeded faults'
- * (inline_pad: 28 s to kill on c alone, surviving 80 s with every backend selected).
- * The result is checked by the parser like any schedule; NULL where nothing changed. */
-static char *bias_inline(const Graph *g, const char *txt, Rng *r)
+static bool is_output(const Graph *g, int t)
 {
-	size_t cap = strlen(txt) + 1;
+	for (int k = 0; k < g->noutputs; k++)
+		if (g->outputs[k].tensor == t)
+			return true;
+	return false;
+}
+
+/* Directed: sched_sample inlines a plain definition 3 times in 10; one that is read with a
+ * padding that may be reached (padded_read) is inlined here in 3 of 4 schedules (sampled
+ * or default), its other directives dropped (they do not apply to an inlined definition).
+ * A padded read of an inlined definition must not evaluate the producer out of range; that
+ * interplay was the rarest of the seeded faults' (inline_pad: 28 s to kill on c alone,
+ * surviving 80 s with every backend selected). True when s changed. */
+static bool bias_inline(const Graph *g, Schedule *s, Rng *r)
+{
 	bool changed = false;
-	char *out = NULL;
 	for (int d = 0; d < g->ndefs; d++) {
 		const Def *D = &g->defs[d];
 		int t = D->out[0];
-		bool output = false;
-		for (int k = 0; k < g->noutputs; k++)
-			output |= g->outputs[k].tensor == t;
-		if (D->monoid != MO_NONE || output || !padded_read(g, t) || !rng_chance(r, 0.75))
+		if (D->monoid != MO_NONE || is_output(g, t) || !padded_read(g, t) || !rng_chance(r, 0.75))
 			continue;
-		const char *name = g->tensors[t].name, *src = out ? out : txt;
-		size_t nl = strlen(name);
-		cap += nl + 8;
-		char *next = malloc(cap), *w = next;
-		IR_ASSERT(next);
-		bool had = false;
-		for (const char *l = src; *l;) {
-			const char *e = strchr(l, '\n');
-			size_t len = e ? (size_t)(e - l) + 1 : strlen(l);
-			const char *sp = memchr(l, ' ', len);
-			bool mine = sp && strncmp(sp + 1, name, nl) == 0 &&
-				    (sp + 1 + nl == l + len || sp[1 + nl] == ' ' || sp[1 + nl] == '\n');
-			had |= mine && strncmp(l, "inline ", 7) == 0;
-			if (!mine) {
-				memcpy(w, l, len);
-				w += len;
-			}
-			l += len;
-		}
-		w += sprintf(w, "inline %s\n", name);
-		changed |= !had;
-		free(out);
-		out = next;
+		changed |= !s->defs[d].inlined;
+		s->defs[d].inlined = true;
 	}
-	if (!changed) {
-		free(out);
-		return NULL;
-	}
-	return out;
+	return changed;
 }
 
-/* The schedule txt (malloc'ed, freed here), directed by bias_inline, into g. */
-static int set_schedule(Graph *g, char *txt, uint64_t seed, uint64_t case_no, Diag *d)
+/* Whether expression e reads tensor t. */
+static bool reads_tensor(const Graph *g, Ref e, int t)
 {
+	if (!e)
+		return false;
+	const Node *n = ir_node(g, e);
+	if (n->kind == NK_READ) {
+		if (n->u.read.tensor == (uint32_t)t || reads_tensor(g, n->u.read.pad, t))
+			return true;
+		for (uint32_t k = 0; k < n->u.read.n; k++)
+			if (reads_tensor(g, ir_read_idx(g, n)[k], t))
+				return true;
+		return false;
+	}
+	if (n->kind != NK_OP)
+		return false;
+	for (int k = 0; k < op_info((Op)n->op)->arity; k++)
+		if (reads_tensor(g, n->a[k], t))
+			return true;
+	return false;
+}
+
+/* Directed, on sampled schedules (o->p_inline_fmt): a plain real definition A that a
+ * definition B with a real body reads is inlined into B, and B accumulates in f16 or bf16
+ * (a reduction) or stores there (a plain one, half as often). A's value is still computed
+ * in its own format (graph-format.md 17a): computing it in the consumer's is the bug this
+ * draws out. Without it an inline into a 16-bit accumulation came up once in 600 cases. */
+static bool bias_inline_fmt(const Graph *g, Schedule *s, Rng *r, const GenOpts *o)
+{
+	bool changed = false;
+	for (int b = 0; b < g->ndefs; b++) {
+		const Def *B = &g->defs[b];
+		bool red = B->monoid != MO_NONE;
+		if (s->defs[b].inlined || ir_node(g, B->body)->ty != TY_REAL ||
+		    (!red && (B->ty != TY_REAL || !rng_chance(r, 0.5))))
+			continue;
+		int c[64], n = 0;
+		for (int a = 0; a < b && n < 64; a++) {
+			const Def *A = &g->defs[a];
+			if (A->monoid == MO_NONE && A->ty == TY_REAL && !is_output(g, A->out[0]) &&
+			    reads_tensor(g, B->body, A->out[0]))
+				c[n++] = a;
+		}
+		if (n == 0 || !rng_chance(r, o->p_inline_fmt))
+			continue;
+		s->defs[c[rng_below(r, n)]].inlined = true;
+		Dtype f = rng_chance(r, 0.5) ? DT_F16 : DT_BF16;
+		if (red)
+			s->defs[b].accum = f;
+		else
+			s->defs[b].store = f;
+		changed = true;
+	}
+	return changed;
+}
+
+/* A tile size from v[0..n) that is partial on extent e (smaller, not a divisor), or 0. */
+static int64_t partial_tile(Rng *r, const int64_t *v, int n, int64_t e)
+{
+	int64_t c[16];
+	int m = 0;
+	for (int k = 0; k < n; k++)
+		if (v[k] < e && e % v[k] != 0)
+			c[m++] = v[k];
+	return m ? c[rng_below(r, m)] : 0;
+}
+
+/* Directed, on sampled schedules (o->p_tile): a definition with a left-hand extent past 16
+ * gets a tile of 16, 32 or 64 that is partial there, and half the time a partial tile on a
+ * second dimension; one with two dimensions or more, now and then, partial tiles on two of
+ * them. The sampler alone clamps its tiles of 16-64 to the (small) extents and tiles two
+ * dimensions partially in 1.7% of cases. */
+static bool bias_tiles(const Graph *g, Schedule *s, Rng *r, const GenOpts *o)
+{
+	static const int64_t big[] = {16, 32, 64}, small[] = {2, 3, 4, 5, 7, 8, 16};
+	bool changed = false;
+	for (int d = 0; d < g->ndefs; d++) {
+		const Def *D = &g->defs[d];
+		int nl = D->monoid == MO_TOPK ? D->nlhs - 1 : D->nlhs;
+		if (s->defs[d].inlined || nl < 1)
+			continue;
+		int c[IR_MAXRANK], n = 0;
+		for (int k = 0; k < nl; k++)
+			if (partial_tile(r, big, ARRAY_LEN(big), D->lhs[k].ext.value))
+				c[n++] = k;
+		int first = -1;
+		if (n && rng_chance(r, o->p_tile)) {
+			first = c[rng_below(r, n)];
+			s->defs[d].tile[first] = partial_tile(r, big, ARRAY_LEN(big), D->lhs[first].ext.value);
+		} else if (nl >= 2 && rng_chance(r, o->p_tile / 4)) {
+			first = (int)rng_below(r, nl);
+			int64_t t = partial_tile(r, small, ARRAY_LEN(small), D->lhs[first].ext.value);
+			if (!t) {
+				first = -1;
+				continue;
+			}
+			s->defs[d].tile[first] = t;
+		}
+		if (first < 0)
+			continue;
+		changed = true;
+		if (nl < 2 || (n && !rng_chance(r, 0.5)))
+			continue;
+		int second = (first + 1 + (int)rng_below(r, nl - 1)) % nl;
+		int64_t t = partial_tile(r, small, ARRAY_LEN(small), D->lhs[second].ext.value);
+		if (t)
+			s->defs[d].tile[second] = t;
+	}
+	return changed;
+}
+
+/* The schedule of case (seed, case_no) into g: sched_sample's when sampled, else the
+ * default; then the directed choices above (bias_inline on both, bias_inline_fmt and
+ * bias_tiles on sampled ones). The directed schedule is kept where the parser takes it
+ * (checked like any schedule), else the undirected one. The default schedule with nothing
+ * directed is no block rather than an empty one. */
+static int schedule_case(Graph *g, const GenOpts *o, uint64_t seed, uint64_t case_no,
+			 bool sampled, Diag *d)
+{
+	Schedule s;
+	if (sampled)
+		sched_sample(g, fz_seed(seed, case_no, FZ_STREAM_SCHEDULE), &s);
+	else
+		sched_default(g, &s);
+	char *txt = sched_text(g, &s);
 	Rng br = {fz_seed(seed, case_no, FZ_STREAM_SCHEDULE) ^ 0x1a11edull, 0};
-	char *biased = bias_inline(g, txt, &br);
-	if (biased) {
-		/* kept where the parser takes it (a failed parse leaves g's schedule as it was) */
-		Diag pd = {0};
+	bool changed = bias_inline(g, &s, &br);
+	if (sampled) {
+		changed |= bias_inline_fmt(g, &s, &br, o);
+		changed |= bias_tiles(g, &s, &br, o);
+	}
+	if (changed) {
+		char *biased = sched_text(g, &s);
+		Diag pd = {0};   /* a failed parse leaves g's schedule as it was */
 		int ok = ir_parse_schedule(g, biased, strlen(biased), "<schedule>", &pd);
+		diag_clear(&pd);
 		free(biased);
 		if (ok == 0) {
+			sched_free(&s);
 			free(txt);
 			return 0;
 		}
 	}
-	/* the default schedule: no block rather than an empty one */
+	sched_free(&s);
 	int rc = *txt ? ir_parse_schedule(g, txt, strlen(txt), "<schedule>", d) : 0;
 	free(txt);
 	return rc;
@@ -707,11 +844,9 @@ static int set_schedule(Graph *g, char *txt, uint64_t seed, uint64_t case_no, Di
 
 int fz_gen_schedule(Graph *g, uint64_t seed, uint64_t case_no, Diag *d)
 {
-	Schedule s;
-	sched_sample(g, fz_seed(seed, case_no, FZ_STREAM_SCHEDULE), &s);
-	char *txt = sched_text(g, &s);
-	sched_free(&s);
-	return set_schedule(g, txt, seed, case_no, d);
+	GenOpts o;
+	fz_gen_defaults(&o);
+	return schedule_case(g, &o, seed, case_no, true, d);
 }
 
 Graph *fz_gen(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d)
@@ -725,15 +860,7 @@ Graph *fz_gen(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d)
 	if (!g)
 		return NULL;
 	Rng r = {fz_seed(seed, case_no, FZ_STREAM_SCHEDULE) ^ 0x5c4edull, 0};
-	int rc;
-	if (rng_chance(&r, o->p_schedule)) {
-		rc = fz_gen_schedule(g, seed, case_no, d);
-	} else {   /* the default schedule, but for bias_inline's directed inlines */
-		char *none = calloc(1, 1);
-		IR_ASSERT(none);
-		rc = set_schedule(g, none, seed, case_no, d);
-	}
-	if (rc < 0) {
+	if (schedule_case(g, o, seed, case_no, rng_chance(&r, o->p_schedule), d) < 0) {
 		ir_free(g);
 		return NULL;
 	}

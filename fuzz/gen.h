@@ -110,5 +110,7 @@ Ex gx_real(Gen *G, int depth);
 Ex gx_int(Gen *G, int depth);
 Ex gx_decision(Gen *G, int depth);   /* a real expression safe in decisions */
 Ex gx_read_tensor(Gen *G, int t);
+/* A body whose terms tie, for a reduction of monoid m over the variable G->v[rv]. */
+Ex gx_tie(Gen *G, int depth, Monoid m, int rv);
 
 #endif

@@ -10,6 +10,9 @@
  *   +-2^16 is not written (its first operand stands instead), and `%` divides only by a
  *   positive literal or size.
  * - In tie mode (gen.h) only exact operations and exact tensors are used.
+ * - Drawn on purpose now and then: rewrite-rule patterns and near misses (pattern), one
+ *   tensor read twice with two paddings (reread), compositions no rule has (compose),
+ *   bodies whose terms tie (gx_tie).
  * Operands that are not atoms are parenthesised; ir_print restores the canonical form.
  */
 #include <string.h>
@@ -311,6 +314,14 @@ static char *index_for(Gen *G, GExt ext, bool *oob)
 		x.s = gs(G, "%s %c 1", x.s, up ? '+' : '-');
 		x.lo += up ? 1 : -1, x.hi += up ? 1 : -1;
 	}
+	/* now and then in an integer rule's pattern, the value unchanged: i + 0, 0 + i,
+	 * (i) * 1, i + (2 - 2), and floor division and remainder of literals (-7 / 2 is -4) */
+	if (k != FZ_IX_INDIRECT && rng_chance(&G->r, G->o->p_ident / 2)) {
+		static const char *const f[] = {"%s + 0", "0 + %s", "(%s) * 1", "%s + (2 - 2)", "%s - 0",
+						"%s + (7 / 2 - 3)", "%s + ((-7) / 2 + 4)",
+						"%s + ((-7) % 3 - 2)"};
+		x.s = gs(G, f[rng_below(&G->r, ARRAY_LEN(f))], x.s);
+	}
 	if (x.lo < 0 || x.hi > ext.v - 1)
 		*oob = true;
 	return x.s;
@@ -587,12 +598,17 @@ static Ex int_op(Gen *G, Op op, int depth)
 /* ------------------------------------------------------------ rule patterns */
 
 /* Patterns the compiler's rewrite rules match (compiler/rewrite.c), so that campaigns
- * exercise them: value-preserving ones (x * 1.0, x / 4.0, c ? x : x, f64(f32(x)), i + 0,
- * ...) that the exact and integer rules must simplify without changing a bit, and near
- * misses (x * 0.0, x + 0.0: real-only rules; f16(f32(x)): a narrowing cast) that they must
- * leave alone. The operand goes between pre and post
- * (parenthesised when not an atom); c ? x : x (pre NULL) takes a fresh condition. A
- * pattern needs the weights of its ops (op2: OP__COUNT when none). */
+ * exercise every rule: x * 1 (1.0 * x, x * 0x1p0), x / 1, x / 2^k (k = 2, -1, 14, -14),
+ * x - 0, -(-x) and !!c, A(B(x)) where A holds B (f64(f32), f32(bf16), f32(f16), f64(bf16)),
+ * c ? x : x, integer folding (+, -, %, max, abs of literals; in index expressions, where
+ * `/` is integer division, floor division of negatives too) and i + 0, 1 * i, i * 0, i - i; and near misses that the exact and integer
+ * rules must leave alone: the real-only x * 0.0, x + 0.0, x - x, x / x; x / 2^15 and
+ * x / 2^-15 (past the rule's range), x / 3.0, x / -2.0, x - (-0.0) (x + 0: -0 becomes +0),
+ * 0.0 - x, x * -1.0; narrowing cast pairs (f16(f32), bf16(f64), f16(bf16), bf16(f16),
+ * f32(f64)). The operand goes between pre and post (parenthesised when not an atom);
+ * c ? x : x (pre and post NULL) takes a fresh condition; x POST x (pre NULL) needs an exact
+ * x (its exact zero keeps its sign). A pattern needs the weights of its ops (op2: OP__COUNT
+ * when none). */
 typedef struct {
 	const char *pre, *post;
 	Op op, op2;
@@ -601,21 +617,38 @@ typedef struct {
 
 static const Pat real_pats[] = {
 	{"", " * 1.0", OP_MUL, OP__COUNT, true}, {"1 * ", "", OP_MUL, OP__COUNT, true},
-	{"", " / 1.0", OP_DIV, OP__COUNT, true}, {"", " - 0.0", OP_SUB, OP__COUNT, true},
+	{"1.0 * ", "", OP_MUL, OP__COUNT, true}, {"", " * 0x1p0", OP_MUL, OP__COUNT, true},
+	{"", " / 1.0", OP_DIV, OP__COUNT, true}, {"", " / 1", OP_DIV, OP__COUNT, true},
+	{"", " - 0.0", OP_SUB, OP__COUNT, true}, {"", " - 0", OP_SUB, OP__COUNT, true},
 	{"-(-", ")", OP_NEG, OP__COUNT, true}, {NULL, NULL, OP_SELECT, OP__COUNT, true},
 	{"", " / 4.0", OP_DIV, OP__COUNT, false}, {"", " / 0.5", OP_DIV, OP__COUNT, false},
+	{"", " / 16384.0", OP_DIV, OP__COUNT, false}, {"", " / 0x1p-14", OP_DIV, OP__COUNT, false},
+	{"", " / 32768.0", OP_DIV, OP__COUNT, false}, {"", " / 0x1p-15", OP_DIV, OP__COUNT, false},
+	{"", " / 3.0", OP_DIV, OP__COUNT, false}, {"", " / -2.0", OP_DIV, OP__COUNT, false},
+	{"", " - (-0.0)", OP_SUB, OP_NEG, false}, {"0.0 - ", "", OP_SUB, OP__COUNT, false},
+	{"", " * -1.0", OP_MUL, OP__COUNT, false},
 	{"", " * 0.0", OP_MUL, OP__COUNT, false}, {"", " + 0.0", OP_ADD, OP__COUNT, false},
+	{NULL, " - ", OP_SUB, OP__COUNT, false}, {NULL, " / ", OP_DIV, OP__COUNT, false},
 	{"f64(f32(", "))", OP_CAST_F64, OP_CAST_F32, false},
 	{"f32(bf16(", "))", OP_CAST_F32, OP_CAST_BF16, false},
+	{"f32(f16(", "))", OP_CAST_F32, OP_CAST_F16, false},
+	{"f64(bf16(", "))", OP_CAST_F64, OP_CAST_BF16, false},
 	{"f16(f32(", "))", OP_CAST_F16, OP_CAST_F32, false},
 	{"bf16(f64(", "))", OP_CAST_BF16, OP_CAST_F64, false},
+	{"f16(bf16(", "))", OP_CAST_F16, OP_CAST_BF16, false},
+	{"bf16(f16(", "))", OP_CAST_BF16, OP_CAST_F16, false},
+	{"f32(f64(", "))", OP_CAST_F32, OP_CAST_F64, false},
 };
 static const Pat int_pats[] = {
 	{"", " + 0", OP_ADD, OP__COUNT, true}, {"0 + ", "", OP_ADD, OP__COUNT, true},
 	{"", " - 0", OP_SUB, OP__COUNT, true}, {"", " * 1", OP_MUL, OP__COUNT, true},
+	{"1 * ", "", OP_MUL, OP__COUNT, true},
 	{"-(-", ")", OP_NEG, OP__COUNT, true}, {NULL, NULL, OP_SELECT, OP__COUNT, true},
 	{"", " + (3 - 3)", OP_ADD, OP_SUB, true}, {"", " * (5 - 4)", OP_MUL, OP_SUB, true},
-	{"", " * 0", OP_MUL, OP__COUNT, false},
+	{"", " + ((-7) % 3 - 2)", OP_ADD, OP_MOD, true}, {"", " + (max(2, 5) - 5)", OP_ADD, OP_MAX, true},
+	{"", " - (abs(-3) - 3)", OP_SUB, OP_ABS, true},
+	{"", " * 0", OP_MUL, OP__COUNT, false}, {"0 * ", "", OP_MUL, OP__COUNT, false},
+	{NULL, " - ", OP_SUB, OP__COUNT, false},
 };
 
 static Ex pattern(Gen *G, Ex e)
@@ -625,20 +658,25 @@ static Ex pattern(Gen *G, Ex e)
 	int n = isint ? (int)ARRAY_LEN(int_pats) : (int)ARRAY_LEN(real_pats);
 	unsigned w[ARRAY_LEN(real_pats)];
 	for (int k = 0; k < n; k++)
-		w[k] = G->o->op_w[t[k].op] && (t[k].op2 == OP__COUNT || G->o->op_w[t[k].op2]);
+		w[k] = G->o->op_w[t[k].op] && (t[k].op2 == OP__COUNT || G->o->op_w[t[k].op2]) &&
+		       (t[k].pre || !t[k].post || e.exact) &&
+		       !(tie_mode(G) && t[k].post && strcmp(t[k].post, " / 3.0") == 0);
 	int k = rng_pick(&G->r, w, n);
 	if (k < 0)
 		return e;
 	const Pat *p = &t[k];
 	const char *x = par(G, e);
 	Ex r = e;
-	r.s = p->pre ? gs(G, "%s%s%s", p->pre, x, p->post) : gs(G, "%s ? %s : %s", gx_bool(G, 1), x, x);
+	r.s = p->pre ? gs(G, "%s%s%s", p->pre, x, p->post)
+		: p->post ? gs(G, "%s%s%s", x, p->post, x) : gs(G, "%s ? %s : %s", gx_bool(G, 1), x, x);
 	r.atom = false;
 	r.nodes = e.nodes + 1;
 	if (!p->same) {
 		r.sig = e.sig ? e.sig * 31u + 101u + (uint32_t)k : 0;
-		if (isint)   /* i * 0 */
+		if (isint)   /* i * 0, 0 * i, i - i */
 			r.lo = r.hi = 0;
+		/* x / 3.0 is no dyadic: not safe in decisions (x / x is 1 or NaN) */
+		r.exact = e.exact && !(p->post && strcmp(p->post, " / 3.0") == 0);
 	}
 	return r;
 }
@@ -649,10 +687,17 @@ static Ex maybe_pattern(Gen *G, Ex e)
 	return e.s && rng_chance(&G->r, G->o->p_ident) ? pattern(G, e) : e;
 }
 
+static Ex reread(Gen *G, bool want_int);
+
 Ex gx_int(Gen *G, int depth)
 {
 	static const Op ops[] = {OP_NEG, OP_ADD, OP_SUB, OP_MUL, OP_MOD, OP_ABS, OP_MAX, OP_MIN,
 				 OP_SELECT};
+	if (rng_chance(&G->r, G->o->p_reread)) {
+		Ex e = reread(G, true);
+		if (e.s)
+			return maybe_pattern(G, e);
+	}
 	if (depth <= 0 || rng_chance(&G->r, 0.3))
 		return maybe_pattern(G, int_leaf(G));
 	unsigned w[ARRAY_LEN(ops)];
@@ -825,8 +870,333 @@ static bool real_op_ok(Gen *G, Op op)
 	return exact_op(op);
 }
 
+/* ------------------------------------------------------------ one tensor, read twice */
+
+/* A variable spanning [0, e - 1] (so that it shifted by one reaches outside), or -1. */
+static int spanning_var(Gen *G, int64_t e)
+{
+	int c[GMAXVARS], n = 0;
+	for (int k = 0; k < G->nv; k++)
+		if (!G->v[k].isk && G->v[k].lo == 0 && G->v[k].hi == e - 1)
+			c[n++] = k;
+	return n ? c[rng_below(&G->r, n)] : -1;
+}
+
+/* A tensor with a dimension a current variable spans (*dim: one such), of the type wanted
+ * (exact in tie mode), or a new input shaped by the variables; -1 if none. */
+static int reread_tensor(Gen *G, bool want_int, int *dim)
+{
+	int c[GMAXT], cd[GMAXT], n = 0;
+	bool tie = tie_mode(G);
+	for (int t = 0; t < G->nt; t++) {
+		const GTensor *T = &G->t[t];
+		if (T->ixtab || T->isint != want_int || (tie && !T->exact))
+			continue;
+		for (int k = 0; k < T->rank; k++)
+			if (T->dims[k].v > 1 && spanning_var(G, T->dims[k].v) >= 0) {
+				c[n] = t, cd[n++] = k;
+				break;
+			}
+	}
+	if (n && (G->ninputs >= G->o->max_inputs || rng_chance(&G->r, 0.6))) {
+		int k = (int)rng_below(&G->r, n);
+		*dim = cd[k];
+		return c[k];
+	}
+	if (want_int)
+		return -1;
+	GExt dims[2];
+	int rank = 0;
+	int64_t el = 1;
+	for (int k = 0; k < G->nv && rank < 2 && rank < G->o->max_rank; k++) {
+		const GVar *v = &G->v[k];
+		if (v->isk || v->lo != 0 || v->hi < 1 || el * (v->hi + 1) > G->o->max_elems ||
+		    (rank && rng_chance(&G->r, 0.5)))
+			continue;
+		dims[rank++] = v->lhs ? v->ext : ext_of_value(G, v->hi + 1);
+		el *= v->hi + 1;
+	}
+	unsigned w[DT_I32];
+	memcpy(w, G->o->in_dtype_w, sizeof w);
+	int dt = rng_pick(&G->r, w, DT_I32);
+	if (rank == 0 || dt < 0)
+		return -1;
+	int t = new_input(G, (Dtype)dt, rank, dims);
+	*dim = (int)rng_below(&G->r, rank);
+	return t;
+}
+
+/* Two different paddings of a read of T (real literals, or small integers). */
+static void two_pads(Gen *G, bool isint, Ex *d)
+{
+	if (isint) {
+		int64_t a = rng_below(&G->r, 6) - 2, b = a + 1 + rng_below(&G->r, 4);
+		d[0] = mk(gs(G, "%lld", (long long)a), TY_INT, a >= 0, true, a, a, 0);
+		d[1] = mk(gs(G, "%lld", (long long)b), TY_INT, b >= 0, true, b, b, 0);
+		return;
+	}
+	int a = (int)rng_below(&G->r, ARRAY_LEN(pads));
+	int b = (a + 1 + (int)rng_below(&G->r, ARRAY_LEN(pads) - 1)) % (int)ARRAY_LEN(pads);
+	for (int k = 0; k < 2; k++) {
+		const char *s = pads[k ? b : a];
+		d[k] = mk((char *)s, s[0] == '0' && s[1] == 0 ? TY_INT : TY_REAL, s[0] != '-', true, 0,
+			  0, 0);
+	}
+}
+
+/* The read T[ix] ?? pad as an Ex. */
+static Ex padded_read(Gen *G, int t, char **ix, Ex pad)
+{
+	GTensor *T = &G->t[t];
+	char *s = gs(G, "%s[", T->name);
+	for (int k = 0; k < T->rank; k++)
+		s = gs(G, "%s%s%s", s, k ? ", " : "", ix[k]);
+	T->uses++;
+	Ex e = mk(gs(G, "%s] ?? %s", s, pad.s), T->isint ? TY_INT : TY_REAL, false, T->exact,
+		  imin(T->lo, pad.lo), imax(T->hi, pad.hi), 1);
+	e.sig = (uint32_t)t + 1;
+	e.expy = T->expy;
+	if (!T->isint)
+		e.lo = e.hi = 0;
+	return e;
+}
+
+/* One tensor read twice in one expression, each read padded and one padding reached:
+ * the same view with two paddings (x[i + 1] ?? 0 + x[i + 1] ?? 1: a CSE that merges reads
+ * by their index alone is wrong there), or two views (x[i + 1] ?? 0.5 * x[i - 2] ?? -inf),
+ * combined by +, -, *, max or min. A result with s NULL when no tensor fits. */
+static Ex reread(Gen *G, bool want_int)
+{
+	int dim = 0, t = reread_tensor(G, want_int, &dim);
+	if (t < 0)
+		return mk(NULL, TY_REAL, true, true, 0, 0, 0);
+	GTensor *T = &G->t[t];
+	char *ix[2][FZ_MAXRANK];
+	bool oob = false;
+	for (int k = 0; k < T->rank; k++)
+		ix[0][k] = ix[1][k] = k == dim ? NULL : index_for(G, T->dims[k], &oob);
+	int v = spanning_var(G, T->dims[dim].v);
+	int mode = (int)rng_below(&G->r, 3);   /* 0: one view; 1, 2: two views (2: one pad) */
+	int64_t s0 = 1 + rng_below(&G->r, 2), s1 = 1 + rng_below(&G->r, 2);
+	const char *vn = G->v[v].name;
+	ix[0][dim] = gs(G, "%s %c %lld", vn, rng_chance(&G->r, 0.5) ? '+' : '-', (long long)s0);
+	ix[1][dim] = mode == 0 ? ix[0][dim] : rng_chance(&G->r, 0.5) ? (char *)vn
+		   : gs(G, "%s %c %lld", vn, ix[0][dim][strlen(vn) + 1] == '+' ? '-' : '+', (long long)s1);
+	Ex d[2];
+	two_pads(G, T->isint, d);
+	if (mode == 2)
+		d[1] = d[0];
+	Ex a[2] = {padded_read(G, t, ix[0], d[0]), padded_read(G, t, ix[1], d[1])};
+	static const Op ops[] = {OP_ADD, OP_SUB, OP_MUL, OP_MAX, OP_MIN};
+	unsigned w[ARRAY_LEN(ops)];
+	for (size_t k = 0; k < ARRAY_LEN(ops); k++)
+		w[k] = G->o->op_w[ops[k]] ? 1 : 0;
+	int k = rng_pick(&G->r, w, ARRAY_LEN(ops));
+	Op op = k < 0 ? OP_ADD : ops[k];
+	if (op == OP_SUB && !(a[0].exact && a[1].exact))
+		op = OP_ADD;   /* an exact zero of computed values: its sign is undecidable */
+	char *s = op == OP_MAX || op == OP_MIN
+		? gs(G, "%s(%s, %s)", op_info(op)->spelling, a[0].s, a[1].s)
+		: gs(G, "%s %s %s", par(G, a[0]), op_info(op)->spelling, par(G, a[1]));
+	return combine(G, op, s, a, 2, true);
+}
+
+/* ------------------------------------------------------------ compositions */
+
+/* A real operand of exact value (exact ring arithmetic of inputs: gen.h tie mode), an
+ * integer one cast to f32 (exact: integers stay within 2^16). */
+static Ex exact_real(Gen *G, int depth)
+{
+	bool saved = G->tie;
+	G->tie = true;
+	Ex e = gx_real(G, depth);
+	G->tie = saved;
+	if (e.ty == TY_INT)
+		e = combine(G, OP_CAST_F32, gs(G, "f32(%s)", e.s), &e, 1, true);
+	return e;
+}
+
+enum {
+	CP_FN_PRODUCT, CP_MULDIV, CP_DISTRIB, CP_ADDSUB, CP_SUBSUB, CP_SQUARE, CP_NEGNEG,
+	CP_MINMAX, CP_DIVDIV, CP_NESTED, CP__COUNT
+};
+
+/* Compositions no rewrite rule has yet, and which a rule one day might get wrong: f(a * b)
+ * (log(a * b) is not log a + log b at overflow), (a * b) / b, a * b + a * c, (a + b) - b,
+ * a - (a - b), a * a, -a * -b, min(a, max(a, b)), a / (b / c), abs(abs(a)), abs(-a),
+ * floor(floor(a)). Operands are exact (a zero the oracle must sign stays a point). */
+static Ex compose(Gen *G, int depth)
+{
+	static const unsigned cw[CP__COUNT] = {30, 8, 10, 8, 8, 8, 6, 8, 6, 8};
+	unsigned w[CP__COUNT];
+	memcpy(w, cw, sizeof w);
+	bool tie = tie_mode(G);
+	const unsigned *ow = G->o->op_w;
+	if (tie)
+		w[CP_FN_PRODUCT] = w[CP_MULDIV] = w[CP_DIVDIV] = 0;
+	if (!ow[OP_MUL])
+		w[CP_FN_PRODUCT] = w[CP_MULDIV] = w[CP_DISTRIB] = w[CP_SQUARE] = w[CP_NEGNEG] = 0;
+	if (!ow[OP_DIV])
+		w[CP_MULDIV] = w[CP_DIVDIV] = 0;
+	if (!ow[OP_ADD] || !ow[OP_SUB])
+		w[CP_ADDSUB] = w[CP_DISTRIB] = 0;
+	if (!ow[OP_SUB])
+		w[CP_SUBSUB] = 0;
+	if (!ow[OP_NEG])
+		w[CP_NEGNEG] = 0;
+	if (!ow[OP_MIN] || !ow[OP_MAX])
+		w[CP_MINMAX] = 0;
+	if (!ow[OP_ABS] && !ow[OP_FLOOR] && !ow[OP_CEIL])
+		w[CP_NESTED] = 0;
+	int form = rng_pick(&G->r, w, CP__COUNT);
+	if (form < 0)
+		return mk(NULL, TY_REAL, true, true, 0, 0, 0);
+	Ex a[3];
+	int n = form == CP_SQUARE || form == CP_NESTED ? 1
+		: form == CP_DISTRIB || form == CP_DIVDIV ? 3 : 2;
+	for (int k = 0; k < n; k++)
+		a[k] = exact_real(G, depth - 1);
+	const char *A = par(G, a[0]), *B = n > 1 ? par(G, a[1]) : NULL, *C = n > 2 ? par(G, a[2]) : NULL;
+	char *s;
+	bool exact = true;
+	Op top = OP_ADD;
+	switch (form) {
+	case CP_FN_PRODUCT: {
+		static const Op fns[] = {OP_EXP, OP_LOG, OP_SQRT, OP_ABS, OP_TANH, OP_SIN, OP_COS,
+					 OP_LOG1P, OP_SIGMOID, OP_ERF, OP_RSQRT, OP_EXP2, OP_LOG2,
+					 OP_EXPM1};
+		unsigned fw[ARRAY_LEN(fns)];
+		bool expy = a[0].expy || a[1].expy;
+		for (size_t k = 0; k < ARRAY_LEN(fns); k++)
+			fw[k] = expy && exp_or_log(fns[k]) ? 0 : ow[fns[k]];
+		int k = rng_pick(&G->r, fw, ARRAY_LEN(fns));
+		top = k < 0 ? OP_ABS : fns[k];
+		s = gs(G, "%s(%s * %s)", op_info(top)->spelling, A, B);
+		exact = top == OP_ABS;
+		break;
+	}
+	case CP_MULDIV:
+		top = OP_DIV, exact = false;
+		s = gs(G, "(%s * %s) / %s", A, B, B);
+		break;
+	case CP_DISTRIB: {
+		bool sub = rng_chance(&G->r, 0.5);
+		s = gs(G, "%s * %s %c %s * %s", A, B, sub ? '-' : '+', A, C);
+		break;
+	}
+	case CP_ADDSUB:
+		top = OP_SUB;
+		s = gs(G, "(%s + %s) - %s", A, B, B);
+		break;
+	case CP_SUBSUB:
+		top = OP_SUB;
+		s = gs(G, "%s - (%s - %s)", A, A, B);
+		break;
+	case CP_SQUARE:
+		top = OP_MUL;
+		s = gs(G, "%s * %s", A, A);
+		break;
+	case CP_NEGNEG:
+		top = OP_MUL;
+		s = gs(G, "-%s * -%s", A, B);
+		break;
+	case CP_MINMAX: {
+		bool mn = rng_chance(&G->r, 0.5);
+		top = mn ? OP_MIN : OP_MAX;
+		s = gs(G, "%s(%s, %s(%s, %s))", mn ? "min" : "max", a[0].s, mn ? "max" : "min", a[0].s,
+		       a[1].s);
+		break;
+	}
+	case CP_DIVDIV:
+		top = OP_DIV, exact = false;
+		s = gs(G, "%s / (%s / %s)", A, B, C);
+		break;
+	default: {
+		static const Op nest[] = {OP_ABS, OP_ABS, OP_FLOOR, OP_CEIL};
+		unsigned nw[ARRAY_LEN(nest)];
+		for (size_t k = 0; k < ARRAY_LEN(nest); k++)
+			nw[k] = ow[nest[k]] && (k != 1 || ow[OP_NEG]);
+		int k = rng_pick(&G->r, nw, ARRAY_LEN(nest));
+		top = nest[k < 0 ? 0 : k];
+		const char *f = op_info(top)->spelling;
+		s = k == 1 ? gs(G, "abs(-%s)", A) : gs(G, "%s(%s(%s))", f, f, a[0].s);
+		break;
+	}
+	}
+	Ex e = combine(G, top, s, a, n, exact);
+	e.atom = false;
+	e.nodes += 2;
+	return e;
+}
+
+/* ------------------------------------------------------------ ties */
+
+/* A body whose terms tie, for a reduction of monoid m whose reduction index is G->v[rv]:
+ * the terms clamped by a dyadic literal on the side that wins (min(e, 0.5) for argmax,
+ * max, topk; max(e, 0.5) for argmin, min), a new input seen through r / c (c terms in a
+ * row are equal), or e * 0.0 (+0 and -0 tie: the smaller index wins, and max gives +0). */
+Ex gx_tie(Gen *G, int depth, Monoid m, int rv)
+{
+	static const char *const lits[] = {"0.0", "0.5", "-0.5", "1.0", "2.0"};
+	bool low = m == MO_ARGMIN || m == MO_MIN;
+	const GVar *r = &G->v[rv];
+	int kind = (int)rng_below(&G->r, 10);
+	if (kind >= 4 && kind < 8 && r->lo >= 0 && G->ninputs < G->o->max_inputs) {
+		GExt dims[FZ_MAXRANK];
+		char *ix[FZ_MAXRANK];
+		int n = 0;
+		int64_t c = 2 + rng_below(&G->r, 3), el = r->hi / c + 1;
+		for (int k = 0; k < G->nv && n + 1 < G->o->max_rank; k++) {
+			const GVar *v = &G->v[k];
+			if (!v->lhs || v->isk || el * v->ext.v > G->o->max_elems || rng_chance(&G->r, 0.3))
+				continue;
+			dims[n] = v->ext, ix[n++] = (char *)v->name;
+			el *= v->ext.v;
+		}
+		int at = (int)rng_below(&G->r, n + 1);
+		memmove(&dims[at + 1], &dims[at], (size_t)(n - at) * sizeof *dims);
+		memmove(&ix[at + 1], &ix[at], (size_t)(n - at) * sizeof *ix);
+		dims[at] = ext_of_value(G, r->hi / c + 1);
+		ix[at] = gs(G, "%s / %lld", r->name, (long long)c);
+		unsigned w[DT_I32];
+		memcpy(w, G->o->in_dtype_w, sizeof w);
+		int dt = rng_pick(&G->r, w, DT_I32);
+		int t = dt < 0 || G->o->max_rank < 1 ? -1 : new_input(G, (Dtype)dt, n + 1, dims);
+		if (t >= 0) {
+			char *s = gs(G, "%s[", G->t[t].name);
+			for (int k = 0; k <= n; k++)
+				s = gs(G, "%s%s%s", s, k ? ", " : "", ix[k]);
+			G->t[t].uses++;
+			Ex e = mk(gs(G, "%s]", s), TY_REAL, true, true, 0, 0, 1);
+			e.sig = (uint32_t)t + 1;
+			return e;
+		}
+	}
+	Ex e = gx_real(G, depth - 1);
+	if (e.ty == TY_INT)
+		e = combine(G, OP_CAST_F32, gs(G, "f32(%s)", e.s), &e, 1, true);
+	if (kind >= 8 && G->o->op_w[OP_MUL])
+		return combine(G, OP_MUL, gs(G, "%s * 0.0", par(G, e)), &e, 1, e.exact);
+	Op op = low ? OP_MAX : OP_MIN;
+	if (!G->o->op_w[op])
+		return e;
+	Ex l = mk((char *)lits[rng_below(&G->r, ARRAY_LEN(lits))], TY_REAL, true, true, 0, 0, 0);
+	Ex a[2] = {e, l};
+	return combine(G, op, gs(G, "%s(%s, %s)", op_info(op)->spelling, e.s, l.s), a, 2, true);
+}
+
 Ex gx_real(Gen *G, int depth)
 {
+	if (rng_chance(&G->r, G->o->p_reread)) {
+		Ex e = reread(G, false);
+		if (e.s)
+			return maybe_pattern(G, e);
+	}
+	if (depth > 0 && rng_chance(&G->r, G->o->p_compose)) {
+		Ex e = compose(G, depth);
+		if (e.s)
+			return maybe_pattern(G, e);
+	}
 	if (depth <= 0 || rng_chance(&G->r, 0.2))
 		return maybe_pattern(G, real_leaf(G));
 	unsigned w[OP__COUNT];
@@ -866,6 +1236,8 @@ static char *gx_bool(Gen *G, int depth)
 		w[k] = depth > 1 || !(op_info(ops[k])->flags & OPF_BOOL_IN) ? G->o->op_w[ops[k]] : 0;
 	int k = rng_pick(&G->r, w, ARRAY_LEN(ops));
 	Op op = k < 0 ? OP_LT : ops[k];
+	if (G->o->op_w[OP_NOT] && rng_chance(&G->r, G->o->p_ident))
+		return gs(G, "(!(!%s))", gx_bool(G, depth - 1));   /* !!c -> c */
 	if (op == OP_NOT)
 		return gs(G, "(!%s)", gx_bool(G, depth - 1));
 	if (op == OP_AND || op == OP_OR) {

@@ -22,8 +22,10 @@
 
 /* ------------------------------------------------------------------ the members */
 
-/* kind: 'u' an integer in 0 .. 2^64-1; 'i' an integer in [lo, hi]; 'n' a finite number in
- * [lo, hi] ('N': the same, and a campaign written before the member existed may lack it); 'b' true or false; 's' a string; 'o' an object (its members are "gen.NAME"). */
+/* kind: 'u' an integer in 0 .. 2^64-1; 'i' an integer in [lo, hi] ('I': the same, and a
+ * campaign written before the member existed may lack it: it gets the default); 'n' a
+ * finite number in [lo, hi] ('N': the same, optional as 'I'); 'b' true or false; 's' a
+ * string; 'o' an object (its members are "gen.NAME"). */
 typedef struct {
 	const char *key;
 	char kind;
@@ -56,6 +58,8 @@ static const Field fields[] = {
 	{"gen.max_elems", 'i', 1, 1e12},
 	{"gen.max_work", 'i', 1, 1e15},
 	{"gen.p_schedule", 'n', 0, 1},
+	{"gen.max_large", 'I', 0, 1 << 20},   /* issue 13 */
+	{"gen.p_large", 'N', 0, 1},
 };
 enum { NFIELDS = (int)ARRAY_LEN(fields) };
 
@@ -74,6 +78,7 @@ static const char *expected(const Field *f, char *buf, size_t n)
 	switch (f->kind) {
 	case 'u': return "a non-negative integer below 2^64";
 	case 'i':
+	case 'I':
 		if (f->lo == f->hi)
 			snprintf(buf, n, "%.0f", f->lo);
 		else
@@ -117,6 +122,7 @@ int fz_settings_check(const FzCampaign *c, Diag *d)
 		{"gen.max_inputs", o->max_inputs}, {"gen.max_depth", o->max_depth},
 		{"gen.max_red", o->max_red}, {"gen.max_elems", (double)o->max_elems},
 		{"gen.max_work", (double)o->max_work}, {"gen.p_schedule", o->p_schedule},
+		{"gen.max_large", o->max_large}, {"gen.p_large", o->p_large},
 	};
 	for (size_t i = 0; i < ARRAY_LEN(num); i++)
 		if (!in_range(field(num[i].key), num[i].x))
@@ -129,8 +135,8 @@ int fz_settings_check(const FzCampaign *c, Diag *d)
 		return -1;
 	}
 	if (!fz_inputs_known(c->inputs)) {
-		diag_set(d, 2, "member 'inputs': expected mix, normal, uniform, adversarial or "
-			 "specials, got '%s'", c->inputs);
+		diag_set(d, 2, "member 'inputs': expected mix, normal, uniform, adversarial, edges "
+			 "or specials, got '%s'", c->inputs);
 		return -1;
 	}
 	char names[512];
@@ -168,9 +174,10 @@ int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
 	const GenOpts *o = &c->gen;
 	fprintf(f, ",\"gen\":{\"max_rank\":%d,\"max_extent\":%d,\"max_defs\":%d,\"max_inputs\":%d,"
 		"\"max_depth\":%d,\"max_red\":%d,\"max_elems\":%lld,\"max_work\":%lld,"
-		"\"p_schedule\":%.17g}}\n", o->max_rank, o->max_extent, o->max_defs, o->max_inputs,
-		o->max_depth, o->max_red, (long long)o->max_elems, (long long)o->max_work,
-		o->p_schedule);
+		"\"p_schedule\":%.17g,\"max_large\":%d,\"p_large\":%.17g}}\n", o->max_rank,
+		o->max_extent, o->max_defs, o->max_inputs, o->max_depth, o->max_red,
+		(long long)o->max_elems, (long long)o->max_work, o->p_schedule, o->max_large,
+		o->p_large);
 	fclose(f);
 	char *path = NULL;
 	IR_ASSERT(asprintf(&path, "%s/settings.json", dir) >= 0);
@@ -448,7 +455,7 @@ static int parse(const char *text, size_t n, FzCampaign *c, Diag *d)
 	if (d->msg)
 		return -1;
 	for (int k = 0; k < NFIELDS; k++)
-		if (!got[k].seen && fields[k].kind != 'N') {
+		if (!got[k].seen && fields[k].kind != 'N' && fields[k].kind != 'I') {
 			diag_set(d, 2, "member '%s' is missing", fields[k].key);
 			return -1;
 		}
@@ -476,6 +483,10 @@ static int parse(const char *text, size_t n, FzCampaign *c, Diag *d)
 	o->max_elems = (int64_t)G("gen.max_elems").x;
 	o->max_work = (int64_t)G("gen.max_work").x;
 	o->p_schedule = G("gen.p_schedule").x;
+	if (G("gen.max_large").seen)   /* else the defaults (fz_campaign_defaults) */
+		o->max_large = (int)G("gen.max_large").x;
+	if (G("gen.p_large").seen)
+		o->p_large = G("gen.p_large").x;
 	if (strlen(G("backends").s) >= sizeof c->backends || strlen(G("inputs").s) >= sizeof c->inputs) {
 		diag_set(d, 2, "member '%s': too long", strlen(G("inputs").s) >= sizeof c->inputs ?
 			 "inputs" : "backends");

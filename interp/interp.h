@@ -176,16 +176,21 @@ bool mp_int_reduce(Monoid m, int64_t *acc, int64_t x);
 
 /* ------------------------------------------------------------------- inputs */
 
-typedef enum { DIST_NONE = -1, DIST_NORMAL, DIST_UNIFORM, DIST_ADVERSARIAL, DIST__COUNT } Dist;
+/* edges (an extension of spec/cli.md's three): values on the rounding ties and boundaries of
+ * every narrower format, equal and negated pairs, exactly cancelling runs (inputs.c). */
+typedef enum {
+	DIST_NONE = -1, DIST_NORMAL, DIST_UNIFORM, DIST_ADVERSARIAL, DIST_EDGES, DIST__COUNT
+} Dist;
 
 typedef struct {
 	Dist dist;
 	uint64_t seed;
-	bool specials;   /* adversarial: also inf and NaN */
+	bool specials;   /* adversarial and edges: also inf and NaN */
 } InputSpec;
 
 Dist dist_parse(const char *s);   /* DIST_NONE if unknown */
 const char *dist_name(Dist d);
+const char *dist_list(void);      /* "normal, uniform, adversarial or edges", for messages */
 
 /* Fills every input k of g with given[k].data == NULL (given may be NULL) deterministically
  * from the seed: inputs[k] is allocated here. An i32 input read in an index position is

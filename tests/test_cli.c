@@ -443,7 +443,7 @@ START_TEST(bad_settings_write_no_directory)
 {
 	char *t = tmpdir();
 	expect(run(t, "fuzz --inputs nromal --cases 1 --backends c -o %s/camp", t), 2,
-	       "--inputs expects mix, normal, uniform, adversarial or specials, got 'nromal'", NULL);
+	       "--inputs expects mix, normal, uniform, adversarial, edges or specials, got 'nromal'", NULL);
 	expect(run(t, "fuzz --max-defs 0 --cases 1 --backends c -o %s/camp", t), 2, "--max-defs",
 	       NULL);
 	expect(run_in(t, "ASSAY_FAULT=nope", "fuzz --cases 1 --backends c -o %s/camp", t), 2,

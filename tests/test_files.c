@@ -515,6 +515,165 @@ START_TEST(inputs_given)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------ edges */
+
+/* Whether x (a finite double) is exactly the midpoint of two adjacent values of format f:
+ * not a value of f, and its reflection about its rounding is one (the other neighbour). */
+static bool is_tie(Dtype f, double x)
+{
+	double y = mp_round_to(f, x);
+	if (!isfinite(x) || !isfinite(y) || y == x)
+		return false;
+	double o = y + 2 * (x - y);
+	return o != y && isfinite(o) && mp_round_to(f, o) == o;
+}
+
+/* The rounding of x into f16 with ties away from zero: the bug an edges input shows. */
+static double f16_ties_away(double x)
+{
+	double y = mp_round_to(DT_F16, x), o = y + 2 * (x - y);
+	return is_tie(DT_F16, x) && fabs(o) > fabs(y) ? o : y;
+}
+
+enum { NE = 3000 };
+
+/* a: f32[NE], b: f32[NE] (the same shape: shared values), c: f64[NE], h: f16[NE], q: bf16[NE],
+ * m: f32[30, 30] (pairs and runs along a dimension of 30), tok: i32[NE] read as a[tok[i]]
+ * (so in [0, NE)), val: i32[NE] read as a value; an f16 output names f16. */
+static Graph *edge_graph(void)
+{
+	Graph *g = ir_new("edges.tg");
+	static const struct {
+		const char *name;
+		Dtype dt;
+		int64_t d0, d1;
+	} ins[] = {{"a", DT_F32, NE, 0}, {"b", DT_F32, NE, 0}, {"c", DT_F64, NE, 0},
+		   {"h", DT_F16, NE, 0}, {"q", DT_BF16, NE, 0}, {"m", DT_F32, 30, 30},
+		   {"tok", DT_I32, NE, 0}, {"val", DT_I32, NE, 0}};
+	for (size_t i = 0; i < ARRAY_LEN(ins); i++) {
+		Tensor t;
+		memset(&t, 0, sizeof t);
+		t.name = ir_strdup(g, ins[i].name, strlen(ins[i].name));
+		t.kind = TK_INPUT;
+		t.dtype = (int8_t)ins[i].dt;
+		t.rank = ins[i].d1 ? 2 : 1;
+		t.dims[0] = (Extent){-1, ins[i].d0};
+		t.dims[1] = (Extent){-1, ins[i].d1};
+		t.def = -1;
+		ir_add_tensor(g, &t);
+	}
+	Ref v0 = ir_var(g, 0, TY_INT);
+	Ref tok = ir_read(g, 6, &v0, 1, REF_NONE, TY_INT);
+	ir_read(g, 0, &tok, 1, REF_NONE, TY_REAL);
+	ir_read(g, 7, &v0, 1, REF_NONE, TY_INT);
+	return g;
+}
+
+/* Every category of the edges distribution shows up, in every format, with its structure. */
+START_TEST(inputs_edges)
+{
+	Graph *g = edge_graph();
+	HostTensor in[8];
+	make(g, DIST_EDGES, 11, false, in);
+	int t16 = 0, tb16 = 0, t32 = 0, tq = 0, away = 0, nonfinite = 0;
+	bool top16 = false, norm16 = false, sub16 = false, lsub16 = false, negz = false, posz = false;
+	bool sub32 = false, over16 = false;
+	for (int64_t k = 0; k < NE; k++) {
+		double a = ht_get(&in[0], k), c = ht_get(&in[2], k), q = ht_get(&in[4], k);
+		t16 += is_tie(DT_F16, a);
+		tb16 += is_tie(DT_BF16, a);
+		t32 += is_tie(DT_F32, c);
+		tq += is_tie(DT_E4M3, q) || is_tie(DT_E5M2, q);
+		away += f16_ties_away(a) != mp_round_to(DT_F16, a);
+		top16 |= fabs(a) == 65504;
+		over16 |= fabs(a) == 65520;   /* the tie above f16's largest: overflows */
+		norm16 |= fabs(a) == 0x1p-14;
+		lsub16 |= fabs(a) == 0x1p-14 - 0x1p-24;
+		sub16 |= fabs(a) == 0x1p-24;
+		sub32 |= fabs(a) == 0x1p-149;
+		negz |= a == 0 && signbit(a);
+		posz |= a == 0 && !signbit(a);
+		for (int i = 0; i < 5; i++)
+			nonfinite += !isfinite(ht_get(&in[i], k));
+	}
+	printf("edges over %d elements: f16 ties %d, bf16 ties %d (f32 input); f32 ties %d (f64); "
+	       "fp8 ties %d (bf16); ties-away f16 rounding differs at %d\n", NE, t16, tb16, t32, tq,
+	       away);
+	ck_assert_int_eq(nonfinite, 0);
+	ck_assert_msg(t16 >= NE / 20 && tb16 >= NE / 40 && t32 >= NE / 20 && tq >= NE / 40,
+		      "ties: f16 %d, bf16 %d, f32 %d, fp8 %d", t16, tb16, t32, tq);
+	ck_assert_msg(top16 && over16 && norm16 && lsub16 && sub16 && sub32 && negz && posz,
+		      "boundaries: 65504 %d, 65520 %d, 2^-14 %d, largest subnormal %d, 2^-24 %d, "
+		      "2^-149 %d, -0 %d, +0 %d", top16, over16, norm16, lsub16, sub16, sub32, negz, posz);
+	/* the bug no budget sees: f16 ties rounded away from zero differ on edges inputs */
+	ck_assert_int_ge(away, NE / 40);
+	/* every input holds the same value (or its negation) at some flat indices */
+	int shared = 0;
+	for (int64_t k = 0; k < NE; k++) {
+		double a = ht_get(&in[0], k), b = ht_get(&in[1], k), c = ht_get(&in[2], k);
+		shared += a != 0 && fabs(a) == fabs(b) && fabs(a) == fabs(c);
+	}
+	ck_assert_msg(shared >= NE / 20, "shared %d", shared);
+	/* m: equal or negated pairs at related positions, runs of three that sum to 0 */
+	const HostTensor *m = &in[5];
+	int pairs = 0, runs = 0;
+	for (int i = 0; i < 30; i++)
+		for (int j = 0; j < 30; j++) {
+			double x = ht_get(m, i * 30 + j);
+			if (x == 0)
+				continue;
+			const int64_t rel[] = {i * 30 + 29 - j, (29 - i) * 30 + j, i * 30 + (j ^ 1),
+					       (i ^ 1) * 30 + j, j * 30 + i, 899 - (i * 30 + j)};
+			for (size_t r = 0; r < ARRAY_LEN(rel); r++)
+				if (rel[r] != i * 30 + j && fabs(ht_get(m, rel[r])) == fabs(x)) {
+					pairs++;
+					break;
+				}
+		}
+	for (int i = 0; i < 30; i++)
+		for (int j = 0; j + 2 < 30; j += 3) {
+			double r0 = ht_get(m, i * 30 + j), r1 = ht_get(m, i * 30 + j + 1), r2 = ht_get(m, i * 30 + j + 2);
+			double c0 = ht_get(m, j * 30 + i), c1 = ht_get(m, (j + 1) * 30 + i), c2 = ht_get(m, (j + 2) * 30 + i);
+			runs += (r0 != 0 && r0 + r1 + r2 == 0) + (c0 != 0 && c0 + c1 + c2 == 0);
+		}
+	printf("edges m[30, 30]: %d elements with an equal or negated partner, %d runs of three "
+	       "summing to 0\n", pairs, runs);
+	ck_assert_int_ge(pairs, 900 / 8);
+	ck_assert_int_ge(runs, 300 / 40);
+	/* index tables: in bounds, both ends often, a neighbour repeated; value tables small */
+	int ends = 0, rep = 0, small = 0;
+	for (int64_t k = 0; k < NE; k++) {
+		double t = ht_get(&in[6], k), v = ht_get(&in[7], k);
+		ck_assert_msg(t >= 0 && t < NE && t == floor(t), "tok[%lld] = %g", (long long)k, t);
+		ck_assert_msg(fabs(v) <= 8, "val[%lld] = %g", (long long)k, v);
+		ends += t == 0 || t == NE - 1;
+		rep += (k & 1) && t == ht_get(&in[6], k - 1);
+		small += v == 0 || fabs(v) == 1 || fabs(v) == 8;
+	}
+	ck_assert_msg(ends >= NE / 5 && rep >= NE / 10 && small >= NE / 4, "ends %d, repeats %d, "
+		      "small %d", ends, rep, small);
+	free_all(in, 8);
+	/* with specials, boundaries also hold inf and NaN */
+	make(g, DIST_EDGES, 11, true, in);
+	int inf = 0, nan = 0;
+	for (int64_t k = 0; k < NE; k++)
+		inf += isinf(ht_get(&in[0], k)), nan += isnan(ht_get(&in[0], k));
+	ck_assert(inf && nan);
+	free_all(in, 8);
+	/* normal inputs almost never land on an f16 tie */
+	make(g, DIST_NORMAL, 11, false, in);
+	int nt = 0;
+	for (int64_t k = 0; k < NE; k++)
+		nt += is_tie(DT_F16, ht_get(&in[0], k));
+	ck_assert_int_le(nt, 2);
+	free_all(in, 8);
+	ir_free(g);
+	ck_assert_int_eq(dist_parse("edges"), DIST_EDGES);
+	ck_assert_str_eq(dist_name(DIST_EDGES), "edges");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("files");
@@ -531,6 +690,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(in, inputs_deterministic, 0, DIST__COUNT);
 	tcase_add_test(in, inputs_distributions);
 	tcase_add_test(in, inputs_given);
+	tcase_add_test(in, inputs_edges);
 	suite_add_tcase(s, in);
 	return s;
 }

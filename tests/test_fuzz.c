@@ -263,11 +263,31 @@ START_TEST(settings_roundtrip)
 	c.gen.max_defs = 3;
 	c.gen.max_work = 123456789012;
 	c.gen.p_schedule = 0.1;
+	c.gen.max_large = 40;
+	c.gen.p_large = 0.75;
 	Diag d = {0};
 	ck_assert_int_eq(fz_settings_check(&c, &d), 0);
 	ck_assert_int_eq(fz_settings_write(dir, &c, &d), 0);
 	ck_assert_msg(fz_settings_read(dir, &back, &d) == 0, "%s", d.msg);
 	ck_assert(memcmp(&c, &back, sizeof c) == 0);
+	/* a campaign written before issue 13 lacks the optional members: the defaults stand in;
+	 * a given one is checked like any other */
+	char path[160], cmd0[400];
+	snprintf(path, sizeof path, "%s/settings.json", dir);
+	snprintf(cmd0, sizeof cmd0, "sed -i -e 's/,\"compile_timeout_s\":[^,]*//' -e "
+		 "'s/,\"max_large\":40,\"p_large\":0.75//' '%s'", path);
+	ck_assert_int_eq(system(cmd0), 0);
+	ck_assert_msg(fz_settings_read(dir, &back, &d) == 0, "%s", d.msg);
+	FzCampaign dflt;
+	fz_campaign_defaults(&dflt);
+	ck_assert_int_eq(back.gen.max_large, dflt.gen.max_large);
+	ck_assert(back.gen.p_large == dflt.gen.p_large && back.gen.max_defs == 3);
+	snprintf(cmd0, sizeof cmd0, "sed -i 's/\"p_schedule\"/\"max_large\":1.5,\"p_schedule\"/' '%s'",
+		 path);
+	ck_assert_int_eq(system(cmd0), 0);
+	ck_assert_int_eq(fz_settings_read(dir, &back, &d), -1);
+	ck_assert_msg(strstr(d.msg, "member 'gen.max_large'"), "%s", d.msg);
+	diag_clear(&d);
 	c.jobs = 0;
 	ck_assert_int_eq(fz_settings_check(&c, &d), -1);
 	ck_assert_msg(strstr(d.msg, "member 'jobs'"), "%s", d.msg);
@@ -319,6 +339,48 @@ START_TEST(repro_inputs_roundtrip)
 	ck_assert_ptr_nonnull(strstr(h, "ASSAY_FAULT=pad_zero assay check"));
 	ck_assert_int_eq(fz_repro_inputs("graph g\n", &seed, &dist, &specials), 0);
 	free(h);
+	r.dist = DIST_EDGES;
+	r.specials = false;
+	h = fz_repro_header(&s, &r, 2, "a test");
+	ck_assert_int_eq(fz_repro_inputs(h, &seed, &dist, &specials), 1);
+	ck_assert_int_eq(dist, DIST_EDGES);
+	ck_assert(!specials);
+	ck_assert_ptr_nonnull(strstr(h, "--inputs edges"));
+	free(h);
+}
+END_TEST
+
+
+/* A campaign's "mix" draws every distribution, edges in about a fifth of the cases, the same
+ * for the same case; "edges" alone gives edges in every case. */
+START_TEST(mix_draws_edges)
+{
+	enum { N = 2000 };
+	FzCampaign c;
+	fz_campaign_defaults(&c);
+	c.seed = 5;
+	int kinds[DIST__COUNT + 1] = {0};
+	Diag d = {0};
+	for (int n = 0; n < N; n++) {
+		FzRun r, again;
+		ck_assert_msg(fz_case_setup(&c, (uint64_t)n, NULL, &r, &d) == 0, "%s", d.msg);
+		ck_assert_int_eq(fz_case_setup(&c, (uint64_t)n, NULL, &again, &d), 0);
+		ck_assert(r.dist == again.dist && r.seed == again.seed && r.specials == again.specials);
+		kinds[r.specials ? DIST__COUNT : r.dist]++;
+	}
+	printf("mix over %d cases: normal %d, uniform %d, adversarial %d, edges %d, "
+	       "adversarial+specials %d\n", N, kinds[DIST_NORMAL], kinds[DIST_UNIFORM],
+	       kinds[DIST_ADVERSARIAL], kinds[DIST_EDGES], kinds[DIST__COUNT]);
+	for (int k = 0; k <= DIST__COUNT; k++)
+		ck_assert_int_gt(kinds[k], N / 20);
+	ck_assert(kinds[DIST_EDGES] > N * 15 / 100 && kinds[DIST_EDGES] < N * 25 / 100);
+	snprintf(c.inputs, sizeof c.inputs, "edges");
+	for (int n = 0; n < 50; n++) {
+		FzRun r;
+		ck_assert_int_eq(fz_case_setup(&c, (uint64_t)n, NULL, &r, &d), 0);
+		ck_assert(r.dist == DIST_EDGES && !r.specials);
+	}
+	ck_assert(fz_inputs_known("edges"));
 }
 END_TEST
 
@@ -707,6 +769,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, json_lines_valid);
 	tcase_add_test(tc, settings_roundtrip);
 	tcase_add_test(tc, backend_lists);
+	tcase_add_test(tc, mix_draws_edges);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("campaigns");
 	tcase_set_timeout(tc, 180);

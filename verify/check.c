@@ -596,6 +596,7 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, const Worke
 			.ref64_by = c->orc.ref64_by ? c->orc.ref64_by : "",
 			.reason = reason, .agree = {.axis = -1, .ref = ""},
 			.red_len = vf_red_len(g, k), .rules = w && w->rewritten ? &w->rules : NULL,
+			.cov = w && w->covered ? w->cov : NULL,
 		};
 		vf_metrics_init(&r.m);
 		vf_metrics_init(&r.m64);

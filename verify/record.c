@@ -22,7 +22,9 @@
  *   along agree_axis whose argmax / top-k set agrees with the oracle's: agree.c; all but
  *   agree_rows are null when agree_rows is 0), agree_ref ("oracle" | "f64" | ""),
  *   rules ({RULE NAME: firings} for the rules compiling the case fired, {} when none; absent
- *   when no rewrite ran: VfRecord.rules).
+ *   when no rewrite ran: VfRecord.rules), cov (["POINT", ...]: the compiler's coverage
+ *   points, compiler/cov.def, that the run reached, in the table's order, [] when none;
+ *   absent when the worker returned no counters: VfRecord.cov).
  * Non-finite numbers are written as the strings "inf", "-inf" and "nan" (JSON has no
  * such numbers); finite ones with 17 significant digits, so a double reads back exactly.
  *
@@ -136,6 +138,20 @@ static void rules(FILE *f, const RwStats *st)
 	fputc('}', f);
 }
 
+static void coverage(FILE *f, const uint64_t *cov)
+{
+	if (!cov)
+		return;
+	key(f, "cov");
+	fputc('[', f);
+	for (int p = 0, n = 0; p < COV__COUNT; p++)
+		if (cov[p]) {
+			fputs(n++ ? "," : "", f);
+			vf_json_str(f, cov_name((CovPoint)p));
+		}
+	fputc(']', f);
+}
+
 void vf_record_json(FILE *f, const VfRecord *r)
 {
 	const VfMetrics *m = &r->m;
@@ -194,6 +210,7 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	timings(f, r);
 	agreement(f, r);
 	rules(f, r->rules);
+	coverage(f, r->cov);
 	fputs("}\n", f);
 }
 

@@ -7,7 +7,10 @@
  * canonical text (ir_print; its round trip leaves every emitted kernel unchanged), the
  * schedule's DefSched array, the inputs, and room for the answer: the stage reached with
  * the time each stage began, the outcome, a message, timings, the rules the rewrite fired,
- * the outputs in their dtypes and the kernel source. The worker rewrites the graph
+ * the compiler's coverage counters (compiler/cov.def: reset before the run, copied back
+ * once the program is emitted and again at the end, so a compile that crashes or times out
+ * keeps what rewrite, lowering and emission reached), the outputs in their dtypes and the
+ * kernel source. The worker rewrites the graph
  * (rw_compile: a rewrite that crashes is a crash of the case), lowers it, emits, compiles,
  * allocates, uploads, launches, checks the guard regions and downloads every output. The
  * parent waits with two limits: the compile limit covers rewrite, lowering, emission and
@@ -114,6 +117,8 @@ typedef struct {
 	double compile_s, launch_s;
 	int rw_done;              /* the rewrite ran to its end: rw_tried, rw_fired hold */
 	uint64_t rw_tried[RW_MAXRULES], rw_fired[RW_MAXRULES];
+	int cov_done;             /* cov holds the run's coverage counters */
+	uint64_t cov[COV__COUNT];
 	size_t src_len;
 	char msg[MSG_CAP];
 } Shm;
@@ -311,11 +316,19 @@ static char *source_override(const Backend *b, char *src, Shm *h)
 	return text;
 }
 
+/* The compiler's coverage counters so far into the answer. */
+static void coverage(Shm *h)
+{
+	memcpy(h->cov, cov_hits, sizeof h->cov);
+	h->cov_done = 1;
+}
+
 /* One run, from the request in the mapping at base; everything it makes is freed. */
 static void serve(const Backend *b, unsigned char *base)
 {
 	Shm *h = (Shm *)base;
 	Diag d = {0};
+	cov_reset();   /* a persistent worker's counters are the run's own */
 	stage(h, ST_START);
 	Graph *g0 = ir_parse((const char *)base + h->text_off, h->text_len,
 			     (const char *)base + h->file_off, NULL, 0, &d);
@@ -360,6 +373,7 @@ static void serve(const Backend *b, unsigned char *base)
 	size_t n = strlen(src);
 	h->src_len = n < SRC_CAP ? n : SRC_CAP;
 	memcpy(base + h->src_off, src, h->src_len);
+	coverage(h);
 	stage(h, ST_COMPILE);
 	BeOpts bo = {h->threads, h->cache_dir[0] ? h->cache_dir : NULL};
 	BeStats st = {0};
@@ -373,6 +387,7 @@ static void serve(const Backend *b, unsigned char *base)
 	if (prepare(b, g, in, m, h) == 0)
 		launch_and_fetch(b, g, m, h, base);
 out:
+	coverage(h);
 	if (m)
 		b->free(m);
 	free(src);
@@ -726,6 +741,14 @@ static int send_fd(int sock, int fd)
 	}
 }
 
+/* The coverage counters, when the worker copied them. */
+static void cov_of(const Shm *h, WorkerResult *res)
+{
+	res->covered = h->cov_done;
+	if (h->cov_done)
+		memcpy(res->cov, h->cov, sizeof res->cov);
+}
+
 /* The rewrite's counters, when the worker got through the rewrite. */
 static void rules_of(const Shm *h, WorkerResult *res)
 {
@@ -768,6 +791,7 @@ static void collect(const Graph *g, const Region *r, bool died, int status, Work
 	res->compile_s = h->compile_s;
 	res->launch_s = h->launch_s;
 	rules_of(h, res);
+	cov_of(h, res);
 	if (h->src_len)
 		res->source = strdup_fmt("%.*s", (int)h->src_len, (const char *)r->base + h->src_off);
 	if (res->status != WK_OK)
@@ -805,6 +829,7 @@ static void await(Server *sv, const Graph *g, const Region *r, double t0, double
 			res->status = WK_TIMEOUT;
 			res->timed_out_compiling = compiling;
 			rules_of(h, res);
+			cov_of(h, res);
 			res->reason = compiling ?
 				strdup_fmt("no result after %g s of compiling (the compile limit; the "
 					   "worker was in %s)", climit, stage_of(h)) :

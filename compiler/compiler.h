@@ -494,15 +494,9 @@ const char *cov_name(CovPoint p);
 const char *cov_area(CovPoint p);
 const char *cov_hints(CovPoint p);
 const char *cov_what(CovPoint p);
-/* The point named name[0..len), or -1: cov_find by a scan; cov_lookup through an index
- * that cov_index fills (for readers of many records). */
+/* The point named name[0..len), or -1 (a scan of lengths first: cheap enough for readers
+ * of many records). */
 int cov_find(const char *name, size_t len);
-enum { COV_INDEX_SLOTS = 1024 };
-typedef struct {
-	int16_t slot[COV_INDEX_SLOTS];   /* point + 1, 0 empty (open addressing) */
-} CovIndex;
-void cov_index(CovIndex *ix);
-int cov_lookup(const CovIndex *ix, const char *name, size_t len);
 /* Whether a run on backend (a Backend's name) can reach point p: its area is a backend's
  * own, or code that backend runs (rewrite, lower, cemit; kivl for vulkan and wgsl). */
 bool cov_reaches(CovPoint p, const char *backend);

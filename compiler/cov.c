@@ -12,9 +12,11 @@
 uint64_t cov_hits[COV__COUNT];
 
 static const struct {
-	const char *name, *area, *hints, *what;
+	const char *name;
+	size_t len;
+	const char *area, *hints, *what;
 } table[] = {
-#define X(name, area, hints, what) {#name, area, hints, what},
+#define X(name, area, hints, what) {#name, sizeof #name - 1, area, hints, what},
 #include "cov.def"
 #undef X
 };
@@ -48,39 +50,8 @@ const char *cov_what(CovPoint p)
 int cov_find(const char *name, size_t len)
 {
 	for (int p = 0; p < COV__COUNT; p++)
-		if (strlen(table[p].name) == len && memcmp(table[p].name, name, len) == 0)
+		if (table[p].len == len && memcmp(table[p].name, name, len) == 0)
 			return p;
-	return -1;
-}
-
-_Static_assert(COV__COUNT < COV_INDEX_SLOTS / 2, "the index stays at most half full");
-
-static unsigned hash(const char *s, size_t len)
-{
-	uint32_t h = 2166136261u;   /* FNV-1a */
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h % COV_INDEX_SLOTS;
-}
-
-void cov_index(CovIndex *ix)
-{
-	memset(ix, 0, sizeof *ix);
-	for (int p = 0; p < COV__COUNT; p++) {
-		unsigned h = hash(table[p].name, strlen(table[p].name));
-		while (ix->slot[h])
-			h = (h + 1) % COV_INDEX_SLOTS;
-		ix->slot[h] = (int16_t)(p + 1);
-	}
-}
-
-int cov_lookup(const CovIndex *ix, const char *name, size_t len)
-{
-	for (unsigned h = hash(name, len); ix->slot[h]; h = (h + 1) % COV_INDEX_SLOTS) {
-		const char *n = table[ix->slot[h] - 1].name;
-		if (strlen(n) == len && memcmp(n, name, len) == 0)
-			return ix->slot[h] - 1;
-	}
 	return -1;
 }
 

@@ -1162,24 +1162,21 @@ START_TEST(coverage_points)
 }
 END_TEST
 
-/* The table: names unique and found (both lookups), areas known, backends reach their own. */
+/* The table: names unique and found, areas known, backends reach their own. */
 START_TEST(coverage_table)
 {
 	static const char *const areas[] = {"rewrite", "lower", "kivl", "cemit", "c", "opencl",
 					     "vulkan", "wgsl", "cuda"};
-	CovIndex ix;
-	cov_index(&ix);
 	for (int p = 0; p < COV__COUNT; p++) {
 		const char *n = cov_name((CovPoint)p);
 		ck_assert_int_eq(cov_find(n, strlen(n)), p);
-		ck_assert_int_eq(cov_lookup(&ix, n, strlen(n)), p);
 		ck_assert_msg(*cov_what((CovPoint)p), "%s has no description", n);
 		bool known = false;
 		for (size_t a = 0; a < ARRAY_LEN(areas); a++)
 			known |= strcmp(cov_area((CovPoint)p), areas[a]) == 0;
 		ck_assert_msg(known, "%s: unknown area %s", n, cov_area((CovPoint)p));
 	}
-	ck_assert_int_eq(cov_lookup(&ix, "lower_tile_partia", 17), -1);
+	ck_assert_int_eq(cov_find("lower_tile_partia", 17), -1);
 	ck_assert_int_eq(cov_find("no_such_point", 13), -1);
 	ck_assert(cov_reaches(COV_lower_tile_partial, "c"));
 	ck_assert(cov_reaches(COV_vk_merge, "vulkan"));

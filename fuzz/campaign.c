@@ -343,7 +343,7 @@ static char *job_reduce(Camp *C, const Task *t, VfPool *pool, int *kind)
 	}
 	r.pool = pool;
 	snprintf(s.output, sizeof s.output, "%s", at + 1);
-	GenOpts go = fz_bias_opts(&C->c.gen, &t->bias, C->c.seed, t->case_no, NULL);
+	GenOpts go = fz_bias_opts(&C->c.gen, &t->bias, C->c.seed, t->case_no, NULL, NULL);
 	Graph *g = fz_gen(&go, C->c.seed, t->case_no, &d);
 	if (!g) {
 		diag_clear(&d);

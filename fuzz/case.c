@@ -10,8 +10,9 @@
  *   {"done":N, "graph":..., "status":"ok"|"error"|"skipped", "error":"" (why the toolkit
  *    could not judge; for "skipped", the oracle's limit that stopped it: its deadline or
  *    memory cap, a case neither judged nor an error), "inputs":DIST, "seed":INPUT_SEED, "specials":bool, "fails":["KEY@OUTPUT",...]
- *    (one per distinct key), ["epoch":E, "levers":["tile2",...]: with coverage feedback,
- *    the case's epoch and the generator levers its bias applied, fuzz/cover.c], "gen_s",
+ *    (one per distinct key), ["epoch":E, "aim":POINT, "levers":["tile2",...]: with coverage
+ *    feedback, the case's epoch, the coverage point its bias aimed at ("" when none) and
+ *    the generator levers it applied, fuzz/cover.c], "gen_s",
  *    "oracle_s", "budget_s", "compile_s", "launch_s", "worker_s", "classify_s", "check_s"}
  * Timings aside, the text is the same in any process, with any number of jobs.
  * (The campaign's settings file is fuzz/settings.c's.)
@@ -136,7 +137,8 @@ typedef struct {
 	const char *gname;
 	bool skipped;       /* error says which limit of the oracle stopped the case */
 	int64_t epoch;      /* coverage feedback: the case's epoch (-1: none) */
-	unsigned levers;    /* and the levers its bias applied */
+	int aim;            /* the point its bias aimed at (-1: none) */
+	unsigned levers;    /* and the levers it applied */
 } CaseInfo;
 
 static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
@@ -150,7 +152,8 @@ static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
 		(unsigned long long)r->seed, r->specials ? "true" : "false");
 	fails_json(f, res, sigs);
 	if (ci->epoch >= 0) {
-		fprintf(f, ",\"epoch\":%lld,\"levers\":[", (long long)ci->epoch);
+		fprintf(f, ",\"epoch\":%lld,\"aim\":\"%s\",\"levers\":[", (long long)ci->epoch,
+			ci->aim >= 0 ? cov_name((CovPoint)ci->aim) : "");
 		for (int l = 0, n = 0; fz_lever_name(l); l++)
 			if (ci->levers >> l & 1)
 				fprintf(f, "%s\"%s\"", n++ ? "," : "", fz_lever_name(l));
@@ -192,8 +195,8 @@ int fz_case_run_bias(const FzCampaign *c, const FzBias *bias, uint64_t case_no,
 	res.json = f;
 	res.json_extra = extra;
 	FzSig *sigs = NULL;
-	CaseInfo ci = {0, 0, 0, NULL, gname, false, bias ? bias->epoch : -1, 0};
-	GenOpts o = fz_bias_opts(&c->gen, bias, c->seed, case_no, &ci.levers);
+	CaseInfo ci = {0, 0, 0, NULL, gname, false, bias ? bias->epoch : -1, -1, 0};
+	GenOpts o = fz_bias_opts(&c->gen, bias, c->seed, case_no, &ci.aim, &ci.levers);
 	Diag gd = {0};
 	bool env = false;
 	double t0 = now();

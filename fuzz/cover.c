@@ -14,15 +14,17 @@
  * function of (seed, n), the settings and the log before it, which is itself such a
  * function: a campaign with --jobs 1 and --jobs 2 writes the same log, timings aside.
  *
- * The bias (the thin layer). Each point the campaign's backends can reach and its cases
- * have not reached asks for the generator levers its cov.def row hints at (4 each; a point
- * reached by fewer than 1% of the cases asks 1 each). A case of a biased epoch is left
- * alone with probability 1/2 (so the campaign keeps its undirected distribution, and the
- * bugs it finds there), else gets one lever, and with probability 1/2 a second, drawn in
- * proportion to the demand; a lever only changes knobs of GenOpts (weights,
- * probabilities, sizes, and GenOpts.p_dir for the directed pass). Levers of points the
- * generator can never reach keep asking; they cost a share of the directed half, not the
- * undirected one.
+ * The bias (the thin layer). Each point that the campaign's backends can reach, that has
+ * generator levers in its cov.def hints and that its cases have not reached has a demand
+ * of 64 (a point reached by fewer than 1% of the cases, 16), halved for every DECAY cases
+ * aimed at it without reaching it, down to 1 for an unreached point and 0 for a rare one:
+ * a point the generator cannot reach (a size no graph has) stops crowding out the others
+ * and the bias moves on, as a fuzzer's energy schedule does. A case of a biased epoch is
+ * left alone with probability 1/2 (so the campaign keeps its undirected distribution, and
+ * the bugs it finds there); the other half aims at a point drawn in proportion to the
+ * demand and gets all the levers its hints name at once (a point hinted "inline accum16"
+ * needs both in one graph). A lever only changes knobs of GenOpts (weights,
+ * probabilities, sizes, and GenOpts.p_dir for the directed pass).
  *
  * The directed pass (fz_direct_schedule) gives definitions the directives of FzDirected
  * (a partial tile in one or two dimensions, a split, pairwise order, 16-bit storage, a
@@ -35,6 +37,8 @@
 #include <string.h>
 #include "gen.h"
 
+enum { DECAY = 8 };
+
 /* ------------------------------------------------------------ levers */
 
 typedef enum {
@@ -42,7 +46,7 @@ typedef enum {
 	LV_EXTENT, LV_PAD, LV_VIEW, LV_GATHER, LV_TRI, LV_MULTIRED, LV_INT, LV_SELECT, LV_LSE,
 	LV_PROD, LV_MAXMIN, LV_IDENT, LV_CAST, LV_F64, LV_F16IO, LV_RANK, LV_DEEP, LV__COUNT
 } Lever;
-_Static_assert((int)LV__COUNT <= (int)FZ_LEVERS, "FzBias holds every lever");
+_Static_assert(LV__COUNT <= 32, "a mask of levers is an unsigned");
 
 static const char *const lever_names[LV__COUNT] = {
 	[LV_TILE] = "tile", [LV_TILE2] = "tile2", [LV_SPLIT] = "split", [LV_PAIRWISE] = "pairwise",
@@ -176,6 +180,30 @@ void fz_cov_init(FzCov *c, const FzCampaign *camp)
 			c->reachable[p] |= cov_reaches((CovPoint)p, r.backends[k]->name);
 }
 
+/* Calls f(ctx, name, len) for each string of the JSON array text of member key of line. */
+static void each_name(const char *line, const char *key, void (*f)(void *, const char *, size_t),
+		      void *ctx)
+{
+	char buf[8192];
+	if (!fz_json_get(line, key, buf, sizeof buf))
+		return;
+	for (char *q = strchr(buf, '"'); q; q = strchr(q, '"')) {
+		char *e = strchr(q + 1, '"');
+		if (!e)
+			break;
+		f(ctx, q + 1, (size_t)(e - q - 1));
+		q = e + 1;
+	}
+}
+
+static void point_seen(void *ctx, const char *name, size_t len)
+{
+	int p = cov_find(name, len);
+	if (p >= 0)
+		((FzCov *)ctx)->in_case[p] = true;
+}
+
+
 void fz_cov_line(FzCov *c, const char *line)
 {
 	if (strncmp(line, "{\"done\":", 8) == 0) {
@@ -184,63 +212,65 @@ void fz_cov_line(FzCov *c, const char *line)
 			c->in_case[p] = false;
 		}
 		c->cases++;
-		return;
-	}
-	char buf[8192];
-	if (!fz_json_get(line, "cov", buf, sizeof buf))
-		return;
-	for (char *q = strchr(buf, '"'); q; q = strchr(q, '"')) {
-		char *e = strchr(q + 1, '"');
-		if (!e)
-			break;
-		int p = cov_find(q + 1, (size_t)(e - q - 1));
+		char aim[64];
+		int p = fz_json_get(line, "aim", aim, sizeof aim) ? cov_find(aim, strlen(aim)) : -1;
 		if (p >= 0)
-			c->in_case[p] = true;
-		q = e + 1;
+			c->aimed[p]++;
+		return;
 	}
+	each_name(line, "cov", point_seen, c);
 }
 
 /* ------------------------------------------------------------ the bias */
+
+/* The levers point p's hints name, as a mask. */
+static unsigned hinted(CovPoint p)
+{
+	unsigned m = 0;
+	for (const char *h = cov_hints(p); *h;) {
+		h += strspn(h, " ");
+		size_t len = strcspn(h, " ");
+		int l = fz_lever_find(h, len);
+		if (l >= 0)
+			m |= 1u << l;
+		h += len;
+	}
+	return m;
+}
 
 void fz_bias_of(const FzCov *c, int64_t epoch, FzBias *b)
 {
 	memset(b, 0, sizeof *b);
 	b->epoch = epoch;
 	for (int p = 0; p < COV__COUNT; p++) {
-		if (!c->reachable[p])
+		unsigned w = c->hits[p] == 0 ? 64 : c->hits[p] * 100 < c->cases ? 16 : 0;
+		if (!c->reachable[p] || !hinted((CovPoint)p) || !w)
 			continue;
-		unsigned w = c->hits[p] == 0 ? 4 : c->hits[p] * 100 < c->cases ? 1 : 0;
-		for (const char *h = cov_hints((CovPoint)p); w && *h;) {
-			h += strspn(h, " ");
-			size_t len = strcspn(h, " ");
-			int l = fz_lever_find(h, len);
-			if (l >= 0 && b->want[l] < 60000)
-				b->want[l] = (uint16_t)(b->want[l] + w);
-			h += len;
-		}
+		int64_t halvings = c->aimed[p] / DECAY;
+		w = halvings >= 7 ? 0 : w >> halvings;
+		b->want[p] = (uint16_t)(w || c->hits[p] ? w : 1);
 	}
 }
 
 GenOpts fz_bias_opts(const GenOpts *o, const FzBias *b, uint64_t seed, uint64_t case_no,
-		     unsigned *levers)
+		     int *aim, unsigned *levers)
 {
 	GenOpts r = *o;
-	unsigned mask = 0, w[LV__COUNT];
+	unsigned mask = 0, w[COV__COUNT];
 	uint64_t total = 0;
-	for (int l = 0; b && l < LV__COUNT; l++)
-		total += w[l] = b->want[l];
+	int p = -1;
+	for (int k = 0; b && k < COV__COUNT; k++)
+		total += w[k] = b->want[k];
 	Rng rng = {fz_seed(seed, case_no, FZ_STREAM_GRAPH) ^ 0xb1a5edull, 0};
 	if (b && b->epoch >= 0 && total && rng_chance(&rng, 0.5)) {
-		int first = rng_pick(&rng, w, LV__COUNT);
-		mask |= 1u << first;
-		w[first] = 0;
-		int second = rng_chance(&rng, 0.5) ? rng_pick(&rng, w, LV__COUNT) : -1;
-		if (second >= 0)
-			mask |= 1u << second;
+		p = rng_pick(&rng, w, COV__COUNT);
+		mask = hinted((CovPoint)p);
 		for (int l = 0; l < LV__COUNT; l++)
 			if (mask >> l & 1)
 				apply((Lever)l, &r);
 	}
+	if (aim)
+		*aim = p;
 	if (levers)
 		*levers = mask;
 	return r;
@@ -309,9 +339,17 @@ static int64_t partial_tile(Rng *r, int64_t n)
 	return c[rng_below(r, (k + 1) / 2)];   /* from the larger half */
 }
 
-/* Partial tiles in up to `dims` dimensions of d (those of extent 3 or more). */
+/* Partial tiles in up to `dims` dimensions of d (those of extent 3 or more); for one
+ * dimension, now and then a tile larger than its extent instead (clamped to it). */
 static void tile_partial(Rng *r, const Def *D, DefSched *s, int npar, int dims)
 {
+	if (dims == 1 && npar > 0 && rng_chance(r, 0.2)) {
+		static const int64_t big[] = {16, 32, 64};
+		int k = (int)rng_below(r, npar);
+		int64_t t = big[rng_below(r, ARRAY_LEN(big))];
+		s->tile[k] = t > D->lhs[k].ext.value ? t : 2 * D->lhs[k].ext.value;
+		return;
+	}
 	int cand[IR_MAXRANK], n = 0;
 	for (int k = 0; k < npar; k++)
 		if (D->lhs[k].ext.value >= 3)

@@ -403,12 +403,16 @@ bool fz_json_get(const char *line, const char *key, char *buf, size_t n);
 
 /* ================================================================ coverage feedback (cover.c) */
 
+#define FZ_EPOCH_DEFAULT 64
+
 /* The compiler's coverage points (compiler/cov.def) that a campaign's cases reached, read
- * from its log in case order: per point, the cases whose records name it. reachable: the
- * points a backend of the campaign can reach (cov_reaches); the others never bias. */
+ * from its log in case order: per point, the cases whose records name it, and the cases
+ * the bias aimed at it (their done lines' "aim"). reachable: the points a backend of the
+ * campaign can reach (cov_reaches); the others never bias. */
 typedef struct {
 	int64_t cases;               /* done lines read */
 	int64_t hits[COV__COUNT];
+	int64_t aimed[COV__COUNT];
 	bool reachable[COV__COUNT];
 	bool in_case[COV__COUNT];    /* the case being read */
 } FzCov;
@@ -418,25 +422,23 @@ void fz_cov_init(FzCov *c, const FzCampaign *camp);
  * ends it (and counts its points once). */
 void fz_cov_line(FzCov *c, const char *line);
 
-enum { FZ_LEVERS = 32 };
-#define FZ_EPOCH_DEFAULT 64
-
-/* The bias of an epoch: per generator lever (cover.c's table, named by cov.def's hints),
- * the demand of the points the campaign has not reached (4 each) or rarely reached (in
- * under 1% of its cases: 1 each). epoch -1: no feedback (want all 0). A function of the
- * coverage alone, so the same log gives the same bias whatever the jobs. */
+/* The bias of an epoch: per point, its demand: the points the campaign has not reached or
+ * rarely reached, each decaying as cases aimed at it fail to reach it (cover.c says how).
+ * epoch -1: no feedback (want all 0). A function of the coverage alone, so the same log
+ * gives the same bias whatever the jobs. */
 typedef struct {
 	int64_t epoch;
-	uint16_t want[FZ_LEVERS];
+	uint16_t want[COV__COUNT];
 } FzBias;
 
 void fz_bias_of(const FzCov *c, int64_t epoch, FzBias *b);
 /* The generator options of case case_no under bias b: o as it is for about half the cases
- * (drawn from seed and case_no), the others with one or two levers applied, drawn by
- * demand (the thin layer: only knobs of GenOpts change). *levers (may be NULL) gets the
- * mask (1 << lever) of those applied. */
+ * (drawn from seed and case_no); the others aim at a point drawn in proportion to the
+ * demand and get the generator levers its cov.def hints name (the thin layer: only knobs
+ * of GenOpts change). *aim (may be NULL) gets the point (-1: none), *levers (may be NULL)
+ * the mask (1 << lever) applied. */
 GenOpts fz_bias_opts(const GenOpts *o, const FzBias *b, uint64_t seed, uint64_t case_no,
-		     unsigned *levers);
+		     int *aim, unsigned *levers);
 /* A lever's name ("tile2", "extent", ...; NULL past the last) and the lever of a name (-1). */
 const char *fz_lever_name(int lever);
 int fz_lever_find(const char *name, size_t len);
@@ -445,7 +447,8 @@ int fz_lever_find(const char *name, size_t len);
  * Without feedback, epoch -1. 0, or -1 with d (the log unreadable or too short, code 2). */
 int fz_case_bias(const char *dir, const FzCampaign *c, uint64_t case_no, FzBias *b, Diag *d);
 /* fz_case_run under bias (NULL: none), as a feedback campaign's job runs case_no: its done
- * line then also names the epoch and the levers applied ("epoch", "levers"). */
+ * line then also names the epoch, the point aimed at and the levers applied ("epoch",
+ * "aim", "levers"). */
 int fz_case_run_bias(const FzCampaign *c, const FzBias *bias, uint64_t case_no,
 		     const char *cache_dir, VfPool *pool, char **blob, FzRun *run, char **gtext,
 		     Diag *d);

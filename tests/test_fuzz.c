@@ -571,7 +571,7 @@ START_TEST(feedback_deterministic)
 		FzBias e;
 		unsigned levers = 0;
 		ck_assert_int_eq(fz_case_bias(a, &back, n, &e, &d), 0);
-		GenOpts o = fz_bias_opts(&back.gen, &e, back.seed, n, &levers);
+		GenOpts o = fz_bias_opts(&back.gen, &e, back.seed, n, NULL, &levers);
 		if (!levers)
 			continue;
 		char *t0 = fz_gen_text(&back.gen, back.seed, n, &d), *t1 = fz_gen_text(&o, back.seed, n, &d);
@@ -601,10 +601,10 @@ START_TEST(feedback_deterministic)
 }
 END_TEST
 
-/* The bias: every hint of compiler/cov.def names a lever; unreached points ask for their
- * levers, points the campaign's backends cannot reach never do, a campaign that reached
- * everything asks for nothing; fz_bias_opts leaves about half the cases alone and applies
- * only levers in demand. */
+/* The bias: every hint of compiler/cov.def names a lever; unreached points ask, points the
+ * campaign's backends cannot reach never do, a campaign that reached everything asks for
+ * nothing; a point's demand decays as cases aimed at it fail; fz_bias_opts leaves about
+ * half the cases alone, aims the others at points in demand and applies their levers. */
 START_TEST(bias_levers)
 {
 	for (int p = 0; p < COV__COUNT; p++)
@@ -620,42 +620,58 @@ START_TEST(bias_levers)
 	FzCov cov;
 	fz_cov_init(&cov, &c);   /* backends "c" */
 	ck_assert(cov.reachable[COV_lower_tile_partial2] && !cov.reachable[COV_vk_merge]);
-	/* records name points; a done line closes the case */
+	/* records name points; a done line closes the case (and names what it aimed at) */
 	fz_cov_line(&cov, "{\"graph\":\"fz0\",\"backend\":\"c\",\"cov\":[\"lower_tile\",\"gone\"],\"case\":0}");
 	fz_cov_line(&cov, "{\"graph\":\"fz0\",\"backend\":\"c\",\"cov\":[\"lower_tile\",\"lower_split\"],\"case\":0}");
-	fz_cov_line(&cov, "{\"done\":0,\"status\":\"ok\"}");
+	fz_cov_line(&cov, "{\"done\":0,\"status\":\"ok\",\"epoch\":0,\"aim\":\"lower_tile_partial2\"}");
 	ck_assert_int_eq(cov.cases, 1);
 	ck_assert_int_eq(cov.hits[COV_lower_tile], 1);   /* once per case */
 	ck_assert_int_eq(cov.hits[COV_lower_split], 1);
+	ck_assert_int_eq(cov.aimed[COV_lower_tile_partial2], 1);
 	FzBias b;
 	fz_bias_of(&cov, 2, &b);
-	ck_assert_int_gt(b.want[fz_lever_find("tile2", 5)], 0);
-	/* vk_merge (hint "split") is out of reach on c: only lowering's split points ask */
+	ck_assert_int_eq(b.want[COV_lower_tile_partial2], 64);
+	ck_assert_int_eq(b.want[COV_lower_tile], 0);      /* reached */
+	ck_assert_int_eq(b.want[COV_vk_merge], 0);        /* out of reach on c */
+	ck_assert_int_eq(b.want[COV_lower_scalar], 0);    /* no lever aims at it */
+	FzCov tried = cov;
+	tried.aimed[COV_lower_tile_partial2] = 64;        /* two halvings */
+	FzBias less;
+	fz_bias_of(&tried, 2, &less);
+	ck_assert_int_eq(less.want[COV_lower_tile_partial2], 16);
+	tried.aimed[COV_lower_tile_partial2] = 100000;    /* never below 1 while unreached */
+	fz_bias_of(&tried, 2, &less);
+	ck_assert_int_eq(less.want[COV_lower_tile_partial2], 1);
 	FzCov all = cov;
 	for (int p = 0; p < COV__COUNT; p++)
 		all.hits[p] = all.reachable[p] ? 1 : 0;
 	FzBias none;
 	fz_bias_of(&all, 2, &none);
-	for (int l = 0; fz_lever_name(l); l++)
-		ck_assert_msg(none.want[l] == 0, "lever %s asked for with nothing unreached",
-			      fz_lever_name(l));
+	for (int p = 0; p < COV__COUNT; p++)
+		ck_assert_msg(none.want[p] == 0, "%s asked for with everything reached",
+			      cov_name((CovPoint)p));
 	int left = 0;
 	for (uint64_t n = 0; n < 400; n++) {
+		int aim;
 		unsigned levers;
-		GenOpts o = fz_bias_opts(&c.gen, &b, c.seed, n, &levers);
-		left += levers == 0;
-		if (!levers)
-			ck_assert(memcmp(&o, &c.gen, sizeof o) == 0);
-		for (int l = 0; fz_lever_name(l); l++)
-			ck_assert(!(levers >> l & 1) || b.want[l] > 0);
-		unsigned again;
-		GenOpts o2 = fz_bias_opts(&c.gen, &b, c.seed, n, &again);
-		ck_assert(again == levers && memcmp(&o, &o2, sizeof o) == 0);
+		GenOpts o = fz_bias_opts(&c.gen, &b, c.seed, n, &aim, &levers);
+		left += aim < 0;
+		if (aim < 0) {
+			ck_assert(levers == 0 && memcmp(&o, &c.gen, sizeof o) == 0);
+			continue;
+		}
+		ck_assert_int_gt(b.want[aim], 0);
+		ck_assert_uint_ne(levers, 0);
+		ck_assert(memcmp(&o, &c.gen, sizeof o) != 0);
+		int again;
+		unsigned levers2;
+		GenOpts o2 = fz_bias_opts(&c.gen, &b, c.seed, n, &again, &levers2);
+		ck_assert(again == aim && levers2 == levers && memcmp(&o, &o2, sizeof o) == 0);
 	}
 	ck_assert_msg(left > 150 && left < 250, "%d of 400 cases left alone", left);
-	unsigned zero;
-	GenOpts o = fz_bias_opts(&c.gen, &none, c.seed, 3, &zero);
-	ck_assert(zero == 0 && memcmp(&o, &c.gen, sizeof o) == 0);
+	int zero;
+	GenOpts o = fz_bias_opts(&c.gen, &none, c.seed, 3, &zero, NULL);
+	ck_assert(zero < 0 && memcmp(&o, &c.gen, sizeof o) == 0);
 }
 END_TEST
 
@@ -697,15 +713,14 @@ START_TEST(directed_schedule)
 	GenOpts every = base;
 	for (int k = 0; k < FZ_SD__COUNT; k++)
 		every.p_dir[k] = 0.5;
-	for (int l = 0; fz_lever_name(l); l++) {   /* every lever at once, as a stress */
+	for (int p = 0; p < COV__COUNT; p++) {   /* the levers of each point, as a stress */
 		FzBias b = {.epoch = 2};
-		b.want[l] = 1;
-		for (uint64_t n = 0; n < 40; n++) {
-			unsigned levers;
-			GenOpts o = fz_bias_opts(&every, &b, 5, n, &levers);
+		b.want[p] = 1;
+		for (uint64_t n = 0; n < 12; n++) {
+			GenOpts o = fz_bias_opts(&every, &b, 5, n, NULL, NULL);
 			Diag d = {0};
 			Graph *g = fz_gen(&o, 5, n, &d);
-			ck_assert_msg(g, "lever %s, case %llu: %s", fz_lever_name(l),
+			ck_assert_msg(g, "aiming at %s, case %llu: %s", cov_name((CovPoint)p),
 				      (unsigned long long)n, d.msg ? d.msg : "");
 			ir_free(g);
 		}

@@ -3,8 +3,9 @@
  * faults (their own sections below).
  *
  * Invariants
- * - Everything is a deterministic function of (campaign seed, case number) and the options:
- *   no global state, no clock, no thread dependence. fz_seed derives the independent
+ * - Everything is a deterministic function of (campaign seed, case number) and the options
+ *   (with coverage feedback, the case's options are biased by the coverage of earlier
+ *   epochs of the log: cover.c): no global state, no clock, no thread dependence. fz_seed derives the independent
  *   streams of one case (graph, schedule, inputs) with a counter-based mixer, so a case can be
  *   replayed alone: fz_gen (graph and schedule) and fz_gen_inputs (inputs) are independent.
  * - A generated graph is valid by construction: its text passes the checker (ir_parse)

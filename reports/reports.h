@@ -19,7 +19,8 @@
  * - load.c: a run directory into an RpRun (records, failure folders, settings);
  * - figures.c: the figures of a set of records (verdict counts, the worst error/budget
  *   ratio, pooled fractions within budget and agreement rates, distinct failures), and the
- *   summary a report shows (per backend x format, directives and rules exercised);
+ *   summary a report shows (per backend x format, directives and rules exercised, the
+ *   compiler's coverage points reached);
  * - plots.c: gnuplot run as a subprocess, writing SVG; html.c, md.c, junit.c, out_json.c:
  *   the four files of a report; report.c: rp_report, which writes them all;
  * - policy.c, gate.c: the policy format (docs/policy.md) and its evaluation.

@@ -26,7 +26,7 @@ TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(B)/tests/%)
 BENCHSRC:= $(wildcard bench/*.c)
 BENCHBIN:= $(BENCHSRC:bench/%.c=$(B)/bench/%)
-HDRS    := $(wildcard */*.h */*/*.h compiler/ops.def)
+HDRS    := $(wildcard */*.h */*/*.h compiler/*.def)
 
 ASSAY   ?= ./assay
 

@@ -41,6 +41,7 @@ static const FlagSpec flags[] = {
 	{"reduce-tests", true, false, "N        checks the reducer may make per failure (default 300)"},
 	{"until-failure", false, false, "         stop at the first distinct failure (with ASSAY_FAULT: the first the fault is in)"},
 	{"max-defs", true, false, "N        definitions per generated graph at most (default 6, 1..24)"},
+	{"no-feedback", false, false, "         no coverage feedback: every case drawn from the generator's defaults"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
 	{"resume", true, false, "DIR      continue the campaign in DIR with its own settings"},
 	{"replay", true, false, "DIR      replay case CASE (the positional argument) of the campaign in DIR"},
@@ -85,6 +86,8 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 	c->timeout_s = timeout;
 	c->compile_timeout_s = ctimeout;
 	c->gen.max_defs = (int)maxdefs;
+	if (cli_has(a, "no-feedback"))
+		c->feedback_epoch = 0;
 	if (in)
 		snprintf(c->inputs, sizeof c->inputs, "%s", in);
 	if (resume && !cli_has(a, "backends"))
@@ -124,7 +127,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 {
 	char fm[512], fc[512];
 	const char *env = getenv("ASSAY_FAULT");
-	char theirs[8][160];
+	char theirs[9][160];
 	snprintf(theirs[0], 160, "seed %llu", (unsigned long long)camp->seed);
 	snprintf(theirs[1], 160, "backends %s", camp->backends);
 	snprintf(theirs[2], 160, "inputs %s", camp->inputs);
@@ -133,6 +136,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 	snprintf(theirs[5], 160, "reduce-tests %d", camp->reduce_tests);
 	snprintf(theirs[6], 160, "max-defs %d", camp->gen.max_defs);
 	snprintf(theirs[7], 160, "compile-timeout %g", camp->compile_timeout_s);
+	snprintf(theirs[8], 160, "feedback_epoch %d", camp->feedback_epoch);
 	const struct {
 		const char *flag;
 		bool differs;
@@ -145,6 +149,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 		{"reduce-tests", mine->reduce_tests != camp->reduce_tests},
 		{"max-defs", mine->gen.max_defs != camp->gen.max_defs},
 		{"compile-timeout", mine->compile_timeout_s != camp->compile_timeout_s},
+		{"no-feedback", camp->feedback_epoch > 0},
 	};
 	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
 		if (!cli_has(a, t[i].flag) || !t[i].differs)
@@ -252,7 +257,9 @@ static int replay(const Args *a)
 	Diag d = {0};
 	char *blob = NULL, *gtext = NULL;
 	FzRun r;
-	if (fz_settings_read(dir, &c, &d) || fz_case_run(&c, n, NULL, NULL, &blob, &r, &gtext, &d))
+	FzBias b;   /* with coverage feedback, the case's epoch's, from the campaign's log */
+	if (fz_settings_read(dir, &c, &d) || fz_case_bias(dir, &c, n, &b, &d) ||
+	    fz_case_run_bias(&c, &b, n, NULL, NULL, &blob, &r, &gtext, &d))
 		return cli_report(&d);
 	char *done = strstr(blob, "{\"done\":"), fails[4096] = "", st[16] = "";
 	fz_json_get(done, "fails", fails, sizeof fails);

@@ -112,6 +112,8 @@ static bool leaf(const KExpr *x)
 static void iconst_c(CEmit *e, const KExpr *x)
 {
 	const CLang *L = e->L;
+	if (x->i == INT64_MIN || x->i == INT64_MAX)
+		COV(cemit_int_limit);
 	if (x->i == INT64_MIN)
 		ce_emit(e, "%s", L->imin);
 	else if (x->i == INT64_MAX && L->imax)
@@ -125,6 +127,10 @@ static void fconst_c(CEmit *e, const KExpr *x)
 {
 	int dbl = x->type != KT_F32;
 	const char *sfx = dbl ? "" : "f";
+	if (isnan(x->f))
+		COV(cemit_nan);
+	else if (isinf(x->f))
+		COV(cemit_inf);
 	if (isnan(x->f))
 		ce_emit(e, "%s", e->L->nan[dbl]);
 	else if (isinf(x->f))
@@ -282,6 +288,7 @@ static void cvt_c(CEmit *e, const KExpr *x)
 
 void ce_check(CEmit *e, const KExpr *x)
 {
+	COV(cemit_check);
 	ce_emit(e, "chk(%s", e->L->err);
 	for (int i = 0; i < 3; i++) {
 		ce_ref(e, x->a[i]);
@@ -370,6 +377,7 @@ bool ce_loop_open(CEmit *e, const KStmt *s)
 /* for (;;) { condition's temporaries; if (!cond) break; body } */
 bool ce_while_open(CEmit *e, const KStmt *s)
 {
+	COV(cemit_while);
 	ce_line(e, "%s", e->L->forever);
 	e->ind++;
 	bool open = ce_open(e, &s->a, 1);
@@ -457,6 +465,7 @@ void ce_set(CEmit *e, int32_t v, int32_t idx, int32_t val)
 void ce_report(CEmit *e, const KStmt *s)
 {
 	const CLang *L = e->L;
+	COV(cemit_report);
 	ce_emit(e, "if (!");
 	ce_ref(e, s->a);
 	ce_emit(e, ") %srep(%s%d%s, ", L->braces ? "{ " : "", L->err, s->v, L->site);
@@ -468,6 +477,8 @@ void ce_report(CEmit *e, const KStmt *s)
 void ce_store(CEmit *e, const KStmt *s)
 {
 	Dtype f = e->k->bufs[s->v].fmt;
+	if (f == DT_F16 || f == DT_BF16)
+		COV(cemit_store_16);
 	ce_emit(e, "b%d[", s->v);
 	ce_ref(e, s->a);
 	ce_emit(e, "] = ");
@@ -495,6 +506,11 @@ const char *ce_kernel_name(const Kernels *k, int i)
 
 void ce_tiles(CEmit *e, const Kernel *kn, const CTiles *f)
 {
+	int grid = 0;
+	for (int p = 0; p < kn->npar; p++)
+		grid += kn->par[p].extent > kn->par[p].tile;
+	if (grid >= 2)
+		COV(cemit_tile_grid);
 	for (int p = kn->npar - 1; p >= 0; p--) {
 		const KPar *P = &kn->par[p];
 		long long nt = (P->extent + P->tile - 1) / P->tile;

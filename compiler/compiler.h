@@ -472,6 +472,35 @@ Graph *rw_compile(const Graph *g, unsigned faults, RwStats *st);
 /* The names and domains of every rule, counters zero (for readers of recorded firings). */
 void rw_rules(RwStats *st);
 
+/* Coverage points (compiler/cov.def, cov.c): named branches of the compiler (a partial
+ * tile, a split, a plan's choice, a hard spelling), each counted when it runs. The counters
+ * are the one mutable global of compiler/: they are the instrumentation, per process,
+ * never read by the compiler itself. verify/'s workers reset them before a run and return
+ * them with its answer (verify/worker.c); records name the points a run reached. An
+ * increment costs what an increment costs: no lock, no test. */
+typedef enum {
+#define X(name, area, hints, what) COV_##name,
+#include "cov.def"
+#undef X
+	COV__COUNT
+} CovPoint;
+extern uint64_t cov_hits[COV__COUNT];
+#define COV(name) ((void)cov_hits[COV_##name]++)
+/* Zeroes every counter. */
+void cov_reset(void);
+/* A point's name ("lower_tile_partial"), area ("lower", "vulkan", ...), hints (the
+ * generator levers of cov.def, space-separated) and description (static strings). */
+const char *cov_name(CovPoint p);
+const char *cov_area(CovPoint p);
+const char *cov_hints(CovPoint p);
+const char *cov_what(CovPoint p);
+/* The point named name[0..len), or -1 (a scan of lengths first: cheap enough for readers
+ * of many records). */
+int cov_find(const char *name, size_t len);
+/* Whether a run on backend (a Backend's name) can reach point p: its area is a backend's
+ * own, or code that backend runs (rewrite, lower, cemit; kivl for vulkan and wgsl). */
+bool cov_reaches(CovPoint p, const char *backend);
+
 /* Seeded faults (fuzz/ measures the fuzzer with them): each makes lowering wrong on
  * purpose in one way, the way a real compiler bug would. Never set outside that use. Off
  * by default; each is a test at lowering time only (rw_compile, kir_lower: no cost in

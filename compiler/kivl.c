@@ -52,8 +52,10 @@ static KIvl clamp32(KIvl a)
 		a.lo = INT32_MIN;
 	if (a.hi > INT32_MAX)
 		a.hi = INT32_MAX;
-	if (a.lo > INT32_MAX || a.hi < INT32_MIN)
+	if (a.lo > INT32_MAX || a.hi < INT32_MIN) {
+		COV(kivl_outside);
 		return I32;
+	}
 	return a;
 }
 
@@ -100,6 +102,7 @@ static KIvl int_op(Op op, KIvl a, KIvl b, KIvl c)
 			return (KIvl){min4(fdiv(a.lo, b.lo), fdiv(a.lo, b.hi), fdiv(a.hi, b.lo), fdiv(a.hi, b.hi)),
 					 max4(fdiv(a.lo, b.lo), fdiv(a.lo, b.hi), fdiv(a.hi, b.lo), fdiv(a.hi, b.hi))};
 		{
+			COV(kivl_div_signed);
 			int64_t m = -a.lo > a.hi ? -a.lo : a.hi;
 			return (KIvl){-m - 1, m + 1};
 		}
@@ -185,6 +188,8 @@ static bool vround(P *p, int32_t s, bool widen)
 		if (v >= 0 && !p->pin[v]) {
 			KIvl n = clamp32(join(p->viv[v], add));
 			if (n.lo != p->viv[v].lo || n.hi != p->viv[v].hi) {
+				if (widen)
+					COV(kivl_widened);
 				p->viv[v] = widen ? I32 : n;
 				grew = true;
 			}
@@ -307,6 +312,7 @@ static void guarded_decrements(P *p, const KStmt *t, Count *c)
 		if (dec < 0 || fl == INT64_MIN || fl - dec < INT32_MIN || sets_of(k, t->body, u->v) != 1)
 			continue;
 		p->guarded[s] = true;
+		COV(kivl_decrement);
 		c[u->v].any = true;
 		if (fl - dec < c[u->v].low)
 			c[u->v].low = fl - dec;
@@ -372,6 +378,7 @@ static bool pin_counters(P *p)
 			continue;
 		p->pin[v] = true;
 		p->viv[v] = b;
+		COV(kivl_counter);
 		any = true;
 	}
 	free(c);
@@ -424,6 +431,8 @@ void kir_int_ranges(const Kernels *k, KIvl *xiv, bool *xwide)
 		const KExpr *e = &k->x[x];
 		p->xwide[x] = e->type == KT_INT && !empty(p->raw[x]) &&
 			      (p->raw[x].lo < INT32_MIN || p->raw[x].hi > INT32_MAX);
+		if (p->xwide[x])
+			COV(kivl_wide);
 	}
 	free(p->viv);
 	free(p->raw);

@@ -97,6 +97,7 @@ static double lit_round(const char *text, Dtype f)
 		return strtod(text, NULL);
 	if (f == DT_F32)
 		return (double)strtof(text, NULL);
+	COV(lower_literal_narrow);
 	const DtypeInfo *di = dt_info(f);
 	mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
 	mpfr_t x;
@@ -134,6 +135,8 @@ static int32_t fit(L *l, Dtype f, int32_t x)
 {
 	/* f32 over an f64 value happens only under the fault KF_ACCUM_IGNORED */
 	bool f32_of_f64 = f == DT_F32 && kx_type(l->k, x) == KT_F64;
+	if (narrow(f))
+		COV(lower_arith_narrow);
 	return narrow(f) || f32_of_f64 ? kx_round(l->k, f, x) : x;
 }
 
@@ -153,6 +156,8 @@ static int32_t into(L *l, const Env *e, int32_t x, Dtype from)
 /* Real arithmetic in format f (type t). */
 static int32_t arith(L *l, Dtype f, Op op, KType t, int32_t a, int32_t b, int32_t c)
 {
+	if (t == KT_F64)
+		COV(lower_arith_f64);
 	return fit(l, f, kx_op(l->k, op, t, a, b, c));
 }
 
@@ -194,6 +199,11 @@ static int32_t value_at(L *l, const Env *e, int t, const int32_t *idx)
 	}
 	int d = g->tensors[t].def;
 	const Def *D = &g->defs[d];
+	COV(lower_inline);
+	if (g->defs[e->def].monoid != MO_NONE)
+		COV(lower_inline_reduce);
+	if (e->def != l->def)
+		COV(lower_inline_nested);
 	Env sub;
 	memset(&sub, 0, sizeof sub);
 	sub.def = d;
@@ -203,6 +213,8 @@ static int32_t value_at(L *l, const Env *e, int t, const int32_t *idx)
 	for (int i = 0; i < D->nlhs; i++)
 		sub.var[i] = idx[i];
 	int32_t x = tr(l, &sub, D->body);
+	if (kx_type(l->k, x) != KT_INT && narrow(e->rf) && sub.rf != e->rf)
+		COV(lower_inline_narrow);
 	return kx_type(l->k, x) == KT_INT ? x : into(l, e, x, sub.rf);
 }
 
@@ -247,13 +259,21 @@ static int32_t tr_read(L *l, const Env *e, Ref r)
 	const Tensor *T = &g->tensors[t];
 	const Ref *ix = ir_read_idx(g, n);
 	int32_t idx[IR_MAXRANK];
-	for (int i = 0; i < T->rank; i++)
+	bool inlined = l->k->tbuf[t] < 0, gather = false;
+	for (int i = 0; i < T->rank; i++) {
 		idx[i] = tr_index(l, e, ix[i]);
+		if (inlined && ir_node(g, ix[i])->kind != NK_VAR)
+			COV(lower_inline_view);
+		gather |= ir_node(g, ix[i])->kind == NK_READ;
+	}
 	if (!n->u.read.pad) {
 		for (int i = 0; i < T->rank; i++) {
 			const Node *m = ir_node(g, ix[i]);
 			if (m->kind != NK_READ)
 				continue;
+			COV(lower_gather);
+			if (e->guard >= 0)
+				COV(lower_gather_guarded);
 			KSite s = {KE_INDEX, l->def, t, i, (int)m->u.read.tensor, T->dims[i].value};
 			/* fault: KF_GATHER_BOUNDS checks against one less than the extent */
 			int64_t hi = T->dims[i].value - !!(l->faults & KF_GATHER_BOUNDS);
@@ -266,10 +286,20 @@ static int32_t tr_read(L *l, const Env *e, Ref r)
 		inb = and_(l, inb, and_(l, bop(l, OP_GE, idx[i], ic(l, 0)),
 					bop(l, OP_LT, idx[i], ic(l, T->dims[i].value))));
 	if (inb < 0) {   /* a scalar (`x[] ?? D`) is always in bounds: D is never used */
+		COV(lower_pad_scalar);
 		int32_t v = value_at(l, e, t, idx);
 		/* `i32[] ?? real` is real (ck_read_type): as the selecting form would convert it */
 		return n->ty == TY_REAL && kx_type(l->k, v) == KT_INT ? into(l, e, v, e->rf) : v;
 	}
+	COV(lower_pad);
+	if (e->guard >= 0)
+		COV(lower_pad_guarded);
+	if (T->rank >= 2)
+		COV(lower_pad_2d);
+	if (gather)
+		COV(lower_gather_pad);
+	if (inlined)
+		COV(lower_inline_pad);
 	for (int i = 0; i < T->rank; i++)
 		safe[i] = sel(l, inb, idx[i], ic(l, 0));
 	Env ein = *e, eout = *e;
@@ -282,6 +312,7 @@ static int32_t tr_read(L *l, const Env *e, Ref r)
 	if (l->faults & KF_PAD_ZERO)
 		p = kx_type(l->k, p) == KT_INT ? ic(l, 0) : kx_real(l->k, e->rt, 0.0);
 	if (kx_type(l->k, v) != kx_type(l->k, p)) {
+		COV(lower_pad_mixed);
 		v = into(l, e, v, e->rf);
 		p = into(l, e, p, e->rf);
 	}
@@ -292,11 +323,17 @@ static int32_t tr_cast(L *l, const Env *e, const Node *n)
 {
 	Dtype f = op_cast_dtype((Op)n->op);
 	const Node *a = ir_node(l->g, n->a[0]);
-	if (a->kind == NK_NUM)
+	if (a->kind == NK_NUM) {
+		COV(lower_cast_literal);
 		return kx_real(l->k, e->rt, lit_round(l->g->lits[a->u.lit].text, f));
+	}
 	int32_t x = tr(l, e, n->a[0]);
-	if (kx_type(l->k, x) == KT_INT)
+	if (kx_type(l->k, x) == KT_INT) {
+		COV(lower_cast_int);
 		return to_t(l, e->rt, kx_round(l->k, f, to_t(l, KT_F64, x)));
+	}
+	if (narrow(f))
+		COV(lower_cast_narrow);
 	return kx_round(l->k, f, x);
 }
 
@@ -311,6 +348,8 @@ static int32_t naive_max(L *l, bool max, int32_t a, int32_t b)
  * `%` (the divisor of `/` is a positive constant: graph-format.md section 4). */
 static int32_t int_op(L *l, Op op, int32_t a, int32_t b, int32_t c)
 {
+	if (op == OP_IDIV || op == OP_MOD)
+		COV(lower_int_divmod);
 	bool trunc = op == OP_IDIV && (l->faults & KF_TRUNC_DIV);
 	bool crem = op == OP_MOD && (l->faults & KF_NEG_MOD);
 	if (!trunc && !crem)
@@ -335,6 +374,8 @@ static int32_t tr_op(L *l, const Env *e, const Node *n)
 		ea.guard = and_(l, e->guard, c);
 		eb.guard = and_(l, e->guard, bop(l, OP_NOT, c, -1));
 		int32_t a = tr(l, &ea, n->a[1]), b = tr(l, &eb, n->a[2]);
+		if (kx_type(l->k, a) != kx_type(l->k, b))
+			COV(lower_select_mixed);
 		if (kx_type(l->k, a) != kx_type(l->k, b) || n->ty == TY_REAL) {
 			a = into(l, e, a, e->rf);
 			b = into(l, e, b, e->rf);
@@ -347,6 +388,8 @@ static int32_t tr_op(L *l, const Env *e, const Node *n)
 	if (oi->flags & OPF_BOOL_IN)
 		return kx_op(l->k, op, KT_BOOL, x[0], x[1], -1);
 	if (oi->flags & OPF_CMP) {
+		if ((kx_type(l->k, x[0]) == KT_INT) != (kx_type(l->k, x[1]) == KT_INT))
+			COV(lower_cmp_mixed);
 		if (kx_type(l->k, x[0]) != KT_INT || kx_type(l->k, x[1]) != KT_INT) {
 			x[0] = into(l, e, x[0], e->rf);
 			x[1] = into(l, e, x[1], e->rf);
@@ -362,8 +405,11 @@ static int32_t tr_op(L *l, const Env *e, const Node *n)
 	if (op == OP_SUB && (l->faults & KF_ZERO_SIGN))   /* fault: x - x gives -0 */
 		return kx_op(l->k, OP_NEG, e->rt, arith(l, e->rf, op, e->rt, x[1], x[0], -1), -1, -1);
 	if (op == OP_NEG || op == OP_ABS || op == OP_MAX || op == OP_MIN || op == OP_FLOOR ||
-	    op == OP_CEIL)   /* exact: the result is in the format already */
+	    op == OP_CEIL) {   /* exact: the result is in the format already */
+		if (op != OP_NEG)
+			COV(lower_real_minmax);
 		return kx_op(l->k, op, e->rt, x[0], x[1], x[2]);
+	}
 	return arith(l, e->rf, op, e->rt, x[0], x[1], x[2]);
 }
 
@@ -719,11 +765,25 @@ static int acc_setup(L *l, const Def *D, Monoid mo, KType t, Acc *A, Red *R, boo
 			R->q = r;
 			R->S = A->S = ds->split[r];
 		}
+	if (R->S > 1) {
+		COV(lower_split);
+		if (R->q > 0)
+			COV(lower_split_inner);
+		for (int k = 0; k < D->nlhs; k++)
+			if (ds->tile[k] > 1)
+				COV(lower_split_tile);
+	}
 	bool empty;
 	int64_t n = max_terms(l->g, D, R->q, R->S, &empty);
 	A->pairwise = ds->order == ORDER_PAIRWISE && t != KT_INT && (mo == MO_SUM || mo == MO_PROD);
 	if (A->pairwise) {
+		COV(lower_pairwise);
+		if (A->S > 1)
+			COV(lower_pairwise_split);
+		if (mo == MO_PROD)
+			COV(lower_pairwise_prod);
 		if (n < 0 || n > TERMS_MAX / A->S) {
+			COV(lower_pairwise_refused);
 			diag_set(l->d, 2, "order %s : pairwise: more than %d terms per element, or a range "
 				 "the compiler cannot bound", l->g->tensors[D->out[0]].name, TERMS_MAX);
 			return -1;
@@ -735,8 +795,14 @@ static int acc_setup(L *l, const Def *D, Monoid mo, KType t, Acc *A, Red *R, boo
 	if ((l->faults & KF_ACCUM_IGNORED) && t != KT_INT && width(ds->store) < width(A->f) &&
 	    (!A->pairwise || t == KT_F32))
 		A->f = ds->store;
-	if (mo == MO_SUM && t != KT_INT && (empty || (l->faults & KF_SKIP_LAST)))
+	if (t != KT_INT && narrow(ds->op))
+		COV(lower_accum_narrow);
+	if (t != KT_INT && ds->op == DT_F64)
+		COV(lower_accum_f64);
+	if (mo == MO_SUM && t != KT_INT && (empty || (l->faults & KF_SKIP_LAST))) {
+		COV(lower_any_flag);
 		A->any = var(l, KT_INT, 0, false);
+	}
 	return 0;
 }
 
@@ -772,6 +838,12 @@ static void store(L *l, KBlk *b, const Def *D, int out, int32_t at, int32_t v)
 {
 	int32_t buf = l->k->tbuf[D->out[out]];
 	Dtype bf = l->k->bufs[buf].fmt;
+	if (narrow(bf))
+		COV(lower_store_narrow);
+	else if (bf == DT_F64)
+		COV(lower_store_f64);
+	else if (bf == DT_I32)
+		COV(lower_store_i32);
 	if ((l->faults & KF_STORE_TRUNC) && narrow(bf) && kx_type(l->k, v) != KT_INT)
 		v = trunc_to(l, bf, v);
 	if (l->k->bufs[buf].fmt == DT_I32) {
@@ -1089,12 +1161,14 @@ static bool can_hoist(L *l, const Kernel *kn, const Def *D)
 		return false;
 	if (D->monoid != MO_SUM && D->monoid != MO_PROD && D->monoid != MO_MAX && D->monoid != MO_MIN)
 		return false;
-	if (ds->order == ORDER_PAIRWISE && (D->monoid == MO_SUM || D->monoid == MO_PROD) &&
-	    ir_node(l->g, D->body)->ty == TY_REAL)
-		return false;
+	bool order = ds->order == ORDER_PAIRWISE && (D->monoid == MO_SUM || D->monoid == MO_PROD) &&
+		     ir_node(l->g, D->body)->ty == TY_REAL;
 	for (int r = 0; r < D->nred; r++)
-		if (ds->split[r] > 1)
-			return false;
+		order |= ds->split[r] > 1;
+	if (order) {
+		COV(lower_hoist_order);
+		return false;
+	}
 	int64_t vlo[IR_MAXVARS], vhi[IR_MAXVARS];
 	for (int r = 0; r < D->nred; r++) {
 		/* a bound that changes when a tiled variable moves within its tile: probe by
@@ -1107,8 +1181,10 @@ static bool can_hoist(L *l, const Kernel *kn, const Def *D)
 			vhi[kn->par[p].lhs] = 1;
 			int64_t a, b;
 			if (!bounds(l->g, D->red[r].lo, vlo, vhi, &a, &b) || a != b ||
-			    !bounds(l->g, D->red[r].hi, vlo, vhi, &a, &b) || a != b)
+			    !bounds(l->g, D->red[r].hi, vlo, vhi, &a, &b) || a != b) {
+				COV(lower_hoist_bound);
 				return false;
+			}
 		}
 	}
 	return true;
@@ -1133,6 +1209,43 @@ static int tile_body(L *l, Kernel *kn, const Def *D, bool tail, KBlk *b)
 	return 0;
 }
 
+/* The coverage points of definition D's kind under its schedule (compiler/cov.def). */
+static void marks(L *l, const Def *D, const DefSched *ds, int npar)
+{
+	bool ints = ir_node(l->g, D->body)->ty == TY_INT, split = false, tiled = false;
+	for (int r = 0; r < D->nred; r++) {
+		split |= ds->split[r] > 1;
+		if (mentions_var(l->g, D->red[r].lo) || mentions_var(l->g, D->red[r].hi))
+			COV(lower_range_var);
+	}
+	for (int p = 0; p < npar; p++)
+		tiled |= ds->tile[p] > 1 && D->lhs[p].ext.value > 1;
+	if (npar == 0)
+		COV(lower_scalar);
+	if (D->nred >= 2)
+		COV(lower_multi_red);
+	switch (D->monoid) {
+	case MO_SUM: if (ints) COV(lower_int_red); break;
+	case MO_PROD: COV(lower_prod); if (ints) COV(lower_int_red); break;
+	case MO_MAX: case MO_MIN:
+		if (ints)
+			COV(lower_int_red);
+		else
+			COV(lower_maxmin);
+		break;
+	case MO_LOGSUMEXP: COV(lower_lse); if (split) COV(lower_lse_split); break;
+	case MO_ARGMAX: case MO_ARGMIN: COV(lower_arg); if (ints) COV(lower_arg_int); break;
+	case MO_TOPK:
+		COV(lower_topk);
+		if (ints)
+			COV(lower_topk_int);
+		if (tiled)
+			COV(lower_topk_tile);
+		break;
+	default: break;
+	}
+}
+
 static int lower_def(L *l, int d)
 {
 	const Def *D = &l->g->defs[d];
@@ -1144,8 +1257,15 @@ static int lower_def(L *l, int d)
 	kn.npar = D->monoid == MO_TOPK ? D->nlhs - 1 : D->nlhs;
 	kn.nitems = 1;
 	l->def = d;
+	marks(l, D, ds, kn.npar);
 	for (int p = 0; p < kn.npar; p++) {
 		int64_t N = D->lhs[p].ext.value, T = ds->tile[p];
+		if (T <= 0 && p == kn.npar - 1 && D->monoid == MO_NONE && N > 4096)
+			COV(lower_row_chunk);
+		if (T > 0)
+			COV(lower_tile);
+		if (T > N)
+			COV(lower_tile_clamped);
 		if (T <= 0)   /* untiled: an element per item, or a vector row for an expression */
 			T = p == kn.npar - 1 && D->monoid == MO_NONE ? (N <= 4096 ? N : 1024) : 1;
 		if (T > N)
@@ -1154,10 +1274,21 @@ static int lower_def(L *l, int d)
 		kn.nitems *= (N + T - 1) / T;
 	}
 	kn.hoisted = can_hoist(l, &kn, D);
+	if (kn.hoisted)
+		COV(lower_hoisted);
 	KBlk full = {0}, tail = {0}, body = {0};
 	if (tile_body(l, &kn, D, false, &full))
 		return -1;
 	int32_t cond = -1;
+	int partial = 0;
+	for (int p = 0; p < kn.npar; p++)
+		partial += kn.par[p].extent % kn.par[p].tile != 0;
+	if (partial)
+		COV(lower_tile_partial);
+	if (partial >= 2)
+		COV(lower_tile_partial2);
+	if (partial && D->monoid != MO_NONE)
+		COV(lower_tile_partial_red);
 	for (int p = 0; p < kn.npar; p++)
 		if (kn.par[p].extent % kn.par[p].tile)
 			cond = and_(l, cond, bop(l, OP_LE, iop(l, OP_ADD, kx_var(k, kn.par[p].origin),

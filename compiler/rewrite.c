@@ -111,6 +111,8 @@ static Ref div_pow2(Graph *g, const Node *n, unsigned faults)
 	if (!is_op(n, OP_DIV) || n->ty != TY_REAL || arg(g, n, 0)->ty != TY_REAL ||
 	    !is_pow2(g, n->a[1], &k) || k == 0)
 		return REF_NONE;
+	if (ir_node(g, n->a[1])->kind == NK_SIZE)
+		COV(rw_div_pow2_size);
 	if (faults & KF_RW_DIV_POW2)
 		k++;
 	char text[16];
@@ -149,6 +151,8 @@ static Ref cast_cast(Graph *g, const Node *n, unsigned faults)
 		return REF_NONE;
 	const Node *in = arg(g, n, 0);
 	Dtype b = in->kind == NK_OP ? op_cast_dtype((Op)in->op) : DT_NONE;
+	if (b != DT_NONE && !holds(a, b))
+		COV(rw_cast_narrowing);
 	return b != DT_NONE && holds(a, b) ? n->a[0] : REF_NONE;
 }
 
@@ -204,17 +208,19 @@ static Ref int_fold(Graph *g, const Node *n, unsigned faults)
 			return REF_NONE;
 		v[i] = a->u.ival;
 	}
+	bool over = false;
 	switch (n->op) {
-	case OP_NEG: if (__builtin_sub_overflow((int64_t)0, v[0], &r)) return REF_NONE; break;
-	case OP_ABS: if (v[0] == INT64_MIN) return REF_NONE; r = v[0] < 0 ? -v[0] : v[0]; break;
-	case OP_ADD: if (__builtin_add_overflow(v[0], v[1], &r)) return REF_NONE; break;
-	case OP_SUB: if (__builtin_sub_overflow(v[0], v[1], &r)) return REF_NONE; break;
-	case OP_MUL: if (__builtin_mul_overflow(v[0], v[1], &r)) return REF_NONE; break;
+	case OP_NEG: over = __builtin_sub_overflow((int64_t)0, v[0], &r); break;
+	case OP_ABS: over = v[0] == INT64_MIN; r = over ? 0 : v[0] < 0 ? -v[0] : v[0]; break;
+	case OP_ADD: over = __builtin_add_overflow(v[0], v[1], &r); break;
+	case OP_SUB: over = __builtin_sub_overflow(v[0], v[1], &r); break;
+	case OP_MUL: over = __builtin_mul_overflow(v[0], v[1], &r); break;
 	case OP_MAX: r = v[0] > v[1] ? v[0] : v[1]; break;
 	case OP_MIN: r = v[0] < v[1] ? v[0] : v[1]; break;
 	case OP_IDIV: case OP_MOD:
 		if (v[1] <= 0)
 			return REF_NONE;
+		COV(rw_fold_divmod);
 		r = v[0] % v[1];
 		if (r < 0)
 			r += v[1];
@@ -223,7 +229,11 @@ static Ref int_fold(Graph *g, const Node *n, unsigned faults)
 		break;
 	default: return REF_NONE;
 	}
-	return r < INT32_MIN || r > INT32_MAX ? REF_NONE : ir_int(g, r);
+	if (over || r < INT32_MIN || r > INT32_MAX) {
+		COV(rw_fold_overflow);
+		return REF_NONE;
+	}
+	return ir_int(g, r);
 }
 
 /* integer: i + 0 -> i, i - 0 -> i, i * 1 -> i, i * 0 -> 0, i - i -> 0 */
@@ -296,6 +306,8 @@ static Ref simplify(Cp *c, Ref r)
 			to = rules[i].match(c->h, ir_node(c->h, r), c->faults);
 			if (to)
 				c->st->fired[i]++;
+			if (to && round > 0)
+				COV(rw_resimplify);
 		}
 		if (!to)
 			return r;

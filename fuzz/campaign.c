@@ -21,6 +21,12 @@
  * when its repro.tg exists; a resume re-reads the log, recounts, and reduces again the
  * failures whose folder is incomplete. Which case first hits a key is decided by case
  * order, so folders are the same with any number of jobs.
+ *
+ * Coverage feedback (fuzz/cover.c). The parent also reads each case's coverage points in
+ * case order; when epoch k (feedback_epoch cases) is logged, it computes the bias of epoch
+ * k + 2, and it dispatches a case of epoch e only once e's bias exists. Every task carries
+ * the bias of its case's epoch (a case, or the reduction of a failure it found), so a job
+ * generates exactly the graph the case had; a resume recomputes the biases from the log.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -52,6 +58,7 @@ typedef struct {
 	int kind;
 	uint64_t case_no;
 	char item[ITEM_MAX];   /* reductions: "KEY@OUTPUT" */
+	FzBias bias;           /* the bias of the case's epoch (epoch -1: no feedback) */
 } Task;
 
 typedef struct {
@@ -119,6 +126,9 @@ typedef struct {
 	char *env;             /* the environment failed under a task: the cause (the campaign
 	                          stops, nothing recorded for that task) */
 	double last_new_s;     /* this run's time of its last new distinct failure (-1: none) */
+	FzCov cov;             /* the coverage points of the cases logged */
+	FzBias *ep;            /* feedback: the bias of epochs 0 .. nep-1 */
+	int64_t nep, capep;
 } Camp;
 
 /* SIGINT or SIGTERM received while a campaign runs (0: none): the loop stops, writes what
@@ -280,7 +290,7 @@ static char *job_case(Camp *C, const Task *t, VfPool *pool, int *kind)
 {
 	char *blob = NULL, *gtext = NULL;
 	Diag d = {0};
-	if (fz_case_run(&C->c, t->case_no, C->cache, pool, &blob, NULL, &gtext, &d)) {
+	if (fz_case_run_bias(&C->c, &t->bias, t->case_no, C->cache, pool, &blob, NULL, &gtext, &d)) {
 		free(gtext);
 		if (d.env) {
 			*kind = T_ENV;
@@ -333,7 +343,8 @@ static char *job_reduce(Camp *C, const Task *t, VfPool *pool, int *kind)
 	}
 	r.pool = pool;
 	snprintf(s.output, sizeof s.output, "%s", at + 1);
-	Graph *g = fz_gen(&C->c.gen, C->c.seed, t->case_no, &d);
+	GenOpts go = fz_bias_opts(&C->c.gen, &t->bias, C->c.seed, t->case_no, NULL, NULL);
+	Graph *g = fz_gen(&go, C->c.seed, t->case_no, &d);
 	if (!g) {
 		diag_clear(&d);
 		return fmt("{\"reduced\":\"%s\",\"ok\":false}\n", key);
@@ -627,6 +638,44 @@ static void count_done(Camp *C, const char *line, bool live)
 	}
 }
 
+/* The bias of epoch e, which feedback needs once its epoch e - 2 is logged (appended to
+ * C->ep in epoch order). */
+static void add_bias(Camp *C, int64_t e)
+{
+	if (C->nep == C->capep) {
+		C->capep = C->capep ? 2 * C->capep : 16;
+		C->ep = realloc(C->ep, (size_t)C->capep * sizeof *C->ep);
+		IR_ASSERT(C->ep);
+	}
+	fz_bias_of(&C->cov, e, &C->ep[C->nep++]);
+}
+
+/* One line of the log for the coverage; a done line that completes an epoch makes the
+ * bias of the epoch after next. */
+static void feedback_line(Camp *C, const char *line)
+{
+	fz_cov_line(&C->cov, line);
+	int64_t E = C->c.feedback_epoch;
+	if (E > 0 && strncmp(line, "{\"done\":", 8) == 0 && C->cov.cases % E == 0)
+		add_bias(C, C->cov.cases / E + 1);
+}
+
+/* The bias of case n's epoch into b (epoch -1 without feedback); false while it is not
+ * known yet (its epoch - 2 is not logged). */
+static bool bias_for(const Camp *C, uint64_t n, FzBias *b)
+{
+	memset(b, 0, sizeof *b);
+	b->epoch = -1;
+	int64_t E = C->c.feedback_epoch;
+	if (E <= 0)
+		return true;
+	int64_t e = (int64_t)(n / (uint64_t)E);
+	if (e >= C->nep)
+		return false;
+	*b = C->ep[e];
+	return true;
+}
+
 /* Accounts the lines of text (complete cases). */
 static void account(Camp *C, char *text, size_t len, bool live)
 {
@@ -635,6 +684,7 @@ static void account(Camp *C, char *text, size_t len, bool live)
 		if (!nl)
 			break;
 		*nl = 0;
+		feedback_line(C, p);
 		if (strncmp(p, "{\"done\":", 8) == 0)
 			count_done(C, p, live);
 		else
@@ -866,6 +916,9 @@ static bool may_dispatch_case(Camp *C)
 		return false;
 	if (c->seconds > 0 && now() - C->t0 >= c->seconds)
 		return false;
+	FzBias b;
+	if (!bias_for(C, C->next_case, &b))   /* feedback: its epoch's bias is not known yet */
+		return false;
 	return C->next_case < C->next_write + (uint64_t)(2 * C->njobs + 2);
 }
 
@@ -895,6 +948,8 @@ static int dispatch(Camp *C, Diag *d)
 		} else {
 			continue;
 		}
+		bool known = bias_for(C, t.case_no, &t.bias);   /* a case's, or a logged case's */
+		IR_ASSERT(known);
 		if (!send_task(C, k, &t) && job_died(C, k, d))   /* it is answered for it */
 			return -1;
 	}
@@ -1115,7 +1170,13 @@ static int summary_write(Camp *C, Diag *d)
 			e->kill ? "true" : "false", e->defs, e->reduce_s,
 			e->state == E_DONE ? "done" : e->state == E_FAILED ? "failed" : "pending");
 	}
-	fputs("]}\n", f);
+	int reach = 0, reached = 0;
+	for (int p = 0; p < COV__COUNT; p++) {
+		reach += C->cov.reachable[p];
+		reached += C->cov.reachable[p] && C->cov.hits[p] > 0;
+	}
+	fprintf(f, "],\"coverage\":{\"points\":%d,\"reachable\":%d,\"reached\":%d,"
+		"\"feedback_epoch\":%d}}\n", COV__COUNT, reach, reached, C->c.feedback_epoch);
 	fclose(f);
 	char *path = fmt("%s/summary.json", C->dir);
 	int rc = fz_write_atomic(path, buf, d);
@@ -1128,6 +1189,14 @@ static void list_failures(Camp *C)
 {
 	if (!C->progress)
 		return;
+	int reach = 0, reached = 0;
+	for (int p = 0; p < COV__COUNT; p++) {
+		reach += C->cov.reachable[p];
+		reached += C->cov.reachable[p] && C->cov.hits[p] > 0;
+	}
+	fprintf(C->progress, "compiler coverage: %d of %d reachable points reached (%s; `assay "
+		"report` lists the others)\n", reached, reach, C->c.feedback_epoch > 0 ?
+		"coverage feedback on" : "no coverage feedback");
 	if (C->nbs > 0) {
 		fprintf(C->progress, "failing records per backend:");
 		for (int i = 0; i < C->nbs; i++)
@@ -1211,6 +1280,7 @@ static void camp_free(Camp *C)
 	free(C->pend);
 	free(C->ent);
 	free(C->rq);
+	free(C->ep);
 	free(C->cache);
 	free(C->env);
 	if (C->logfd >= 0)
@@ -1248,6 +1318,11 @@ int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *pro
 		goto out;
 	if (fz_case_setup(&C.c, 0, NULL, &probe, d))
 		goto out;
+	fz_cov_init(&C.cov, &C.c);
+	for (int e = 0; C.c.feedback_epoch > 0 && e < 2; e++) {   /* epochs 0 and 1: no bias */
+		add_bias(&C, e);
+		memset(C.ep[e].want, 0, sizeof C.ep[e].want);
+	}
 	if (resume && scan_log(&C, d))
 		goto out;
 	C.cases0 = sum->cases;

@@ -1,16 +1,20 @@
 /* fuzz/case.c: one case of a campaign.
  *
- * Case n of a campaign with seed S is a pure function of (S, n) and the settings: the graph
- * (fz_gen, its schedule block included), the inputs' distribution and seed (drawn from the
- * FZ_STREAM_INPUTS stream: with inputs "mix", normal 30%, uniform 18%, adversarial 20%,
- * adversarial with specials 12%, edges 20%), the check on every backend of the settings with the seeded faults, and
+ * Case n of a campaign with seed S is a pure function of (S, n) and the settings (and, with
+ * coverage feedback, the bias of its epoch: fuzz/cover.c): the graph (fz_gen under the
+ * case's generator options, its schedule block included), the inputs' distribution and seed
+ * (drawn from the FZ_STREAM_INPUTS stream: with inputs "mix", normal 30%, uniform 18%,
+ * adversarial 20%, adversarial with specials 12%, edges 20%), the check on every backend of
+ * the settings with the seeded faults, and
  * the signature of each failing verdict (fz_classify). Its log text is one JSON line per
  * record (vf_record_json with a "case" member) and then one "done" line:
  *   {"done":N, "graph":..., "status":"ok"|"error"|"skipped", "error":"" (why the toolkit
  *    could not judge; for "skipped", the oracle's limit that stopped it: its deadline or
  *    memory cap, a case neither judged nor an error), "inputs":DIST, "seed":INPUT_SEED, "specials":bool, "fails":["KEY@OUTPUT",...]
- *    (one per distinct key), "gen_s", "oracle_s", "budget_s", "compile_s", "launch_s",
- *    "worker_s", "classify_s", "check_s"}
+ *    (one per distinct key), ["epoch":E, "aim":POINT, "levers":["tile2",...]: with coverage
+ *    feedback, the case's epoch, the coverage point its bias aimed at ("" when none) and
+ *    the generator levers it applied, fuzz/cover.c], "gen_s",
+ *    "oracle_s", "budget_s", "compile_s", "launch_s", "worker_s", "classify_s", "check_s"}
  * Timings aside, the text is the same in any process, with any number of jobs.
  * (The campaign's settings file is fuzz/settings.c's.)
  */
@@ -47,6 +51,7 @@ void fz_campaign_defaults(FzCampaign *c)
 	c->reduce = true;
 	c->reduce_tests = 300;
 	c->case_limit_s = 600;
+	c->feedback_epoch = FZ_EPOCH_DEFAULT;
 	fz_gen_defaults(&c->gen);
 }
 
@@ -134,6 +139,9 @@ typedef struct {
 	const char *error;
 	const char *gname;
 	bool skipped;       /* error says which limit of the oracle stopped the case */
+	int64_t epoch;      /* coverage feedback: the case's epoch (-1: none) */
+	int aim;            /* the point its bias aimed at (-1: none) */
+	unsigned levers;    /* and the levers it applied */
 } CaseInfo;
 
 static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
@@ -146,6 +154,14 @@ static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
 	fprintf(f, ",\"inputs\":\"%s\",\"seed\":%llu,\"specials\":%s", dist_name(r->dist),
 		(unsigned long long)r->seed, r->specials ? "true" : "false");
 	fails_json(f, res, sigs);
+	if (ci->epoch >= 0) {
+		fprintf(f, ",\"epoch\":%lld,\"aim\":\"%s\",\"levers\":[", (long long)ci->epoch,
+			ci->aim >= 0 ? cov_name((CovPoint)ci->aim) : "");
+		for (int l = 0, n = 0; fz_lever_name(l); l++)
+			if (ci->levers >> l & 1)
+				fprintf(f, "%s\"%s\"", n++ ? "," : "", fz_lever_name(l));
+		fputc(']', f);
+	}
 	json_num(f, "gen_s", ci->gen_s);
 	json_num(f, "oracle_s", res->oracle_s);
 	json_num(f, "budget_s", res->budget_s);
@@ -159,6 +175,13 @@ static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
 
 int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, VfPool *pool,
 		char **blob, FzRun *run, char **gtext, Diag *d)
+{
+	return fz_case_run_bias(c, NULL, case_no, cache_dir, pool, blob, run, gtext, d);
+}
+
+int fz_case_run_bias(const FzCampaign *c, const FzBias *bias, uint64_t case_no,
+		     const char *cache_dir, VfPool *pool, char **blob, FzRun *run, char **gtext,
+		     Diag *d)
 {
 	FzRun r;
 	*blob = NULL;
@@ -175,17 +198,18 @@ int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, Vf
 	res.json = f;
 	res.json_extra = extra;
 	FzSig *sigs = NULL;
-	CaseInfo ci = {0, 0, 0, NULL, gname, false};
+	CaseInfo ci = {0, 0, 0, NULL, gname, false, bias ? bias->epoch : -1, -1, 0};
+	GenOpts o = fz_bias_opts(&c->gen, bias, c->seed, case_no, &ci.aim, &ci.levers);
 	Diag gd = {0};
 	bool env = false;
 	double t0 = now();
-	Graph *g = fz_gen(&c->gen, c->seed, case_no, &gd);
+	Graph *g = fz_gen(&o, c->seed, case_no, &gd);
 	ci.gen_s = now() - t0;
 	if (!g) {
 		IR_ASSERT(asprintf(&msg, "the generator's graph does not check: %s",
 				   gd.msg ? gd.msg : "") >= 0);
 		if (gtext)
-			*gtext = fz_gen_raw(&c->gen, c->seed, case_no);
+			*gtext = fz_gen_raw(&o, c->seed, case_no);
 	} else {
 		if (gtext)
 			*gtext = ir_print(g);

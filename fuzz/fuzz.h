@@ -3,8 +3,9 @@
  * faults (their own sections below).
  *
  * Invariants
- * - Everything is a deterministic function of (campaign seed, case number) and the options:
- *   no global state, no clock, no thread dependence. fz_seed derives the independent
+ * - Everything is a deterministic function of (campaign seed, case number) and the options
+ *   (with coverage feedback, the case's options are biased by the coverage of earlier
+ *   epochs of the log: cover.c): no global state, no clock, no thread dependence. fz_seed derives the independent
  *   streams of one case (graph, schedule, inputs) with a counter-based mixer, so a case can be
  *   replayed alone: fz_gen (graph and schedule) and fz_gen_inputs (inputs) are independent.
  * - A generated graph is valid by construction: its text passes the checker (ir_parse)
@@ -54,6 +55,20 @@ typedef enum {
 
 enum { FZ_MAXRANK = 6, FZ_MAXRED = 3 };
 
+/* Directives the directed pass over a case's schedule may give a definition (fuzz/cover.c,
+ * fz_direct_schedule): coverage feedback raises their chances (GenOpts.p_dir). */
+typedef enum {
+	FZ_SD_TILE,      /* a partial tile in one dimension (the extent not a multiple of it) */
+	FZ_SD_TILE2,     /* partial tiles in two dimensions */
+	FZ_SD_SPLIT,     /* a split of a reduction index */
+	FZ_SD_PAIRWISE,  /* order pairwise */
+	FZ_SD_STORE16,   /* store in f16 or bf16 */
+	FZ_SD_ACCUM16,   /* accumulate in f16 or bf16 */
+	FZ_SD_ACCUM64,   /* accumulate in f64 */
+	FZ_SD_INLINE,    /* inline a plain definition that is not an output */
+	FZ_SD__COUNT
+} FzDirected;
+
 /* Knobs. fz_gen_defaults fills every field; change any afterwards. Weights are relative
  * (0 excludes: monoid_w[MO_TOPK] = 0 leaves topk out); probabilities are in [0, 1]. */
 typedef struct {
@@ -99,6 +114,8 @@ typedef struct {
 	                        that accumulates in f16 or bf16 (or one stored there) (0.5) */
 	bool risky_ties;     /* allow computed values in decisions: may make the exact oracle
 	                        report unsamplable elements (default false) */
+	double p_dir[FZ_SD__COUNT];   /* per definition, the chance that the directed pass gives
+	                        it that directive (default 0: fz_gen as without the pass) */
 } GenOpts;
 
 void fz_gen_defaults(GenOpts *o);
@@ -112,8 +129,9 @@ uint64_t fz_seed(uint64_t seed, uint64_t case_no, unsigned stream);
 char *fz_gen_raw(const GenOpts *o, uint64_t seed, uint64_t case_no);
 
 /* The checked graph of case (seed, case_no): fz_gen_raw parsed by ir_parse, with a schedule
- * block from sched_sample with probability o->p_schedule. NULL with d filled if the
- * checker rejects it (a generator bug: no retry is made). The caller frees (ir_free). */
+ * block from sched_sample with probability o->p_schedule, then the directed pass
+ * (fz_direct_schedule, when some o->p_dir is above 0). NULL with d filled if the checker
+ * rejects it (a generator bug: no retry is made). The caller frees (ir_free). */
 Graph *fz_gen(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d);
 
 /* The canonical text (ir_print) of fz_gen's graph, or NULL with d. The caller frees. */
@@ -122,6 +140,12 @@ char *fz_gen_text(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d);
 /* Replaces g's schedule by a random legal one (sched_sample seeded by fz_seed(seed, case_no,
  * FZ_STREAM_SCHEDULE)), as a schedule block that ir_print prints. 0, or -1 with d. */
 int fz_gen_schedule(Graph *g, uint64_t seed, uint64_t case_no, Diag *d);
+/* The directed pass (fuzz/cover.c): gives each definition of g, with the chances of
+ * o->p_dir, the directives of FzDirected that apply to it (replacing its own of the same
+ * kind), from a stream of its own (a function of seed and case_no). Where the result does
+ * not parse, g keeps its schedule. Nothing changes, and nothing is drawn, when every
+ * p_dir is 0. */
+void fz_direct_schedule(Graph *g, const GenOpts *o, uint64_t seed, uint64_t case_no);
 
 /* The input distribution of case (seed, case_no): normal, uniform, adversarial, edges, or
  * adversarial with inf and NaN, in equal shares, seeded from FZ_STREAM_INPUTS. */
@@ -300,6 +324,10 @@ typedef struct {
 	                            on, failures they are not in are saved unreduced */
 	double case_limit_s;     /* a job's case or reduction running longer is killed and the
 	                            case recorded as an error (<= 0: 600) */
+	int feedback_epoch;      /* coverage feedback (fuzz/cover.c): cases per epoch, the
+	                            generator of epoch e biased toward the compiler's points that
+	                            epochs 0 .. e-2 never reached; 0: none (a campaign made
+	                            before feedback existed) */
 	GenOpts gen;
 	int argc;                /* the command line a new campaign records in provenance.json */
 	char *const *argv;       /* (`assay fuzz` ARGV...; NULL: none); not part of settings.json */
@@ -386,5 +414,57 @@ int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, Vf
 /* The value of member key in a JSON line as text (a string unescaped, anything else as
  * written), in buf; false when absent. For the fuzzer's own files. */
 bool fz_json_get(const char *line, const char *key, char *buf, size_t n);
+
+/* ================================================================ coverage feedback (cover.c) */
+
+#define FZ_EPOCH_DEFAULT 64
+
+/* The compiler's coverage points (compiler/cov.def) that a campaign's cases reached, read
+ * from its log in case order: per point, the cases whose records name it, and the cases
+ * the bias aimed at it (their done lines' "aim"). reachable: the points a backend of the
+ * campaign can reach (cov_reaches); the others never bias. */
+typedef struct {
+	int64_t cases;               /* done lines read */
+	int64_t hits[COV__COUNT];
+	int64_t aimed[COV__COUNT];
+	bool reachable[COV__COUNT];
+	bool in_case[COV__COUNT];    /* the case being read */
+} FzCov;
+
+void fz_cov_init(FzCov *c, const FzCampaign *camp);
+/* One line of a campaign's log: a record's "cov" joins the case being read, a done line
+ * ends it (and counts its points once). */
+void fz_cov_line(FzCov *c, const char *line);
+
+/* The bias of an epoch: per point, its demand: the points the campaign has not reached or
+ * rarely reached, each decaying as cases aimed at it fail to reach it (cover.c says how).
+ * epoch -1: no feedback (want all 0). A function of the coverage alone, so the same log
+ * gives the same bias whatever the jobs. */
+typedef struct {
+	int64_t epoch;
+	uint16_t want[COV__COUNT];
+} FzBias;
+
+void fz_bias_of(const FzCov *c, int64_t epoch, FzBias *b);
+/* The generator options of case case_no under bias b: o as it is for about half the cases
+ * (drawn from seed and case_no); the others aim at a point drawn in proportion to the
+ * demand and get the generator levers its cov.def hints name (the thin layer: only knobs
+ * of GenOpts change). *aim (may be NULL) gets the point (-1: none), *levers (may be NULL)
+ * the mask (1 << lever) applied. */
+GenOpts fz_bias_opts(const GenOpts *o, const FzBias *b, uint64_t seed, uint64_t case_no,
+		     int *aim, unsigned *levers);
+/* A lever's name ("tile2", "extent", ...; NULL past the last) and the lever of a name (-1). */
+const char *fz_lever_name(int lever);
+int fz_lever_find(const char *name, size_t len);
+/* The epoch of case n, and the bias of case n of the campaign in dir computed from its log
+ * (the cases of epochs before n's epoch minus one: what the campaign had when it ran n).
+ * Without feedback, epoch -1. 0, or -1 with d (the log unreadable or too short, code 2). */
+int fz_case_bias(const char *dir, const FzCampaign *c, uint64_t case_no, FzBias *b, Diag *d);
+/* fz_case_run under bias (NULL: none), as a feedback campaign's job runs case_no: its done
+ * line then also names the epoch, the point aimed at and the levers applied ("epoch",
+ * "aim", "levers"). */
+int fz_case_run_bias(const FzCampaign *c, const FzBias *bias, uint64_t case_no,
+		     const char *cache_dir, VfPool *pool, char **blob, FzRun *run, char **gtext,
+		     Diag *d);
 
 #endif

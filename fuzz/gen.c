@@ -864,6 +864,7 @@ Graph *fz_gen(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d)
 		ir_free(g);
 		return NULL;
 	}
+	fz_direct_schedule(g, o, seed, case_no);
 	return g;
 }
 

@@ -425,6 +425,53 @@ static void rules(const RpRun *run, RpSummary *s)
 	}
 }
 
+/* The compiler's coverage: each case (graph, backend, schedule) counted once, as rules. */
+static void coverage(const RpRun *run, RpSummary *s)
+{
+	RpCoverage *c = &s->cov;
+	for (int i = 0; i < run->nrecs; i++) {
+		const RpRecord *r = &run->recs[i];
+		if (!r->has_cov || !first_of_case(run, i))
+			continue;
+		c->recorded = true;
+		c->cases++;
+		c->unknown += r->cov_unknown;
+		for (int k = 0; k < r->ncov; k++)
+			c->hits[r->cov[k]]++;
+		for (int p = 0; p < COV__COUNT; p++)
+			c->reachable[p] |= cov_reaches((CovPoint)p, r->backend);
+	}
+	for (int p = 0; p < COV__COUNT; p++) {
+		c->reachable[p] |= c->hits[p] > 0;
+		c->nreachable += c->reachable[p];
+		c->nreached += c->hits[p] > 0;
+	}
+}
+
+int rp_cov_areas(const char **areas, int max)
+{
+	int n = 0;
+	for (int p = 0; p < COV__COUNT; p++) {
+		int k = 0;
+		while (k < n && strcmp(areas[k], cov_area((CovPoint)p)))
+			k++;
+		if (k == n && n < max)
+			areas[n++] = cov_area((CovPoint)p);
+	}
+	return n;
+}
+
+void rp_cov_area(const RpCoverage *c, const char *area, int *points, int *reachable, int *reached)
+{
+	*points = *reachable = *reached = 0;
+	for (int p = 0; p < COV__COUNT; p++)
+		if (strcmp(cov_area((CovPoint)p), area) == 0) {
+			++*points;
+			*reachable += c->reachable[p];
+			*reached += c->hits[p] > 0;
+		}
+}
+
 void rp_summarise(const RpRun *run, RpSummary *s)
 {
 	memset(s, 0, sizeof *s);
@@ -433,6 +480,7 @@ void rp_summarise(const RpRun *run, RpSummary *s)
 	distincts(run, s);
 	directives(run, s);
 	rules(run, s);
+	coverage(run, s);
 	char **names = calloc((size_t)run->nrecs + 1, sizeof *names);
 	IR_ASSERT(names);
 	for (int i = 0; i < run->nrecs; i++)

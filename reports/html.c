@@ -488,6 +488,50 @@ static void rules(FILE *f, const RpSummary *s)
 		   "inf, NaN or -0): check and fuzz never apply them.</p>\n");
 }
 
+/* The compiler's coverage points (compiler/cov.def): reached and never reached, by area. */
+static void points(FILE *f, const RpSummary *s)
+{
+	const RpCoverage *c = &s->cov;
+	if (!c->recorded) {
+		fprintf(f, "<p class=\"note\">No record carries the compiler's coverage points (the "
+			   "run was made by an assay that did not record them).</p>\n");
+		return;
+	}
+	fprintf(f, "<p>%d of the %d points that the backends run can reach were reached (%.0f%%), "
+		   "over %lld cases; %d points in all (compiler/cov.def).", c->nreached,
+		c->nreachable, c->nreachable ? 100.0 * c->nreached / c->nreachable : 0.0,
+		(long long)c->cases, COV__COUNT);
+	if (c->unknown)
+		fprintf(f, " The records also name %lld points this build does not know.",
+			(long long)c->unknown);
+	fputs("</p>\n<table><tr><th>area</th><th>points</th><th>reached</th><th>never reached</th>"
+	      "</tr>\n", f);
+	const char *areas[32];
+	int na = rp_cov_areas(areas, 32);
+	for (int a = 0; a < na; a++) {
+		int np, nr, nh;
+		rp_cov_area(c, areas[a], &np, &nr, &nh);
+		fputs("<tr><td>", f);
+		esc(f, areas[a]);
+		fprintf(f, "</td><td class=\"n\">%d</td><td class=\"n\">%d</td><td>", np, nh);
+		if (!nr)
+			fputs("not reachable: no case ran a backend that reaches it", f);
+		for (int p = 0, k = 0; nr && p < COV__COUNT; p++) {
+			if (strcmp(cov_area((CovPoint)p), areas[a]) || c->hits[p] || !c->reachable[p])
+				continue;
+			fputs(k++ ? ", <code title=\"" : "<code title=\"", f);
+			esc(f, cov_what((CovPoint)p));
+			fputs("\">", f);
+			esc(f, cov_name((CovPoint)p));
+			fputs("</code>", f);
+		}
+		if (nr && nh == nr)
+			fputs("none", f);
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+
 static void coverage(FILE *f, const RpSummary *s)
 {
 	fprintf(f, "<section id=\"coverage\"><h2>Schedule directives and rewrite rules</h2>\n"
@@ -508,6 +552,8 @@ static void coverage(FILE *f, const RpSummary *s)
 	}
 	fprintf(f, "%s</p>\n<h3>Rewrite rules</h3>\n", s->ndirs_never ? "." : "none.");
 	rules(f, s);
+	fprintf(f, "<h3>Compiler coverage</h3>\n");
+	points(f, s);
 	fprintf(f, "</section>\n");
 }
 

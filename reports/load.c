@@ -13,7 +13,9 @@
  *   become the signatures of the case's failing records (the key with the record's
  *   backend, verdict and format, for its output if listed), and name their failure
  *   folders (failures/KEY with '/' as '.'). Records may also carry "rules" ({rule name:
- *   firings} of the case's rewrite; absent when no rewrite ran), counted by the report.
+ *   firings} of the case's rewrite; absent when no rewrite ran), counted by the report,
+ *   and "cov" ([POINT, ...]: the compiler's coverage points its run reached; a name this
+ *   build does not know is counted apart, RpRecord.cov_unknown).
  * - DIR/provenance.json (verify/provenance.c), when present: which assay, command, seed,
  *   host, date and devices made the run. A run made before provenance was recorded has
  *   none (RpProvenance.present false); a malformed one is an error.
@@ -128,6 +130,24 @@ static void rules_of(const JsVal *o, RpRecord *r)
 	r->nrules = ru->n;
 }
 
+/* "cov": [POINT, ...], the compiler's coverage points the record's run reached. */
+static void cov_of(const JsVal *o, RpRecord *r)
+{
+	const JsVal *c = rp_json_get(o, "cov");
+	if (!c || c->kind != JS_ARR)
+		return;
+	r->has_cov = true;
+	r->cov = calloc((size_t)c->n + 1, sizeof *r->cov);
+	IR_ASSERT(r->cov);
+	for (int i = 0; i < c->n; i++) {
+		int p = c->items[i].kind == JS_STR ? cov_find(c->items[i].str, strlen(c->items[i].str)) : -1;
+		if (p < 0)
+			r->cov_unknown++;
+		else
+			r->cov[r->ncov++] = (int16_t)p;
+	}
+}
+
 /* The elements over budget of a record that does not say (written before "n_over"). */
 static int64_t over_of(const RpRecord *r)
 {
@@ -202,6 +222,7 @@ static const char *record_of(const JsVal *o, RpRecord *r)
 	if (r->agree_rows <= 0)
 		r->argmax_agree = r->topk_agree = NAN;
 	rules_of(o, r);
+	cov_of(o, r);
 	r->cls = class_of(r);
 	return NULL;
 }
@@ -217,6 +238,7 @@ static void record_free(RpRecord *r)
 		free(r->rule_names[i]);
 	free(r->rule_names);
 	free(r->rule_counts);
+	free(r->cov);
 }
 
 /* The key of items (strings "KEY@OUTPUT") that names record r's failure, or NULL. */

@@ -174,6 +174,39 @@ static void provenance(FILE *f, const RpRun *run)
 	fputc('\n', f);
 }
 
+/* The compiler's coverage points in one line: the fraction, then what was never reached. */
+static void points(FILE *f, const RpCoverage *c)
+{
+	if (!c->recorded) {
+		fprintf(f, "**Compiler coverage**: no record carries coverage points.\n");
+		return;
+	}
+	fprintf(f, "**Compiler coverage**: %d of %d reachable points (%.0f%%, over %lld cases); "
+		"never reached:", c->nreached, c->nreachable,
+		c->nreachable ? 100.0 * c->nreached / c->nreachable : 0.0, (long long)c->cases);
+	const char *areas[32];
+	int na = rp_cov_areas(areas, 32), never = 0;
+	for (int a = 0; a < na; a++) {
+		int np, nr, nh;
+		rp_cov_area(c, areas[a], &np, &nr, &nh);
+		if (!nr || nh == nr)
+			continue;
+		fprintf(f, "%s %s:", never++ ? ";" : "", areas[a]);
+		for (int p = 0, k = 0; p < COV__COUNT; p++)
+			if (!strcmp(cov_area((CovPoint)p), areas[a]) && c->reachable[p] && !c->hits[p])
+				fprintf(f, "%s `%s`", k++ ? "," : "", cov_name((CovPoint)p));
+	}
+	fprintf(f, "%s", never ? "" : " none");
+	for (int a = 0, k = 0; a < na; a++) {
+		int np, nr, nh;
+		rp_cov_area(c, areas[a], &np, &nr, &nh);
+		if (!nr)
+			fprintf(f, "%s %s (%d)", k++ ? "," : "; not reachable by the backends run:",
+				areas[a], np);
+	}
+	fprintf(f, ".\n");
+}
+
 static void coverage(FILE *f, const RpSummary *s)
 {
 	fprintf(f, "\n**Schedule directives** exercised:");
@@ -186,6 +219,7 @@ static void coverage(FILE *f, const RpSummary *s)
 	for (int i = 0; i < s->ndirs_never; i++)
 		fprintf(f, "%s `%s`", i ? "," : "", s->dirs_never[i]);
 	fprintf(f, "%s.\n", s->ndirs_never ? "" : " none");
+	points(f, &s->cov);
 	if (!s->rules_recorded) {
 		fprintf(f, "**Rewrite rules**: no record carries rule counts (ASSAY_NO_REWRITE=1?); "
 			"%d known rules.\n", s->nrules);

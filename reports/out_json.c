@@ -16,6 +16,12 @@
  *    "rules": {"recorded": bool, "cases" (that recorded rules), "firings": {NAME: n} (every
  *              known rule, 0 when never fired), "exercised": {NAME: {"firings", "cases"}},
  *              "never": [NAME], "domains": {NAME: "exact" | "real" | "integer"}},
+ *    "compiler_coverage": {"recorded": bool, "cases" (that recorded coverage), "points"
+ *              (in compiler/cov.def), "reachable" (by the backends run), "reached",
+ *              "fraction" (reached / reachable; null when none is reachable), "unknown"
+ *              (names this build does not know), "areas": [{"area", "points", "reachable",
+ *              "reached", "never": [NAME] (reachable, never reached)}], "reached_by":
+ *              {NAME: cases} (the points reached)},
  *    "results": [{"graph", "backend", "schedule", "output", "dtype", "verdict", "class",
  *                 "special", "max_ulp", "max_ratio", "frac_within", "argmax_agree",
  *                 "topk_agree", "red_len", "case_dir", "line"}]}
@@ -225,6 +231,41 @@ static void coverage(FILE *f, const RpSummary *s)
 	fputs("}}", f);
 }
 
+static void points(FILE *f, const RpCoverage *c)
+{
+	fprintf(f, ",\"compiler_coverage\":{\"recorded\":%s,\"cases\":%lld,\"points\":%d,"
+		"\"reachable\":%d,\"reached\":%d,\"fraction\":", c->recorded ? "true" : "false",
+		(long long)c->cases, COV__COUNT, c->nreachable, c->nreached);
+	if (c->nreachable)
+		rp_json_num_out(f, (double)c->nreached / c->nreachable);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"unknown\":%lld,\"areas\":[", (long long)c->unknown);
+	const char *areas[32];
+	int na = rp_cov_areas(areas, 32);
+	for (int a = 0; a < na; a++) {
+		int np, nr, nh;
+		rp_cov_area(c, areas[a], &np, &nr, &nh);
+		fprintf(f, "%s{\"area\":", a ? "," : "");
+		vf_json_str(f, areas[a]);
+		fprintf(f, ",\"points\":%d,\"reachable\":%d,\"reached\":%d,\"never\":[", np, nr, nh);
+		for (int p = 0, k = 0; p < COV__COUNT; p++)
+			if (!strcmp(cov_area((CovPoint)p), areas[a]) && c->reachable[p] && !c->hits[p]) {
+				fputs(k++ ? "," : "", f);
+				vf_json_str(f, cov_name((CovPoint)p));
+			}
+		fputs("]}", f);
+	}
+	fputs("],\"reached_by\":{", f);
+	for (int p = 0, k = 0; p < COV__COUNT; p++)
+		if (c->hits[p]) {
+			fputs(k++ ? "," : "", f);
+			vf_json_str(f, cov_name((CovPoint)p));
+			fprintf(f, ":%lld", (long long)c->hits[p]);
+		}
+	fputs("}}", f);
+}
+
 static void results(FILE *f, const RpRun *run)
 {
 	fputs(",\"results\":[", f);
@@ -312,6 +353,7 @@ void rp_json_report(FILE *f, const RpRun *run, const RpSummary *s)
 	others(f, run, VC_UNCLAIMED, "unclaimed_special_values");
 	others(f, run, VC_FLAKY, "flaky");
 	coverage(f, s);
+	points(f, &s->cov);
 	results(f, run);
 	fputs("}\n", f);
 }

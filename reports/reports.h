@@ -19,7 +19,8 @@
  * - load.c: a run directory into an RpRun (records, failure folders, settings);
  * - figures.c: the figures of a set of records (verdict counts, the worst error/budget
  *   ratio, pooled fractions within budget and agreement rates, distinct failures), and the
- *   summary a report shows (per backend x format, directives and rules exercised);
+ *   summary a report shows (per backend x format, directives and rules exercised, the
+ *   compiler's coverage points reached);
  * - plots.c: gnuplot run as a subprocess, writing SVG; html.c, md.c, junit.c, out_json.c:
  *   the four files of a report; report.c: rp_report, which writes them all;
  * - policy.c, gate.c: the policy format (docs/policy.md) and its evaluation.
@@ -93,6 +94,10 @@ typedef struct {
 	char **rule_names;    /* rules fired in this case ("rules": {name: count}), if any */
 	int64_t *rule_counts;
 	int nrules;
+	bool has_cov;         /* the record carries "cov" (the compiler's coverage points) */
+	int16_t *cov;         /* the points it names that this build knows (CovPoint) */
+	int ncov;
+	int cov_unknown;      /* names it carries that this build does not know */
 } RpRecord;
 
 /* One folder of a distinct failure (campaigns). */
@@ -216,6 +221,25 @@ typedef struct {
 	unsigned domain;
 } RpRule;
 
+/* The compiler's coverage over a run (compiler/cov.def, the records' "cov"): per point, the
+ * cases ((graph, backend, schedule) compilations, as for rules) that reached it. A point is
+ * reachable when a backend some case ran can reach it (cov_reaches): the vulkan backend's
+ * points are not counted against a run on c alone. */
+typedef struct {
+	bool recorded;               /* some record carries "cov" */
+	int64_t cases;               /* cases whose records carry it */
+	int64_t hits[COV__COUNT];    /* cases that reached each point */
+	bool reachable[COV__COUNT];
+	int nreachable, nreached;    /* reachable points; of them, reached */
+	int64_t unknown;             /* point names carried that this build does not know */
+} RpCoverage;
+
+/* The areas of the coverage table (cov_area) in the table's order, each once: *n of them
+ * into areas (at most max). Per area: its points, reachable and reached ones. */
+int rp_cov_areas(const char **areas, int max);
+void rp_cov_area(const RpCoverage *c, const char *area, int *points, int *reachable,
+		 int *reached);
+
 /* One group of the report: a backend and an output format. */
 typedef struct {
 	char *backend, *dtype;
@@ -246,6 +270,7 @@ typedef struct {
 	RpRule *rules;       /* every known rule (then unknown recorded ones) with its firings
 	                        (0: never) */
 	int nrules;
+	RpCoverage cov;      /* the compiler's coverage points reached */
 	int ngraphs, ncases; /* distinct graphs, distinct (graph, backend, schedule) cases */
 } RpSummary;
 

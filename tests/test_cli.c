@@ -415,6 +415,7 @@ START_TEST(resume_refuses_other_settings)
 		{"--no-reduce", "--no-reduce is not", "(reduce true, in "},
 		{"--reduce-tests 5", "--reduce-tests 5 is not", "(reduce-tests 300, in "},
 		{"--max-defs 2", "--max-defs 2 is not", "(max-defs 6, in "},
+		{"--no-feedback", "--no-feedback is not", "(feedback_epoch 64, in "},
 	};
 	char *log = get(t, "camp/results.jsonl");
 	for (size_t i = 0; i < ARRAY_LEN(other); i++)
@@ -433,9 +434,25 @@ START_TEST(resume_refuses_other_settings)
 		   "--cases 3 --jobs 2 --quiet", t), 0, NULL);
 	now = get(t, "camp/results.jsonl");
 	ck_assert_ptr_nonnull(strstr(now, "{\"done\":2,"));
+	ck_assert_ptr_nonnull(strstr(now, "\"epoch\":0,"));   /* coverage feedback: on */
 	free(now);
+	char *set = get(t, "camp/settings.json");
+	ck_assert_ptr_nonnull(strstr(set, "\"feedback_epoch\":64"));
+	free(set);
 	free(log);
 	rm_rf(t);
+	/* --no-feedback: a campaign without it, and its resume keeps it so */
+	char *u = tmpdir();
+	campaign(u, 2, "--no-feedback");
+	set = get(u, "camp/settings.json");
+	ck_assert_ptr_nonnull(strstr(set, "\"feedback_epoch\":0"));
+	expect(run(u, "fuzz --resume %s/camp --cases 3 --quiet --no-feedback", u), 0, NULL);
+	now = get(u, "camp/results.jsonl");
+	ck_assert_ptr_nonnull(strstr(now, "{\"done\":2,"));
+	ck_assert_ptr_null(strstr(now, "\"epoch\":"));
+	free(now);
+	free(set);
+	rm_rf(u);
 }
 END_TEST
 

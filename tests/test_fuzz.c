@@ -508,7 +508,9 @@ START_TEST(replay_is_the_case)
 	ck_assert_str_eq(back.backends, c.backends);
 	for (uint64_t n = 0; n < 5; n += 2) {
 		char *blob = NULL;
-		ck_assert_int_eq(fz_case_run(&back, n, cache(), NULL, &blob, NULL, NULL, &d), 0);
+		FzBias b;
+		ck_assert_int_eq(fz_case_bias(a, &back, n, &b, &d), 0);
+		ck_assert_int_eq(fz_case_run_bias(&back, &b, n, cache(), NULL, &blob, NULL, NULL, &d), 0);
 		/* the case's lines, as the log has them */
 		char path[512];
 		snprintf(path, sizeof path, "%s/one.jsonl", a);
@@ -559,6 +561,236 @@ START_TEST(resume_equals_uninterrupted)
 	rm_rf(b);
 	free(a);
 	free(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------ coverage feedback */
+
+/* The done line of case n in a log (NUL-terminated copy in buf), or false. */
+static bool done_line(const char *log, uint64_t n, char *buf, size_t len)
+{
+	char tag[64];
+	snprintf(tag, sizeof tag, "{\"done\":%llu,", (unsigned long long)n);
+	const char *p = strstr(log, tag);
+	if (!p)
+		return false;
+	size_t k = strcspn(p, "\n");
+	snprintf(buf, len, "%.*s", (int)k, p);
+	return true;
+}
+
+/* With feedback (epochs of 4 cases, so that epochs 2.. are biased within 20 cases): the
+ * log is the same with 1 and 2 jobs and after a resume; biased epochs apply levers to some
+ * cases and leave others alone; the replay of a late case recomputes its bias from the log
+ * and reproduces its lines; the bias changes the graph it applies to. */
+START_TEST(feedback_deterministic)
+{
+	char *a = mkdir_tmp(), *b = mkdir_tmp(), *h = mkdir_tmp();
+	FzCampaign c1 = camp(20, 1, 0), c2 = camp(20, 2, 0), half = camp(9, 2, 0);
+	c1.feedback_epoch = c2.feedback_epoch = half.feedback_epoch = 4;
+	run_camp(a, &c1, false, NULL);
+	run_camp(b, &c2, false, NULL);
+	run_camp(h, &half, false, NULL);
+	FzCampaign more = camp(20, 1, 0);   /* settings come from the directory */
+	run_camp(h, &more, true, NULL);
+	char *la = log_of(a), *lb = log_of(b), *lh = log_of(h);
+	ck_assert_str_eq(la, lb);
+	ck_assert_str_eq(la, lh);
+	char line[8192];
+	int directed = 0, plain = 0;
+	for (uint64_t n = 0; n < 20; n++) {
+		ck_assert(done_line(la, n, line, sizeof line));
+		char want[32];
+		snprintf(want, sizeof want, "\"epoch\":%llu,", (unsigned long long)n / 4);
+		ck_assert_msg(strstr(line, want), "%s", line);
+		bool none = strstr(line, "\"levers\":[]") != NULL;
+		if (n < 8)
+			ck_assert_msg(none, "case %llu of an unbiased epoch: %s", (unsigned long long)n, line);
+		else
+			directed += !none, plain += none;
+	}
+	ck_assert_int_gt(directed, 0);
+	ck_assert_int_gt(plain, 0);
+	/* the replay of the last case: its bias from the log, its lines as logged */
+	FzCampaign back;
+	Diag d = {0};
+	ck_assert_int_eq(fz_settings_read(a, &back, &d), 0);
+	ck_assert_int_eq(back.feedback_epoch, 4);
+	uint64_t last = 19;
+	FzBias bias;
+	ck_assert_int_eq(fz_case_bias(a, &back, last, &bias, &d), 0);
+	ck_assert_int_eq(bias.epoch, 4);
+	char *blob = NULL;
+	ck_assert_int_eq(fz_case_run_bias(&back, &bias, last, cache(), NULL, &blob, NULL, NULL, &d), 0);
+	char *dir2 = mkdir_tmp(), path[512];
+	snprintf(path, sizeof path, "%s/results.jsonl", dir2);
+	FILE *f = fopen(path, "w");
+	fputs(blob, f);
+	fclose(f);
+	char *one = log_of(dir2);
+	ck_assert_msg(strstr(la, one), "case %llu replays differently:\n%s", (unsigned long long)last,
+		      one);
+	/* a case the bias directed has another graph than the undirected one */
+	bool differs = false;
+	for (uint64_t n = 8; n < 20 && !differs; n++) {
+		FzBias e;
+		unsigned levers = 0;
+		ck_assert_int_eq(fz_case_bias(a, &back, n, &e, &d), 0);
+		GenOpts o = fz_bias_opts(&back.gen, &e, back.seed, n, NULL, &levers);
+		if (!levers)
+			continue;
+		char *t0 = fz_gen_text(&back.gen, back.seed, n, &d), *t1 = fz_gen_text(&o, back.seed, n, &d);
+		ck_assert(t0 && t1);
+		differs = strcmp(t0, t1) != 0;
+		free(t0);
+		free(t1);
+	}
+	ck_assert(differs);
+	/* a log too short for a case's bias is an error, not a guess */
+	ck_assert_int_eq(fz_case_bias(dir2, &back, last, &bias, &d), -1);
+	ck_assert_int_eq(d.code, 2);
+	diag_clear(&d);
+	free(one);
+	free(blob);
+	free(la);
+	free(lb);
+	free(lh);
+	rm_rf(a);
+	rm_rf(b);
+	rm_rf(h);
+	rm_rf(dir2);
+	free(a);
+	free(b);
+	free(h);
+	free(dir2);
+}
+END_TEST
+
+/* The bias: every hint of compiler/cov.def names a lever; unreached points ask, points the
+ * campaign's backends cannot reach never do, a campaign that reached everything asks for
+ * nothing; a point's demand decays as cases aimed at it fail; fz_bias_opts leaves about
+ * half the cases alone, aims the others at points in demand and applies their levers. */
+START_TEST(bias_levers)
+{
+	for (int p = 0; p < COV__COUNT; p++)
+		for (const char *h = cov_hints((CovPoint)p); *h;) {
+			h += strspn(h, " ");
+			size_t len = strcspn(h, " ");
+			ck_assert_msg(!len || fz_lever_find(h, len) >= 0, "%s: unknown lever '%.*s'",
+				      cov_name((CovPoint)p), (int)len, h);
+			h += len;
+		}
+	FzCampaign c;
+	fz_campaign_defaults(&c);
+	FzCov cov;
+	fz_cov_init(&cov, &c);   /* backends "c" */
+	ck_assert(cov.reachable[COV_lower_tile_partial2] && !cov.reachable[COV_vk_merge]);
+	/* records name points; a done line closes the case (and names what it aimed at) */
+	fz_cov_line(&cov, "{\"graph\":\"fz0\",\"backend\":\"c\",\"cov\":[\"lower_tile\",\"gone\"],\"case\":0}");
+	fz_cov_line(&cov, "{\"graph\":\"fz0\",\"backend\":\"c\",\"cov\":[\"lower_tile\",\"lower_split\"],\"case\":0}");
+	fz_cov_line(&cov, "{\"done\":0,\"status\":\"ok\",\"epoch\":0,\"aim\":\"lower_tile_partial2\"}");
+	ck_assert_int_eq(cov.cases, 1);
+	ck_assert_int_eq(cov.hits[COV_lower_tile], 1);   /* once per case */
+	ck_assert_int_eq(cov.hits[COV_lower_split], 1);
+	ck_assert_int_eq(cov.aimed[COV_lower_tile_partial2], 1);
+	FzBias b;
+	fz_bias_of(&cov, 2, &b);
+	ck_assert_int_eq(b.want[COV_lower_tile_partial2], 64);
+	ck_assert_int_eq(b.want[COV_lower_tile], 0);      /* reached */
+	ck_assert_int_eq(b.want[COV_vk_merge], 0);        /* out of reach on c */
+	ck_assert_int_eq(b.want[COV_lower_scalar], 0);    /* no lever aims at it */
+	FzCov tried = cov;
+	tried.aimed[COV_lower_tile_partial2] = 16;        /* two halvings (every 8 aims) */
+	FzBias less;
+	fz_bias_of(&tried, 2, &less);
+	ck_assert_int_eq(less.want[COV_lower_tile_partial2], 16);
+	tried.aimed[COV_lower_tile_partial2] = 100000;    /* never below 1 while unreached */
+	fz_bias_of(&tried, 2, &less);
+	ck_assert_int_eq(less.want[COV_lower_tile_partial2], 1);
+	FzCov all = cov;
+	for (int p = 0; p < COV__COUNT; p++)
+		all.hits[p] = all.reachable[p] ? 1 : 0;
+	FzBias none;
+	fz_bias_of(&all, 2, &none);
+	for (int p = 0; p < COV__COUNT; p++)
+		ck_assert_msg(none.want[p] == 0, "%s asked for with everything reached",
+			      cov_name((CovPoint)p));
+	int left = 0;
+	for (uint64_t n = 0; n < 400; n++) {
+		int aim;
+		unsigned levers;
+		GenOpts o = fz_bias_opts(&c.gen, &b, c.seed, n, &aim, &levers);
+		left += aim < 0;
+		if (aim < 0) {
+			ck_assert(levers == 0 && memcmp(&o, &c.gen, sizeof o) == 0);
+			continue;
+		}
+		ck_assert_int_gt(b.want[aim], 0);
+		ck_assert_uint_ne(levers, 0);
+		ck_assert(memcmp(&o, &c.gen, sizeof o) != 0);
+		int again;
+		unsigned levers2;
+		GenOpts o2 = fz_bias_opts(&c.gen, &b, c.seed, n, &again, &levers2);
+		ck_assert(again == aim && levers2 == levers && memcmp(&o, &o2, sizeof o) == 0);
+	}
+	ck_assert_msg(left > 150 && left < 250, "%d of 400 cases left alone", left);
+	int zero;
+	GenOpts o = fz_bias_opts(&c.gen, &none, c.seed, 3, &zero, NULL);
+	ck_assert(zero < 0 && memcmp(&o, &c.gen, sizeof o) == 0);
+}
+END_TEST
+
+/* Whether lowering case n's graph under its schedule reaches point p. */
+static bool case_reaches(const GenOpts *o, uint64_t n, CovPoint p)
+{
+	Diag d = {0};
+	Graph *g = fz_gen(o, 11, n, &d);
+	ck_assert_msg(g, "case %llu: %s", (unsigned long long)n, d.msg ? d.msg : "");
+	Schedule s;
+	ck_assert_int_eq(sched_build(g, &s, &d), 0);
+	cov_reset();
+	Kernels *k = kir_lower(g, &s, NULL, &d);
+	bool hit = k && cov_hits[p] > 0;
+	diag_clear(&d);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+	return hit;
+}
+
+/* The directed pass reaches what it aims at: two partial tiles in one kernel, rare in the
+ * generator's own schedules, in many cases with FZ_SD_TILE2; every directed graph checks,
+ * under each lever; with every chance 0 the pass does nothing. */
+START_TEST(directed_schedule)
+{
+	GenOpts base, dir;
+	fz_gen_defaults(&base);
+	dir = base;
+	dir.p_dir[FZ_SD_TILE2] = 1;
+	int plain = 0, directed = 0;
+	for (uint64_t n = 0; n < 200; n++) {
+		plain += case_reaches(&base, n, COV_lower_tile_partial2);
+		directed += case_reaches(&dir, n, COV_lower_tile_partial2);
+	}
+	fprintf(stderr, "lower_tile_partial2 in 200 cases: %d undirected, %d directed\n", plain,
+		directed);
+	ck_assert_int_gt(directed, 3 * plain + 20);
+	GenOpts every = base;
+	for (int k = 0; k < FZ_SD__COUNT; k++)
+		every.p_dir[k] = 0.5;
+	for (int p = 0; p < COV__COUNT; p++) {   /* the levers of each point, as a stress */
+		FzBias b = {.epoch = 2};
+		b.want[p] = 1;
+		for (uint64_t n = 0; n < 12; n++) {
+			GenOpts o = fz_bias_opts(&every, &b, 5, n, NULL, NULL);
+			Diag d = {0};
+			Graph *g = fz_gen(&o, 5, n, &d);
+			ck_assert_msg(g, "aiming at %s, case %llu: %s", cov_name((CovPoint)p),
+				      (unsigned long long)n, d.msg ? d.msg : "");
+			ir_free(g);
+		}
+	}
+	fz_direct_schedule(NULL, &base, 3, 17);   /* every chance 0: g is not even looked at */
 }
 END_TEST
 
@@ -779,6 +1011,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, killed_campaign_resumes);
 	tcase_add_test(tc, crash_and_hang_are_verdicts);
 	tcase_add_test(tc, short_campaign_kills_a_fault);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("feedback");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, feedback_deterministic);
+	tcase_add_test(tc, bias_levers);
+	tcase_add_test(tc, directed_schedule);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("reducer");
 	tcase_set_timeout(tc, 180);

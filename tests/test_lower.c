@@ -1091,6 +1091,101 @@ START_TEST(rewrite_examples)
 }
 END_TEST
 
+/* ------------------------------------------------------------ coverage points */
+
+/* Whether lowering g under the schedule text (and emitting for backend, when not NULL)
+ * reaches coverage point p. */
+static bool reaches(const char *src, const char *text, const char *backend, CovPoint p)
+{
+	Graph *g = parse(src);
+	Diag d = {0};
+	ck_assert_msg(ir_parse_schedule(g, text, strlen(text), "test.sched", &d) == 0, "%s", d.msg);
+	Schedule s;
+	ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
+	cov_reset();
+	Kernels *k = kir_lower(g, &s, NULL, &d);
+	ck_assert_msg(k, "%s", d.msg);
+	if (backend) {
+		char *text_out = be_find(backend)->emit(k, &d);
+		ck_assert_msg(text_out, "%s: %s", backend, d.msg);
+		free(text_out);
+	}
+	bool hit = cov_hits[p] > 0;
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+	diag_clear(&d);
+	return hit;
+}
+
+/* Each point fires where its branch runs, and not elsewhere (compiler/cov.def). */
+START_TEST(coverage_points)
+{
+	static const char mm[] =
+		"input a : f32[13, 10]\ninput b : f32[10, 10]\n"
+		"y[i:13, j:10] = sum(k:10) a[i, k] * b[k, j]\noutput y : f32\n";
+	static const char pad[] =
+		"input x : f32[9]\nt[i:9] = x[i] * 2.0\ny[i:9] = t[i - 1] ?? 0.5\noutput y : f32\n";
+	static const struct {
+		const char *src, *sched, *backend;
+		CovPoint p;
+		bool hit;
+	} t[] = {
+		{mm, "", NULL, COV_lower_tile_partial, false},
+		{mm, "tile y : i=13\n", NULL, COV_lower_tile, true},
+		{mm, "tile y : i=13\n", NULL, COV_lower_tile_partial, false},   /* 13 = 1 x 13 */
+		{mm, "tile y : i=4\n", NULL, COV_lower_tile_partial, true},     /* 13 = 3 x 4 + 1 */
+		{mm, "tile y : i=4\n", NULL, COV_lower_tile_partial2, false},
+		{mm, "tile y : i=4, j=5\n", NULL, COV_lower_tile_partial2, false},  /* 10 = 2 x 5 */
+		{mm, "tile y : i=4, j=4\n", NULL, COV_lower_tile_partial2, true},
+		{mm, "tile y : i=32\n", NULL, COV_lower_tile_clamped, true},
+		{mm, "", NULL, COV_lower_split, false},
+		{mm, "split y : k=3\n", NULL, COV_lower_split, true},
+		{mm, "order y : pairwise\n", NULL, COV_lower_pairwise, true},
+		{mm, "accum y : f16\n", NULL, COV_lower_accum_narrow, true},
+		{mm, "store y : bf16\n", NULL, COV_lower_store_narrow, true},
+		{mm, "", NULL, COV_lower_store_narrow, false},
+		{pad, "", NULL, COV_lower_pad, true},
+		{pad, "", NULL, COV_lower_inline_pad, false},
+		{pad, "inline t\n", NULL, COV_lower_inline_pad, true},
+		{mm, "split y : k=2\n", "vulkan", COV_vk_merge, true},
+		{mm, "", "vulkan", COV_vk_merge, false},
+		{mm, "order y : pairwise\n", "c", COV_c_tree, true},
+		{mm, "order y : pairwise\n", "opencl", COV_ocl_tree, true},
+		{mm, "order y : pairwise\n", "opencl", COV_c_tree, false},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(t); i++)
+		ck_assert_msg(reaches(t[i].src, t[i].sched, t[i].backend, t[i].p) == t[i].hit,
+			      "case %zu: schedule [%s] on %s: %s %s", i, t[i].sched,
+			      t[i].backend ? t[i].backend : "(lowering only)", cov_name(t[i].p),
+			      t[i].hit ? "not reached" : "reached");
+}
+END_TEST
+
+/* The table: names unique and found, areas known, backends reach their own. */
+START_TEST(coverage_table)
+{
+	static const char *const areas[] = {"rewrite", "lower", "kivl", "cemit", "c", "opencl",
+					     "vulkan", "wgsl", "cuda"};
+	for (int p = 0; p < COV__COUNT; p++) {
+		const char *n = cov_name((CovPoint)p);
+		ck_assert_int_eq(cov_find(n, strlen(n)), p);
+		ck_assert_msg(*cov_what((CovPoint)p), "%s has no description", n);
+		bool known = false;
+		for (size_t a = 0; a < ARRAY_LEN(areas); a++)
+			known |= strcmp(cov_area((CovPoint)p), areas[a]) == 0;
+		ck_assert_msg(known, "%s: unknown area %s", n, cov_area((CovPoint)p));
+	}
+	ck_assert_int_eq(cov_find("lower_tile_partia", 17), -1);
+	ck_assert_int_eq(cov_find("no_such_point", 13), -1);
+	ck_assert(cov_reaches(COV_lower_tile_partial, "c"));
+	ck_assert(cov_reaches(COV_vk_merge, "vulkan"));
+	ck_assert(!cov_reaches(COV_vk_merge, "c"));
+	ck_assert(cov_reaches(COV_kivl_wide, "wgsl"));
+	ck_assert(!cov_reaches(COV_kivl_wide, "opencl"));
+}
+END_TEST
+
 /* The rewritten graph keeps the definitions a schedule names: the graph's own directives
  * build the same schedule on it, and every sampled schedule of the original lowers it. */
 START_TEST(rewrite_keeps_schedules)
@@ -1284,6 +1379,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, rewrite_metamorphic);
 	tcase_add_test(tc, rewrite_examples);
 	tcase_add_test(tc, rewrite_keeps_schedules);
+	tcase_add_test(tc, coverage_points);
+	tcase_add_test(tc, coverage_table);
 	tcase_add_test(tc, agrees_with_emulator);
 	tcase_add_test(tc, regress_files);
 	suite_add_tcase(s, tc);

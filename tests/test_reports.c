@@ -257,6 +257,100 @@ START_TEST(load_campaign)
 }
 END_TEST
 
+/* The compiler's coverage: each case counted once (two outputs of one case carry the same
+ * points), points the backends run cannot reach left out of the fraction, names this build
+ * does not know counted apart; every file of the report lists what was never reached. */
+START_TEST(coverage_report)
+{
+	char *dir = tmpdir();
+	write_file(dir, "results.jsonl",
+		   "{\"graph\":\"g1\",\"backend\":\"c\",\"schedule\":\"default\",\"output\":\"a\","
+		   "\"dtype\":\"f32\",\"verdict\":\"pass\",\"cov\":[\"lower_tile\",\"lower_tile_partial\"]}\n"
+		   "{\"graph\":\"g1\",\"backend\":\"c\",\"schedule\":\"default\",\"output\":\"b\","
+		   "\"dtype\":\"f32\",\"verdict\":\"pass\",\"cov\":[\"lower_tile\",\"lower_tile_partial\"]}\n"
+		   "{\"graph\":\"g1\",\"backend\":\"c\",\"schedule\":\"s1\",\"output\":\"a\","
+		   "\"dtype\":\"f32\",\"verdict\":\"pass\",\"cov\":[\"lower_tile\",\"gone_point\"]}\n"
+		   "{\"graph\":\"g2\",\"backend\":\"c\",\"schedule\":\"default\",\"output\":\"a\","
+		   "\"dtype\":\"f32\",\"verdict\":\"pass\"}\n");
+	RpRun run;
+	Diag d = {0};
+	ck_assert_int_eq(rp_load(dir, NULL, &run, &d), 0);
+	RpSummary s;
+	rp_summarise(&run, &s);
+	const RpCoverage *c = &s.cov;
+	ck_assert(c->recorded);
+	ck_assert_int_eq(c->cases, 2);
+	ck_assert_int_eq(c->hits[COV_lower_tile], 2);
+	ck_assert_int_eq(c->hits[COV_lower_tile_partial], 1);
+	ck_assert_int_eq(c->hits[COV_lower_tile_partial2], 0);
+	ck_assert_int_eq(c->unknown, 1);
+	int reach = 0;
+	for (int p = 0; p < COV__COUNT; p++)
+		reach += cov_reaches((CovPoint)p, "c");
+	ck_assert_int_eq(c->nreachable, reach);
+	ck_assert_int_lt(reach, COV__COUNT);   /* the other backends' points are out */
+	ck_assert(!c->reachable[COV_vk_merge] && c->reachable[COV_c_tree]);
+	ck_assert_int_eq(c->nreached, 2);
+	rp_summary_free(&s);
+	char *out = cat(dir, "report");
+	RpOpts o = {"/nonexistent/gnuplot"};
+	RpMade made;
+	ck_assert_msg(rp_report(&run, out, &o, &made, &d) == 0, "%s", d.msg);
+	free(made.plot_note);
+	char *md = read_in(out, "report.md"), *html = read_in(out, "index.html");
+	char *js = read_in(out, "report.json");
+	char want[160];
+	snprintf(want, sizeof want, "**Compiler coverage**: 2 of %d reachable points (", reach);
+	ck_assert_msg(strstr(md, want), "%s", md);
+	ck_assert_ptr_nonnull(strstr(md, "`lower_tile_partial2`"));
+	ck_assert_ptr_null(strstr(md, "`lower_tile`,"));
+	ck_assert_ptr_nonnull(strstr(md, "not reachable by the backends run: kivl (6), opencl (14)"));
+	ck_assert_ptr_nonnull(strstr(html, "\">lower_tile_partial2</code>"));
+	ck_assert_ptr_null(strstr(html, "\">lower_tile_partial</code>"));
+	JsVal v;
+	size_t at;
+	const char *err;
+	ck_assert_msg(rp_json_parse(js, strlen(js), &v, &at, &err) == 0, "%s at %zu", err, at);
+	const JsVal *cj = rp_json_get(&v, "compiler_coverage");
+	ck_assert(rp_json_get(cj, "recorded")->b);
+	ck_assert(rp_json_num(rp_json_get(cj, "reached"), 0) == 2);
+	ck_assert(rp_json_num(rp_json_get(cj, "fraction"), 0) == 2.0 / reach);
+	ck_assert(rp_json_num(rp_json_get(rp_json_get(cj, "reached_by"), "lower_tile"), 0) == 2);
+	const JsVal *areas = rp_json_get(cj, "areas");
+	bool lower = false;
+	for (int i = 0; i < areas->n; i++) {
+		const JsVal *a = &areas->items[i];
+		if (strcmp(rp_json_get(a, "area")->str, "lower"))
+			continue;
+		lower = true;
+		const JsVal *never = rp_json_get(a, "never");
+		bool p2 = false;
+		for (int k = 0; k < never->n; k++) {
+			ck_assert_str_ne(never->items[k].str, "lower_tile");
+			p2 |= strcmp(never->items[k].str, "lower_tile_partial2") == 0;
+		}
+		ck_assert(p2);
+	}
+	ck_assert(lower);
+	rp_json_free(&v);
+	free(md);
+	free(html);
+	free(js);
+	free(out);
+	rp_free(&run);
+	/* records without coverage (an older assay) say so */
+	write_file(dir, "results.jsonl",
+		   "{\"graph\":\"g2\",\"backend\":\"c\",\"output\":\"a\",\"dtype\":\"f32\","
+		   "\"verdict\":\"pass\"}\n");
+	ck_assert_int_eq(rp_load(dir, NULL, &run, &d), 0);
+	rp_summarise(&run, &s);
+	ck_assert(!s.cov.recorded && s.cov.nreached == 0);
+	rp_summary_free(&s);
+	rp_free(&run);
+	free(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------------- agreement */
 
 static void tensor(HostTensor *t, Dtype dt, int rank, const int64_t *dims, const double *v)
@@ -1394,6 +1488,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(u, load_inputs, 0, ARRAY_LEN(load_cases));
 	tcase_add_test(u, load_missing_dir);
 	tcase_add_test(u, load_campaign);
+	tcase_add_test(u, coverage_report);
 	tcase_add_loop_test(u, agreement, 0, ARRAY_LEN(agree_cases));
 	tcase_add_test(u, reduction_length);
 	tcase_add_loop_test(u, policy_parse, 0, ARRAY_LEN(policy_cases));

@@ -325,6 +325,8 @@ typedef struct {
 	char by[64][32];
 	bool has_rules[64];             /* the record carries the rewrite's counters */
 	uint64_t x1[64], ident[64];     /* firings of "x*1 -> x", "i+0, i*1, i*0, i-i" */
+	bool has_cov[64];               /* the record carries the compiler's coverage */
+	bool partial[64];               /* which reached lower_tile_partial */
 } Got;
 
 static uint64_t fired(const RwStats *st, const char *rule)
@@ -348,6 +350,8 @@ static void collect(void *ctx, const VfRecord *r)
 	g->has_rules[g->n] = r->rules != NULL;
 	g->x1[g->n] = fired(r->rules, "x*1 -> x");
 	g->ident[g->n] = fired(r->rules, "i+0, i*1, i*0, i-i");
+	g->has_cov[g->n] = r->cov != NULL;
+	g->partial[g->n] = r->cov && r->cov[COV_lower_tile_partial] > 0;
 	g->n++;
 }
 
@@ -871,6 +875,37 @@ START_TEST(rewrite_recorded)
 }
 END_TEST
 
+/* The compiler's coverage comes back from the worker with each run and is recorded: a
+ * partial tile (37 = 4 x 8 + 5) reaches lower_tile_partial, a whole one (37) does not, and
+ * a persistent worker's counters are each run's own (the second run, in the same worker,
+ * does not inherit the first's). */
+START_TEST(coverage_recorded)
+{
+	char dir[] = "/tmp/assay-test-verify-cov-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	extra.pool = vf_pool_new();
+	Got got;
+	Run r = {rewrite_src, "tile p : i=8\n", 0, 0, 0, 0, true, 0, 0, dir};
+	run(&r, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+	ck_assert(got.has_cov[0] && got.partial[0]);
+	Run whole = {rewrite_src, "tile p : i=37\n", 0, 0, 0, 0, true, 0, 0, NULL};
+	run(&whole, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+	ck_assert(got.has_cov[0] && !got.partial[0]);
+	ck_assert_int_eq(vf_pool_stats(extra.pool).started, 1);   /* one worker served both */
+	vf_pool_free(extra.pool);
+	extra.pool = NULL;
+	char p[1024];
+	snprintf(p, sizeof p, "%s/results.jsonl", dir);
+	char *text = tu_read_file(p, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"cov\":[\"") && strstr(text, "\"lower_tile_partial\""), "%s",
+		      text);
+	free(text);
+}
+END_TEST
+
 /* ------------------------------------------------------------ acceptance (subset) */
 
 START_TEST(examples_pass)
@@ -935,6 +970,7 @@ static Suite *suite(void)
 	tcase_add_test(w, sampled_outputs);
 	tcase_add_test(w, records_and_files);
 	tcase_add_test(w, rewrite_recorded);
+	tcase_add_test(w, coverage_recorded);
 	suite_add_tcase(s, w);
 	TCase *a = tcase_create("acceptance");
 	tcase_set_timeout(a, 120);

@@ -615,6 +615,7 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, int si,
 			.red_len = vf_red_len(g, k), .rules = w && w->rewritten ? &w->rules : NULL,
 			.emulated = er && er->applies, .emu_why = er ? er->why : "no outputs to compare",
 			.emu_diff = er && er->applies ? er->diff[k].n_diff : 0,
+			.cov = w && w->covered ? w->cov : NULL,
 		};
 		vf_metrics_init(&r.m);
 		vf_metrics_init(&r.m64);

@@ -25,7 +25,9 @@
  *   when no rewrite ran: VfRecord.rules),
  *   emulated (bool: the emulation check applied, emucheck.c), emulated_why (why not, ""
  *   when it did), emu_diff (elements differing from the emulation bit for bit; 0 when not
- *   emulated).
+ *   emulated), cov (["POINT", ...]: the compiler's coverage
+ *   points, compiler/cov.def, that the run reached, in the table's order, [] when none;
+ *   absent when the worker returned no counters: VfRecord.cov).
  * Non-finite numbers are written as the strings "inf", "-inf" and "nan" (JSON has no
  * such numbers); finite ones with 17 significant digits, so a double reads back exactly.
  *
@@ -139,6 +141,20 @@ static void rules(FILE *f, const RwStats *st)
 	fputc('}', f);
 }
 
+static void coverage(FILE *f, const uint64_t *cov)
+{
+	if (!cov)
+		return;
+	key(f, "cov");
+	fputc('[', f);
+	for (int p = 0, n = 0; p < COV__COUNT; p++)
+		if (cov[p]) {
+			fputs(n++ ? "," : "", f);
+			vf_json_str(f, cov_name((CovPoint)p));
+		}
+	fputc(']', f);
+}
+
 void vf_record_json(FILE *f, const VfRecord *r)
 {
 	const VfMetrics *m = &r->m;
@@ -200,6 +216,7 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	key(f, "emulated"), fputs(r->emulated ? "true" : "false", f);
 	key(f, "emulated_why"), vf_json_str(f, r->emulated ? "" : r->emu_why);
 	key(f, "emu_diff"), fprintf(f, "%lld", (long long)r->emu_diff);
+	coverage(f, r->cov);
 	fputs("}\n", f);
 }
 

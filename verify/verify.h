@@ -206,6 +206,8 @@ typedef struct {
 	HostTensor *outs;    /* g->noutputs tensors on WK_OK (calloc'ed), else NULL */
 	bool rewritten;      /* the worker ran the rewrite (rw_compile) to its end */
 	RwStats rules;       /* then its counters (names from rw_rules) */
+	bool covered;        /* the worker returned the compiler's coverage counters */
+	uint64_t cov[COV__COUNT];   /* then per point (compiler/cov.def), the run's firings */
 	bool cache_hit;
 	int signal;          /* WK_CRASH by a signal: its number, else 0 */
 	bool timed_out_compiling;   /* WK_TIMEOUT: under the compile limit (else the run limit) */
@@ -320,6 +322,9 @@ typedef struct {
 	bool emulated;           /* the emulation check applied (emucheck.c) */
 	const char *emu_why;     /* why it did not ("" when it did) */
 	int64_t emu_diff;        /* emulated: elements that differ from the emulation bit for bit */
+	const uint64_t *cov;     /* the compiler's coverage points the run reached (COV__COUNT
+	                            firings); NULL when it returned none (backend unavailable, a
+	                            worker that died before emitting) */
 } VfRecord;
 
 typedef void VfSink(void *ctx, const VfRecord *r);

@@ -8,7 +8,10 @@
  * schedule's DefSched array, the inputs, and room for the answer: the stage reached with
  * the time each stage began, the outcome, a message, timings, the rules the rewrite fired,
  * the device's facts once the compile opened it (Backend.device_facts: what the emulation
- * check holds the run to), the outputs in their dtypes and the kernel source. The worker rewrites the graph
+ * check holds the run to), the compiler's coverage counters (compiler/cov.def: reset before
+ * the run, copied back once the program is emitted and again at the end, so a compile that
+ * crashes or times out keeps what rewrite, lowering and emission reached), the outputs in
+ * their dtypes and the kernel source. The worker rewrites the graph
  * (rw_compile: a rewrite that crashes is a crash of the case), lowers it, emits, compiles,
  * allocates, uploads, launches, checks the guard regions and downloads every output. The
  * parent waits with two limits: the compile limit covers rewrite, lowering, emission and
@@ -117,6 +120,8 @@ typedef struct {
 	int facts_done;           /* compile opened the device: facts hold its facts */
 	BeFacts facts;
 	uint64_t rw_tried[RW_MAXRULES], rw_fired[RW_MAXRULES];
+	int cov_done;             /* cov holds the run's coverage counters */
+	uint64_t cov[COV__COUNT];
 	size_t src_len;
 	char msg[MSG_CAP];
 } Shm;
@@ -314,11 +319,19 @@ static char *source_override(const Backend *b, char *src, Shm *h)
 	return text;
 }
 
+/* The compiler's coverage counters so far into the answer. */
+static void coverage(Shm *h)
+{
+	memcpy(h->cov, cov_hits, sizeof h->cov);
+	h->cov_done = 1;
+}
+
 /* One run, from the request in the mapping at base; everything it makes is freed. */
 static void serve(const Backend *b, unsigned char *base)
 {
 	Shm *h = (Shm *)base;
 	Diag d = {0};
+	cov_reset();   /* a persistent worker's counters are the run's own */
 	stage(h, ST_START);
 	Graph *g0 = ir_parse((const char *)base + h->text_off, h->text_len,
 			     (const char *)base + h->file_off, NULL, 0, &d);
@@ -363,6 +376,7 @@ static void serve(const Backend *b, unsigned char *base)
 	size_t n = strlen(src);
 	h->src_len = n < SRC_CAP ? n : SRC_CAP;
 	memcpy(base + h->src_off, src, h->src_len);
+	coverage(h);
 	stage(h, ST_COMPILE);
 	BeOpts bo = {h->threads, h->cache_dir[0] ? h->cache_dir : NULL};
 	BeStats st = {0};
@@ -380,6 +394,7 @@ static void serve(const Backend *b, unsigned char *base)
 	if (prepare(b, g, in, m, h) == 0)
 		launch_and_fetch(b, g, m, h, base);
 out:
+	coverage(h);
 	if (m)
 		b->free(m);
 	free(src);
@@ -733,6 +748,14 @@ static int send_fd(int sock, int fd)
 	}
 }
 
+/* The coverage counters, when the worker copied them. */
+static void cov_of(const Shm *h, WorkerResult *res)
+{
+	res->covered = h->cov_done;
+	if (h->cov_done)
+		memcpy(res->cov, h->cov, sizeof res->cov);
+}
+
 /* The rewrite's counters, when the worker got through the rewrite. */
 static void rules_of(const Shm *h, WorkerResult *res)
 {
@@ -778,6 +801,7 @@ static void collect(const Graph *g, const Region *r, bool died, int status, Work
 	if (h->facts_done)
 		res->facts = h->facts;
 	rules_of(h, res);
+	cov_of(h, res);
 	if (h->src_len)
 		res->source = strdup_fmt("%.*s", (int)h->src_len, (const char *)r->base + h->src_off);
 	if (res->status != WK_OK)
@@ -815,6 +839,7 @@ static void await(Server *sv, const Graph *g, const Region *r, double t0, double
 			res->status = WK_TIMEOUT;
 			res->timed_out_compiling = compiling;
 			rules_of(h, res);
+			cov_of(h, res);
 			res->reason = compiling ?
 				strdup_fmt("no result after %g s of compiling (the compile limit; the "
 					   "worker was in %s)", climit, stage_of(h)) :

@@ -109,12 +109,14 @@ static void round_text(CEmit *e, const KExpr *x)
 	Dtype f = (Dtype)x->fmt;
 	bool dbl = x->type == KT_F64;
 	if (f == DT_F32) {
+		COV(c_round_f32);
 		ce_emit(e, "((double)(float)");
 		ce_ref(e, x->a[0]);
 		ce_emit(e, ")");
 		return;
 	}
 	IR_ASSERT(f == DT_F16 || f == DT_BF16);
+	COV(c_round_16);
 	ce_emit(e, "%s%s(%s((double)", dbl ? "(double)" : "", f == DT_F16 ? "h2f" : "b2f",
 		f == DT_F16 ? "d2h" : "d2b");
 	ce_ref(e, x->a[0]);
@@ -147,6 +149,9 @@ static void simple_stmt(CEmit *e, const KStmt *s)
 		ce_emit(e, "\n");
 		break;
 	case KS_TREE:
+		COV(c_tree);
+		if (s->fmt == DT_F16 || s->fmt == DT_BF16)
+			COV(c_tree_16);
 		ce_emit(e, "v%d = tree_%s_%s(&v%d[", s->v, s->op == OP_MUL ? "mul" : "add",
 			s->fmt == DT_F64 ? "d" : s->fmt == DT_F16 ? "h" : s->fmt == DT_BF16 ? "b" : "f",
 			s->c);
@@ -200,8 +205,10 @@ static void heap_locals(const Kernels *k, int32_t s, uint8_t *heap)
 {
 	for (; s > 0; s = k->s[s].next) {
 		const KStmt *t = &k->s[s];
-		if (t->kind == KS_DECL && k->vars[t->v].n > C_HEAP_LOCAL)
+		if (t->kind == KS_DECL && k->vars[t->v].n > C_HEAP_LOCAL) {
+			COV(c_heap_local);
 			heap[t->v] = 1;
+		}
 		heap_locals(k, t->body, heap);
 		heap_locals(k, t->body2, heap);
 	}

@@ -186,6 +186,9 @@ static void simple_stmt(E *e, const KStmt *s)
 	case KS_TREE: {
 		KType t = c->k->vars[s->c].type;
 		Dtype f = (Dtype)s->fmt;
+		COV(cuda_tree);
+		if (f == DT_F16 || f == DT_BF16)
+			COV(cuda_tree_16);
 		int fm = f == DT_F16 ? 1 : f == DT_BF16 ? 2 : f == DT_F32 && t == KT_F64 ? 3 : 0;
 		bool scr = e->plan->store[s->c] == SC_SCRATCH_T;
 		ce_emit(c, "v%d = tree<%s, %d, %d>(v%d + ", s->v, c->L->type[t], s->op == OP_MUL, fm, s->c);

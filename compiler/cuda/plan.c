@@ -376,9 +376,11 @@ static void place(A *a, const uint8_t *mine)
 		int64_t bytes = (V->n ? V->n : 1) * cuda_type_bytes(V->type);
 		bool shared = p->mode == CM_BLOCK && a->wr_dist[v] && !a->decl_dist[v];
 		if (shared && p->shared_bytes + align8(bytes) <= CU_SHARED_MAX) {
+			COV(cuda_shared);
 			p->store[v] = SC_SHARED;
 			p->shared_bytes += align8(bytes);
 		} else if (shared) {
+			COV(cuda_scratch_block);
 			p->store[v] = SC_SCRATCH_B;
 			p->off[v] = p->block_bytes;
 			p->block_bytes += align8(bytes);
@@ -387,6 +389,7 @@ static void place(A *a, const uint8_t *mine)
 		} else if (bytes <= CU_LOCAL_MAX) {
 			p->store[v] = SC_LOCAL;
 		} else {
+			COV(cuda_scratch_thread);
 			p->store[v] = SC_SCRATCH_T;
 			p->off[v] = p->thread_bytes;
 			p->thread_bytes += align8(bytes);
@@ -426,6 +429,17 @@ void cuda_plan(const Kernels *k, int ki, CuPlan *p)
 		p->threads = 32;
 		while (p->threads < t && p->threads < CU_MAX_BLOCK)
 			p->threads *= 2;
+		COV(cuda_block);
+		if (p->threads > 32)
+			COV(cuda_threads_wide);
+		for (int32_t s = 1; s < k->ns; s++) {
+			if (p->mark[s] == CD_NEST)
+				COV(cuda_nest);
+			if (p->mark[s] == CD_NEST && p->depth[s] >= 2)
+				COV(cuda_nest_collapsed);
+			if (p->mark[s] == CD_SPLIT)
+				COV(cuda_split);
+		}
 	} else {
 		p->mode = CM_THREAD;
 		p->threads = CU_THREAD_BLOCK;

@@ -65,9 +65,12 @@ static void load_text(CEmit *c, const KExpr *x)
 static void cvt_text(CEmit *c, const KExpr *x)
 {
 	KType to = (KType)x->type, from = (KType)c->k->x[x->a[0]].type;
+	bool rtz = to == KT_INT && (from == KT_F32 || from == KT_F64);
+	if (rtz)
+		COV(ocl_cvt_rtz);
 	if ((to == KT_F32 && (from == KT_INT || from == KT_F64)) || (to == KT_F64 && from == KT_INT))
 		ce_emit(c, "convert_%s_rte(", c->L->type[to]);
-	else if (to == KT_INT && (from == KT_F32 || from == KT_F64))
+	else if (rtz)
 		ce_emit(c, "convert_long_rtz(");
 	else if (to == KT_BOOL)
 		ce_emit(c, "(0 != ");
@@ -164,7 +167,10 @@ static void op_text(CEmit *c, const KExpr *x)
 	if ((x->op == OP_IDIV || x->op == OP_MOD) && x->type == KT_INT) {
 		const KExpr *b = &c->k->x[x->a[1]];
 		int k = b->kind == KX_ICONST ? pow2_log(b->i) : -1;
+		if (k < 0)
+			COV(ocl_divmod_helper);
 		if (k >= 0) {
+			COV(ocl_pow2_divmod);
 			ce_emit(c, "(");
 			ce_ref(c, x->a[0]);
 			if (x->op == OP_IDIV)
@@ -341,6 +347,7 @@ static void tree_stmt(E *e, const KStmt *s)
 	const KVar *cv = &c->k->vars[s->c];
 	const char *T = c->L->type[cv->type], *op = s->op == OP_MUL ? "*" : "+";
 	int depth = bits(cv->n) + 3;
+	COV(ocl_tree);
 	ce_line(c, "{");
 	c->ind++;
 	c->stamp++;
@@ -383,6 +390,7 @@ static void tree_stmt(E *e, const KStmt *s)
 	c->ind--;
 	ce_line(c, "}");
 	if (uniform(e) && e->plan.shared[s->v]) {
+		COV(ocl_tree_shared);
 		ce_line(c, BARRIER);
 		ce_line(c, "if (lid == 0)");
 		ce_line(c, "\tv%d = tr_v[0];", s->v);
@@ -423,6 +431,7 @@ static bool shared_set(const E *e, int32_t s)
 static int32_t shared_run(E *e, int32_t s)
 {
 	CEmit *c = &e->c;
+	COV(ocl_shared_run);
 	ce_line(c, BARRIER);
 	ce_line(c, "if (lid == 0) {");
 	c->ind++;
@@ -591,6 +600,8 @@ static void prologue(CEmit *c)
 	ce_line(c, " */");
 	ce_line(c, "#pragma OPENCL FP_CONTRACT OFF");
 	bool f64 = ocl_needs_fp64(c->k);
+	if (f64)
+		COV(ocl_fp64);
 	if (f64)
 		ce_line(c, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable");
 	ce_line(c, "%s", "");

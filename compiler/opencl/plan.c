@@ -432,6 +432,7 @@ static bool settle(A *a, int32_t body, uint8_t *uw)
 			p->sbarrier[s] = 1;
 			p->shared[v] = 1;
 			if (uw[v] && !a->veto[s]) {
+				COV(ocl_veto);
 				a->veto[s] = 1;
 				quiet = false;
 			}
@@ -468,13 +469,16 @@ static void storage(const Kernels *k, int32_t body, OclPlan *p)
 		int64_t bytes = (int64_t)ocl_type_bytes(V->type) * (V->n > 0 ? V->n : 1);
 		bytes = (bytes + 7) & ~(int64_t)7;
 		if (p->shared[v] && local + bytes <= OCL_LOCAL_BYTES) {
+			COV(ocl_shared_local);
 			p->vclass[v] = VC_LOCAL;
 			local += bytes;
 		} else if (p->shared[v]) {
+			COV(ocl_shared_scratch);
 			p->vclass[v] = VC_SCR_SHARED;
 			p->voff[v] = p->scr_shared;
 			p->scr_shared += bytes;
 		} else if (V->n > OCL_PRIV_MAX) {
+			COV(ocl_private_scratch);
 			p->vclass[v] = VC_SCR_PRIV;
 			p->voff[v] = p->scr_priv;
 			p->scr_priv += bytes;
@@ -521,6 +525,14 @@ void ocl_plan(const Kernels *k, int i, OclPlan *p)
 		w *= 2;
 	p->lanes = w >= 2;
 	p->want = p->lanes ? w : 1;
+	for (int32_t s = 1; p->lanes && s < k->ns; s++) {
+		if (p->smark[s] == SM_NEST && p->sdepth[s] >= 2)
+			COV(ocl_nest_collapsed);
+		if (p->smark[s] == SM_SWAP)
+			COV(ocl_swap);
+	}
+	if (p->lanes)
+		COV(ocl_lanes);
 	if (!p->lanes) {
 		memset(p->smark, 0, ns);
 		memset(p->sbarrier, 0, ns);

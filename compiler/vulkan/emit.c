@@ -163,6 +163,7 @@ static void op_text(CEmit *c, const KExpr *x)
 	if (t == KT_BOOL && (op == OP_EQ || op == OP_NE))
 		s = sp->i;
 	if (!s) {
+		COV(vk_no_spelling);
 		if (t == KT_F64)
 			ce_unsupported(c, "%s in f64: GLSL has no 64-bit %s (GLSL.std.450 defines it for "
 				       "16- and 32-bit floats only)", oi->name, oi->spelling);
@@ -187,6 +188,7 @@ static void load_text(CEmit *c, const KExpr *x)
 	Dtype f = c->k->bufs[x->v].fmt;
 	switch (f) {
 	case DT_F16: case DT_BF16:
+		COV(vk_load16);
 		((E *)c)->need |= f == DT_F16 ? VH_F16 : VH_BF16;
 		ce_emit(c, "%s(LD16(b%d, ", f == DT_F16 ? "h2f" : "b2f", x->v);
 		ce_ref(c, x->a[0]);
@@ -237,6 +239,7 @@ static void round_text(CEmit *c, const KExpr *x)
 	Dtype f = (Dtype)x->fmt;
 	bool dbl = x->type == KT_F64;
 	if (f == DT_F32 && dbl) {
+		COV(vk_d2f);
 		e->need |= VH_D2F;
 		ce_emit(c, "double(d2f(");
 		ce_ref(c, x->a[0]);
@@ -362,6 +365,7 @@ static void store_text(E *e, const KStmt *s)
 	KType t = (KType)c->k->x[s->b].type;
 	if (f == DT_F16 || f == DT_BF16) {
 		bool h = f == DT_F16;
+		COV(vk_store16);
 		e->need |= h ? VH_F16 : VH_BF16;
 		if (t == KT_F64)
 			e->need |= h ? VH_D2H : VH_D2B;
@@ -395,7 +399,9 @@ static void tree_stmt(E *e, const KStmt *s)
 	const char *T = gtype(e, t), *op = s->op == OP_MUL ? "*" : "+";
 	Dtype f = (Dtype)s->fmt;
 	const char *r0 = "", *r1 = "";
+	COV(vk_tree);
 	if (f == DT_F16 || f == DT_BF16) {
+		COV(vk_tree_16);
 		e->need |= f == DT_F16 ? VH_F16 : VH_BF16;
 		r0 = f == DT_F16 ? "h2f(f2h(" : "b2f(f2b(";
 		r1 = "))";
@@ -521,11 +527,13 @@ static void chain_stmt(E *e, int32_t s)
 	/* A 32-bit counter where the nest's count (plus one step) fits, here and in serial loops
 	 * (control), in kernels that keep int64_t integers too (see the file's comment). */
 	int64_t most = vk_chain_bound(k, e->pl, s);
-	if (e->i32 || (most >= 0 && most <= (int64_t)INT32_MAX - e->pl->wg))
+	if (e->i32 || (most >= 0 && most <= (int64_t)INT32_MAX - e->pl->wg)) {
 		ce_line(c, "for (int f%d = int(lid); f%d < int(tot%d); f%d += int(WG), j%d++) {", s, s,
 			s, s, s);
-	else
+	} else {
+		COV(vk_chain_i64);
 		ce_line(c, "for (int64_t f%d = lid; f%d < tot%d; f%d += WG, j%d++) {", s, s, s, s, s);
+	}
 	c->ind++;
 	/* 32-bit division where the nest's count fits (see kernel()) */
 	bool narrow = e->i32 || (most >= 0 && most <= UINT32_MAX);   /* i32: its count fits (plan.c) */
@@ -564,6 +572,7 @@ static uint64_t control(E *e, int32_t id, uint64_t pending, bool rep)
 	bool open;
 	if (s->kind == KS_LOOP && !e->i32 && vk_loop_narrow(c->k, id)) {
 		/* a 32-bit counter, the loop variable its 64-bit copy: see chain_stmt */
+		COV(vk_narrow_loop);
 		open = ce_open_stmt(c, s);
 		ce_indent(c);
 		ce_emit(c, "for (int lv%d = int(", s->v);
@@ -757,6 +766,7 @@ static void scratch_plan(E *b, int i)
 		int64_t len = b->pl->vclass[list[j]] == VC_PART ? vk_part_len(k, b->pl, list[j]) : V->n;
 		if (V->type == KT_BOOL || len <= VK_PRIVATE_MAX || b->soff[list[j]] >= 0)
 			continue;
+		COV(vk_scratch);
 		b->soff[list[j]] = b->scratch;
 		b->scratch += (len * (V->type == KT_F32 || (V->type == KT_INT && b->i32) ? 4 : 8) + 7) / 8 * 8;
 	}
@@ -814,6 +824,8 @@ static void kernel(CEmit *o, E *b, int i)
 		b->half |= use[j] && (k->bufs[j].fmt == DT_F16 || k->bufs[j].fmt == DT_BF16);
 		b->f64 |= use[j] && k->bufs[j].fmt == DT_F64;
 	}
+	if (b->f64)
+		COV(vk_f64);
 	header(o, b, i);
 	buffers(o, b, use);
 	free(use);
@@ -850,6 +862,8 @@ char *vk_emit(const Kernels *k, Diag *d)
 		VkPlan pl;
 		vk_plan(k, i, &pl, d);
 		bool i32 = vk_kernel_i32(k, i, &pl, xiv, wide);
+		if (!i32)
+			COV(vk_i64);
 		E b = {.c = {.k = k, .L = i32 ? &lang32 : &lang, .d = d, .mark = o.mark, .stamp = o.stamp},
 		       .pl = &pl, .kernel = i, .i32 = i32};
 		kernel(&o, &b, i);

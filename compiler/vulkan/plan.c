@@ -297,11 +297,14 @@ static bool round_(P *p, VkPlan *pl)
 		int32_t culprit;
 		int c = classify(p, pl, v, &culprit);
 		if (c < 0 && culprit) {
+			COV(vk_disabled);
 			p->disabled[culprit] = 1;
 			changed = true;
 			continue;
 		}
 		if (c < 0 || ((c == VC_MERGE || c == VC_FLAG) && pl->nslots == VK_MAX_MERGE)) {
+			if (c >= 0)
+				COV(vk_merge_full);
 			disable_writers(p, v);
 			changed = true;
 			continue;
@@ -319,6 +322,7 @@ static bool round_(P *p, VkPlan *pl)
 		}
 	}
 	if (!changed && shared > VK_SHARED_MAX && bigvar >= 0) {
+		COV(vk_shared_over);
 		disable_writers(p, bigvar);
 		changed = true;
 	}
@@ -506,6 +510,17 @@ int vk_plan(const Kernels *k, int kernel, VkPlan *pl, Diag *d)
 		pl->group = true;
 		pl->wg = work_group(&p, pl);
 		masks(&p, pl);
+		COV(vk_group);
+		if (pl->wg > 32)
+			COV(vk_wg_wide);
+		for (int32_t v = 0; v < k->nvars; v++) {
+			if (pl->vclass[v] == VC_PART)
+				COV(vk_part);
+			else if (pl->vclass[v] == VC_MERGE)
+				COV(vk_merge);
+			else if (pl->vclass[v] == VC_FLAG)
+				COV(vk_flag);
+		}
 	}
 	free(p.parent);
 	free(p.decl);

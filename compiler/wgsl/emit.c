@@ -139,6 +139,10 @@ static int f64kind(const CEmit *c, int32_t id)
 static const char *wtype(const CEmit *c, int32_t id)
 {
 	KType t = (KType)c->k->x[id].type;
+	if (t == KT_F64 && f64kind(c, id) == 1)
+		COV(wgsl_f64_int);
+	else if (t == KT_F64)
+		COV(wgsl_f64_f32);
 	if (t == KT_F64)
 		return f64kind(c, id) == 1 ? "i32" : "f32";
 	return c->L->type[t];
@@ -146,8 +150,10 @@ static const char *wtype(const CEmit *c, int32_t id)
 
 static const char *vtype(CEmit *c, KType t)
 {
-	if (t == KT_F64)
+	if (t == KT_F64) {
+		COV(wgsl_f64_refused);
 		ce_unsupported(c, "an f64 local (WGSL has no f64)");
+	}
 	return t == KT_F64 ? "f32" : c->L->type[t];
 }
 
@@ -156,6 +162,7 @@ static const char *vtype(CEmit *c, KType t)
 static bool temp(CEmit *c, int32_t id)
 {
 	if (c->k->x[id].type == KT_F64 && !f64kind(c, id)) {
+		COV(wgsl_f64_refused);
 		ce_unsupported(c, "f64 arithmetic (WGSL has no f64)");
 		return false;
 	}
@@ -202,6 +209,8 @@ static void arg(CEmit *c, const KExpr *x, int i)
 {
 	bool twice = i == 1 && x->a[0] == x->a[1] && strcmp(wtype(c, x->a[0]), "f32") == 0;
 	if (twice)
+		COV(wgsl_opaque_twice);
+	if (twice)
 		ce_emit(c, "opq(");
 	ce_ref(c, x->a[i]);
 	if (twice)
@@ -221,6 +230,7 @@ static void cmp_mixed(CEmit *c, const KExpr *x)
 		ce_unsupported(c, "a comparison of f64 values (WGSL has no f64)");
 		return;
 	}
+	COV(wgsl_cmp_mixed);
 	bool swap = ka == 2;   /* the integer goes first */
 	Op op = (Op)x->op;
 	for (size_t i = 0; i < ARRAY_LEN(rel); i++) {
@@ -254,6 +264,7 @@ static void op_text(CEmit *c, const KExpr *x)
 		return;
 	}
 	if (wide && s->ck != s->i && strcmp(sp, "fmod_i") != 0) {
+		COV(wgsl_checked_op);
 		e->uses_err = true;   /* a checked call: the kernel's overflow site is nsites + ki */
 		ce_emit(c, "%s(", sp);
 		ce_args(c, x, n);
@@ -357,6 +368,7 @@ static void check_text(CEmit *c, const KExpr *x)
 	WgslIvl v = ((E *)c)->pl->xiv[x->a[0]];
 	if (is_const(k, x->a[1]) && is_const(k, x->a[2]) && v.lo <= v.hi &&
 	    v.lo >= k->x[x->a[1]].i && v.hi < k->x[x->a[2]].i) {
+		COV(wgsl_check_proved);
 		ce_ref(c, x->a[0]);
 		return;
 	}
@@ -398,6 +410,7 @@ static void store_text(E *e, const KStmt *s)
 		ce_emit(c, "if (lid == 0u) ");
 	if (f == DT_F16 || f == DT_BF16) {
 		/* two invocations may write the two halves of one word: atomic and/or */
+		COV(wgsl_store16);
 		ce_emit(c, "{ let i = u32(");
 		ce_ref(c, s->a);
 		ce_emit(c, "); let sh = (i & 1u) << 4u; let w = (i >> 1u) + %du; ", WGSL_GUARD / 4);
@@ -567,10 +580,14 @@ static void decl_stmt(CEmit *c, const KStmt *s)
 static void tree_stmt(CEmit *c, const KStmt *s)
 {
 	Dtype f = (Dtype)s->fmt;
+	COV(wgsl_tree);
 	if (f != DT_F32 && f != DT_F16 && f != DT_BF16) {
+		COV(wgsl_f64_refused);
 		ce_unsupported(c, "a pairwise reduction in %s (WGSL has no f64)", dt_name(f));
 		return;
 	}
+	if (f != DT_F32)
+		COV(wgsl_tree_16);
 	const char *op = s->op == OP_MUL ? "*" : "+";
 	const char *pre = f == DT_F16 ? "h2f(f2h(" : f == DT_BF16 ? "b2f(f2b(" : "(";
 	const char *post = f == DT_F32 ? ")" : "))";
@@ -840,6 +857,7 @@ static int limits(const Kernels *k, Diag *d)
 	const Graph *g = k->g;
 	for (int b = 0; b < k->nbufs; b++) {
 		if (k->bufs[b].fmt == DT_F64) {
+			COV(wgsl_f64_refused);
 			diag_set(d, 2, "wgsl backend: unsupported: tensor %s is stored in f64 (WGSL has no f64)",
 				 g->tensors[k->bufs[b].tensor].name);
 			return -1;

@@ -333,6 +333,7 @@ static bool try_lanes(P *p, int ki)
 			clear_roles(p, k->k[ki].body);
 			continue;
 		}
+		COV(wgsl_lanes);
 		kp->mode = WM_LANES;
 		kp->wg = (int)n;
 		kp->lane_arr = t->v;
@@ -387,8 +388,10 @@ static void place_arrays(WgslPlan *w, int ki, int32_t *list, uint8_t *seen)
 	int64_t priv = 0;
 	for (int j = 0; j < n; j++) {
 		int32_t v = list[j];
-		if (v != kp->lane_arr && k->vars[v].n > WGSL_PRIVATE_MAX / 4)
+		if (v != kp->lane_arr && k->vars[v].n > WGSL_PRIVATE_MAX / 4) {
+			COV(wgsl_scratch);
 			to_scratch(w, kp, v);
+		}
 		else
 			priv += k->vars[v].n * 4;
 	}
@@ -399,6 +402,7 @@ static void place_arrays(WgslPlan *w, int ki, int32_t *list, uint8_t *seen)
 			    (big < 0 || k->vars[list[j]].n > k->vars[big].n))
 				big = list[j];
 		IR_ASSERT(big >= 0);   /* the partials alone are within the budget */
+		COV(wgsl_scratch_budget);
 		to_scratch(w, kp, big);
 		priv -= k->vars[big].n * 4;
 	}
@@ -413,6 +417,7 @@ static void plan_kernel(P *p, int ki)
 	*kp = (WgslKPlan){WM_ITEM, WGSL_ITEM_WG, (kn->nitems + WGSL_ITEM_WG - 1) / WGSL_ITEM_WG, -1, -1, 0, 0};
 	int64_t most = find_nests(p, kn->body, true);
 	if (most >= 2 && owners_ok(p, kn->body)) {
+		COV(wgsl_group);
 		kp->mode = WM_GROUP;
 		/* whole subgroups, as the vulkan backend does (compiler/vulkan/plan.c) */
 		int64_t wg = 32;

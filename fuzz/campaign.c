@@ -582,8 +582,9 @@ static void count_fail(Camp *C, uint64_t n, const char *item, bool live)
 		return;
 	write_count(C, e);
 	C->last_new_s = now() - C->t0;
-	/* measuring a seeded fault (until_failure): a failure it is not in is kept unreduced */
-	bool aside = C->c.until_failure && C->c.faults && !e->kill;
+	/* measuring a seeded fault (until_failure): a failure it is not in is kept unreduced,
+	 * and so is one found after the failure waited for (the campaign only finishes) */
+	bool aside = C->c.until_failure && ((C->c.faults && !e->kill) || C->found);
 	queue(C, aside ? T_SAVE : T_REDUCE, n, item);
 	double t = now() - C->t0;
 	if (C->sum->first_fail_s < 0)

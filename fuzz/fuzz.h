@@ -286,8 +286,9 @@ typedef struct {
 	bool reduce;             /* reduce each new distinct failure */
 	int reduce_tests;        /* the reducer's max_tests */
 	bool until_failure;      /* stop at the first distinct failure (with faults on: the first
-	                            the faults are implicated in) once it is reduced; with faults
-	                            on, failures they are not in are saved unreduced */
+	                            the faults are implicated in; never one the baseline lists)
+	                            once it is reduced; with faults on, failures they are not in
+	                            are saved unreduced, and so is any found after it */
 	double case_limit_s;     /* a job's case or reduction running longer is killed and the
 	                            case recorded as an error (<= 0: 600) */
 	char baseline[FZ_BASELINE_MAX]; /* the failures already known: signature keys, each ended

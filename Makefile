@@ -4,7 +4,8 @@
 #   make san      the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench    runs the benchmarks (bench/*.c), each figure beside its anchor
 #   make gate     checks every example on every available backend, reports, gates it
-#   make faults   runs a short fuzz campaign against each seeded compiler fault
+#   make faults   runs a short fuzz campaign against each seeded compiler fault, then
+#                 make patch-faults: the source-patch faults of faults/ (scripts/patch-faults.sh)
 # WERROR=1 (set by .ci/run) turns warnings into errors.
 
 CC      ?= cc
@@ -95,9 +96,16 @@ build-san/assay: build-san/libassay.a $(CLISRC:%.c=build-san/%.o)
 	$(CC) $(CFLAGS) -o $@ $(CLISRC:%.c=build-san/%.o) build-san/libassay.a $(LDLIBS)
 
 # The measure of the fuzzer: a short campaign against each seeded compiler fault, and a
-# control campaign with none (scripts/faults.sh prints the figures and the targets).
+# control campaign with none (scripts/faults.sh prints the figures and the targets); then
+# the hidden-style measure, the source-patch faults of faults/ (patch-faults: a patched,
+# built scratch copy of the tree per fault, a campaign against a control campaign's
+# baseline; scripts/patch-faults.sh, CASES=600 by default: an hour or more).
 faults: all
 	@sh scripts/faults.sh $(ASSAY)
+	@sh scripts/patch-faults.sh
+
+patch-faults:
+	@sh scripts/patch-faults.sh
 
 bench: all $(BENCHBIN)
 	@for b in $(BENCHBIN); do echo "== $$b"; $$b || exit 1; done
@@ -108,4 +116,4 @@ gate: all
 clean:
 	rm -rf build build-san assay
 
-.PHONY: all check san san-parser bench gate clean layers faults FORCE
+.PHONY: all check san san-parser bench gate clean layers faults patch-faults FORCE

@@ -13,6 +13,10 @@
  * campaign's setting, but for the stop rule (--seconds, --cases, --until-failure), --jobs
  * and --quiet. A backend unavailable here is refused up front: it would test nothing.
  *
+ * --baseline DIR|FILE: the failures already known (a control campaign's, or a list of
+ * signature keys; fuzz/baseline.c), recorded in settings.json: a failure it lists is counted
+ * as known, never reduced, and neither makes the exit code 1 nor stops --until-failure.
+ *
  * Exit codes: 0 no failure; 1 a distinct failure was found; 2 the user's input (a flag, a
  * directory that already holds a campaign, a resume that would be another campaign, a
  * damaged campaign, a backend unavailable here); 3 the toolkit failed, or could not judge
@@ -39,7 +43,10 @@ static const FlagSpec flags[] = {
 	{"compile-timeout", true, false, "S        seconds a worker may compile (default 60)"},
 	{"no-reduce", false, false, "         keep each failure's original graph, unreduced"},
 	{"reduce-tests", true, false, "N        checks the reducer may make per failure (default 300)"},
-	{"until-failure", false, false, "         stop at the first distinct failure (with ASSAY_FAULT: the first the fault is in)"},
+	{"until-failure", false, false, "         stop at the first distinct failure (with ASSAY_FAULT: the first the fault is in;\n"
+	 "                           with --baseline: the first the baseline does not list)"},
+	{"baseline", true, false, "DIR|FILE known failures: a control campaign's, or signature keys one per line;\n"
+	 "                          they are counted as known, not reduced, and neither fail nor stop the campaign"},
 	{"max-defs", true, false, "N        definitions per generated graph at most (default 6, 1..24)"},
 	{"no-feedback", false, false, "         no coverage feedback: every case drawn from the generator's defaults"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
@@ -90,6 +97,20 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 		c->feedback_epoch = 0;
 	if (in)
 		snprintf(c->inputs, sizeof c->inputs, "%s", in);
+	const char *base = cli_get(a, "baseline");
+	if (base) {
+		Diag d = {0};
+		if (strlen(base) >= sizeof c->baseline_from) {
+			fprintf(stderr, "assay fuzz: --baseline: a path of at most %zu bytes, got one of %zu\n",
+				sizeof c->baseline_from - 1, strlen(base));
+			return 2;
+		}
+		if (fz_baseline_load(base, c->baseline, sizeof c->baseline, &d)) {
+			fprintf(stderr, "assay fuzz: ");
+			return cli_report(&d);
+		}
+		snprintf(c->baseline_from, sizeof c->baseline_from, "%s", base);
+	}
 	if (resume && !cli_has(a, "backends"))
 		return 0;   /* the campaign's own */
 	FzRun r = {0};
@@ -168,6 +189,14 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 			vf_faults_name(camp->faults, fc, sizeof fc), dir);
 		return 2;
 	}
+	if (cli_has(a, "baseline") && strcmp(mine->baseline, camp->baseline) != 0) {
+		fprintf(stderr, "assay fuzz: --baseline %s lists %d known failure%s, not the campaign's "
+			"(%d, from %s, in %s/settings.json); a resumed campaign keeps its baseline\n",
+			cli_get(a, "baseline"), fz_baseline_count(mine->baseline),
+			fz_baseline_count(mine->baseline) == 1 ? "" : "s", fz_baseline_count(camp->baseline),
+			*camp->baseline_from ? camp->baseline_from : "none", dir);
+		return 2;
+	}
 	if (mine->hooks && mine->hooks != camp->hooks) {
 		fprintf(stderr, "assay fuzz: the ASSAY_TEST_* hooks set (0x%x) are not the campaign's "
 			"(0x%x, in %s/settings.json)\n", mine->hooks, camp->hooks, dir);
@@ -177,8 +206,9 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 }
 
 /* The records by class, as `assay report` and `assay gate` name them (reports/ reads the
- * log: about 30 MB/s here, so a log past LOG_MAX is left to `assay report`). */
-static void results_line(const char *dir)
+ * log: about 30 MB/s here, so a log past LOG_MAX is left to `assay report`); they count
+ * every record, a baseline's known failures included (known: the campaign has one). */
+static void results_line(const char *dir, bool known)
 {
 	enum { LOG_MAX = 256 << 20 };
 	char *log = NULL;
@@ -201,7 +231,7 @@ static void results_line(const char *dir)
 	}
 	RpFig f;
 	rp_figures(&run, NULL, NULL, &f);
-	printf("results: ");
+	printf("results%s: ", known ? " (every record, the known failures' too)" : "");
 	rp_class_line(stdout, &f, ", ");
 	printf("\n");
 	rp_free(&run);
@@ -293,7 +323,8 @@ int cmd_fuzz(int argc, char **argv)
 	if (code)
 		return code;
 	if (cli_has(&a, "help")) {
-		cli_usage(stdout, "fuzz", "[--seconds N | --cases N] [--jobs N] [--backends LIST] [--seed S] -o DIR\n"
+		cli_usage(stdout, "fuzz", "[--seconds N | --cases N] [--jobs N] [--backends LIST] [--seed S]\n"
+			  "       [--baseline DIR|FILE] -o DIR\n"
 			  "       assay fuzz --resume DIR [--seconds N | --cases N] [--jobs N]\n"
 			  "       assay fuzz --replay DIR CASE [--json]",
 			  "Runs a fuzz campaign: random graphs, schedules and inputs, each checked like\n"
@@ -305,7 +336,9 @@ int cmd_fuzz(int argc, char **argv)
 			  "last case, and refuses a flag that differs from the campaign's setting: only\n"
 			  "--seconds, --cases, --until-failure, --jobs and --quiet may be given anew.\n"
 			  "A backend unavailable here is refused. ASSAY_FAULT=NAME seeds a compiler fault\n"
-			  "(see --list-faults) to measure the fuzzer.\n"
+			  "(see --list-faults) to measure the fuzzer. --baseline DIR (a control campaign)\n"
+			  "or FILE (signature keys, one per line) names failures already known: they are\n"
+			  "counted as known, not reduced, and neither fail nor stop the campaign.\n"
 			  "Exit 0: no failure; 1: a failure; 2: bad input; 3: internal error.",
 			  flags, ARRAY_LEN(flags));
 		return 0;
@@ -348,11 +381,16 @@ int cmd_fuzz(int argc, char **argv)
 	FzSummary sum;
 	if (fz_campaign_run(dir, &c, resume, cli_has(&a, "quiet") ? NULL : stderr, &sum, &d))
 		return cli_report(&d);
-	printf("%lld cases, %lld records, %d distinct failure%s (%d with a seeded fault), %lld "
+	char known[300] = "";
+	const FzCampaign *run = resume ? &camp : &c;
+	if (*run->baseline)
+		snprintf(known, sizeof known, ", %d known (of the %d in the baseline %s)", sum.known,
+			 fz_baseline_count(run->baseline), run->baseline_from);
+	printf("%lld cases, %lld records, %d distinct failure%s (%d with a seeded fault)%s, %lld "
 	       "error%s; %s\n", (long long)sum.cases, (long long)sum.records, sum.distinct,
-	       sum.distinct == 1 ? "" : "s", sum.kills, (long long)sum.errors,
+	       sum.distinct == 1 ? "" : "s", sum.kills, known, (long long)sum.errors,
 	       sum.errors == 1 ? "" : "s", dir);
-	results_line(dir);
+	results_line(dir, *run->baseline);
 	if (sum.interrupted)   /* stopped early: what is logged stays, the rest can follow */
 		printf("interrupted by %s after %.0f s; continue with: assay fuzz --resume %s\n",
 		       sum.interrupted == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM", sum.elapsed_s, dir);

@@ -13,7 +13,7 @@
 
 static const FlagSpec flags[] = {
 	{"policy", true, false, "FILE     the policy: one 'gate SCOPE METRIC OP THRESHOLD' per line"},
-	{"baseline", true, false, "DIR      also fail a gate whose figure is worse than in this run"},
+	{"baseline", true, false, "DIR      a baseline run: also fail a gate whose figure is worse than in DIR"},
 	{"skip-torn", false, false, "         leave out a torn last record (a run killed while writing)"},
 	{"help", false, false, "         this help"},
 };

@@ -27,6 +27,12 @@
  * k + 2, and it dispatches a case of epoch e only once e's bias exists. Every task carries
  * the bias of its case's epoch (a case, or the reduction of a failure it found), so a job
  * generates exactly the graph the case had; a resume recomputes the biases from the log.
+ *
+ * The baseline (FzCampaign.baseline, baseline.c): a failure whose key it lists is known. It
+ * is counted (summary.json, the closing list, as known) but gets no folder and no
+ * reduction (its repro is the baseline's), is not a distinct failure (so not exit 1) and not
+ * a kill, and does not stop --until-failure: a campaign against a control campaign of the
+ * same settings reports what the control did not find.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -88,6 +94,7 @@ typedef struct {
 	int defs, defs_before, tests;
 	double reduce_s;
 	bool kill;
+	bool known;            /* the baseline lists it: counted, never saved nor reduced */
 } Entry;
 
 typedef struct {
@@ -556,7 +563,7 @@ static void count_fail(Camp *C, uint64_t n, const char *item, bool live)
 	Entry *e = entry_find(C, key);
 	if (e) {
 		e->count++;
-		if (live)
+		if (live && !e->known)
 			write_count(C, e);
 		return;
 	}
@@ -573,15 +580,22 @@ static void count_fail(Camp *C, uint64_t n, const char *item, bool live)
 	e->first_case = (int64_t)n;
 	e->defs = -1;
 	FzSig s;
-	e->kill = fz_sig_parse(key, &s) == 0 && s.faults != 0;
+	e->known = fz_baseline_has(C->c.baseline, key);
+	e->kill = !e->known && fz_sig_parse(key, &s) == 0 && s.faults != 0;
+	if (e->known) {
+		e->state = E_DONE;
+		C->sum->known++;
+		return;
+	}
 	C->sum->distinct++;
 	C->sum->kills += e->kill;
 	if (!live)
 		return;
 	write_count(C, e);
 	C->last_new_s = now() - C->t0;
-	/* measuring a seeded fault (until_failure): a failure it is not in is kept unreduced */
-	bool aside = C->c.until_failure && C->c.faults && !e->kill;
+	/* measuring a seeded fault (until_failure): a failure it is not in is kept unreduced,
+	 * and so is one found after the failure waited for (the campaign only finishes) */
+	bool aside = C->c.until_failure && ((C->c.faults && !e->kill) || C->found);
 	queue(C, aside ? T_SAVE : T_REDUCE, n, item);
 	double t = now() - C->t0;
 	if (C->sum->first_fail_s < 0)
@@ -834,6 +848,8 @@ static int scan_log(Camp *C, Diag *d)
 	C->next_case = C->next_write = cases;
 	for (int i = 0; rc == 0 && i < C->nent; i++) {
 		Entry *e = &C->ent[i];
+		if (e->known)
+			continue;
 		char *folder = folder_of(C->dir, e->key), *repro = fmt("%s/repro.tg", folder);
 		write_count(C, e);
 		if (access(repro, F_OK) != 0) {
@@ -894,8 +910,11 @@ static void show_progress(Camp *C, bool final)
 			 (long long)C->c.cases);
 	else
 		snprintf(cases, sizeof cases, "%lld cases", (long long)s->cases);
-	snprintf(line, sizeof line, "[%4.0fs%s] %-9s %s %.1f/s | %d distinct %lld flaky %lld err | "
-		 "new %s", t, lim, stage_of(C), cases, rate, s->distinct,
+	char known[32] = "";
+	if (*C->c.baseline)
+		snprintf(known, sizeof known, " (+%d known)", s->known);
+	snprintf(line, sizeof line, "[%4.0fs%s] %-9s %s %.1f/s | %d distinct%s %lld flaky %lld err | "
+		 "new %s", t, lim, stage_of(C), cases, rate, s->distinct, known,
 		 (long long)s->verdicts[V_FLAKY], (long long)s->errors, when);
 	line[79] = 0;
 	if (C->tty)
@@ -1153,10 +1172,10 @@ static int summary_write(Camp *C, Diag *d)
 	FILE *f = open_memstream(&buf, &len);
 	IR_ASSERT(f);
 	fprintf(f, "{\"cases\":%lld,\"records\":%lld,\"errors\":%lld,\"distinct\":%d,\"kills\":%d,"
-		"\"interrupted\":%s,\"elapsed_s\":%.3f,\"first_fail_s\":%.3f,\"first_kill_s\":%.3f,"
+		"\"known\":%d,\"interrupted\":%s,\"elapsed_s\":%.3f,\"first_fail_s\":%.3f,\"first_kill_s\":%.3f,"
 		"\"first_kill_case\":%lld,\"kill_defs\":%d,\"kill_reduce_s\":%.3f,\"verdicts\":{",
 		(long long)s->cases, (long long)s->records, (long long)s->errors, s->distinct,
-		s->kills, s->interrupted ? "true" : "false", s->elapsed_s, s->first_fail_s, s->first_kill_s,
+		s->kills, s->known, s->interrupted ? "true" : "false", s->elapsed_s, s->first_fail_s, s->first_kill_s,
 		(long long)s->first_kill_case, s->kill_defs, s->kill_reduce_s);
 	for (int v = 0; v < V__COUNT; v++)
 		fprintf(f, "%s\"%s\":%lld", v ? "," : "", vf_verdict_name((Verdict)v),
@@ -1165,10 +1184,11 @@ static int summary_write(Camp *C, Diag *d)
 	for (int i = 0; i < C->nent; i++) {
 		const Entry *e = &C->ent[i];
 		fprintf(f, "%s{\"key\":\"%s\",\"output\":\"%s\",\"count\":%lld,\"first_case\":%lld,"
-			"\"kill\":%s,\"defs\":%d,\"reduce_s\":%.3f,\"state\":\"%s\"}", i ? "," : "",
-			e->key, e->output, (long long)e->count, (long long)e->first_case,
+			"\"kill\":%s,\"defs\":%d,\"reduce_s\":%.3f,\"state\":\"%s\",\"known\":%s}",
+			i ? "," : "", e->key, e->output, (long long)e->count, (long long)e->first_case,
 			e->kill ? "true" : "false", e->defs, e->reduce_s,
-			e->state == E_DONE ? "done" : e->state == E_FAILED ? "failed" : "pending");
+			e->known ? "known" : e->state == E_DONE ? "done" :
+			e->state == E_FAILED ? "failed" : "pending", e->known ? "true" : "false");
 	}
 	int reach = 0, reached = 0;
 	for (int p = 0; p < COV__COUNT; p++) {
@@ -1203,11 +1223,12 @@ static void list_failures(Camp *C)
 			fprintf(C->progress, " %s %lld/%lld%s", C->bs[i].name, (long long)C->bs[i].fails,
 				(long long)C->bs[i].runs, i + 1 < C->nbs ? "," : "\n");
 	}
-	if (C->nent == 0)
-		return;
-	fprintf(C->progress, "distinct failures (%d):\n", C->nent);
+	if (C->sum->distinct > 0)
+		fprintf(C->progress, "distinct failures (%d):\n", C->sum->distinct);
 	for (int i = 0; i < C->nent; i++) {
 		const Entry *e = &C->ent[i];
+		if (e->known)
+			continue;
 		char *folder = folder_of(C->dir, e->key);
 		fprintf(C->progress, "  %-48s %6lld case%s, first %lld; repro %s%d definition%s: %s\n",
 			e->key, (long long)e->count, e->count == 1 ? "" : "s",
@@ -1215,6 +1236,15 @@ static void list_failures(Camp *C)
 			e->defs == 1 ? "" : "s", folder);
 		free(folder);
 	}
+	if (C->sum->known == 0)
+		return;
+	fprintf(C->progress, "known failures (%d, in the baseline %s; not distinct, not reduced):\n",
+		C->sum->known, C->c.baseline_from);
+	for (int i = 0; i < C->nent; i++)
+		if (C->ent[i].known)
+			fprintf(C->progress, "  %-48s %6lld case%s, first %lld\n", C->ent[i].key,
+				(long long)C->ent[i].count, C->ent[i].count == 1 ? "" : "s",
+				(long long)C->ent[i].first_case);
 }
 
 /* A fresh campaign directory (with its provenance.json): refuses settings that are not

@@ -305,6 +305,9 @@ int fz_repro_inputs(const char *text, uint64_t *seed, Dist *dist, bool *specials
 
 /* ================================================================ campaigns (campaign.c) */
 
+/* The bytes of a campaign's baseline keys at most (FzCampaign.baseline). */
+enum { FZ_BASELINE_MAX = 32768 };
+
 /* A campaign's settings (DIR/settings.json, written first; --resume reads them back). */
 typedef struct {
 	uint64_t seed;
@@ -320,14 +323,18 @@ typedef struct {
 	bool reduce;             /* reduce each new distinct failure */
 	int reduce_tests;        /* the reducer's max_tests */
 	bool until_failure;      /* stop at the first distinct failure (with faults on: the first
-	                            the faults are implicated in) once it is reduced; with faults
-	                            on, failures they are not in are saved unreduced */
+	                            the faults are implicated in; never one the baseline lists)
+	                            once it is reduced; with faults on, failures they are not in
+	                            are saved unreduced, and so is any found after it */
 	double case_limit_s;     /* a job's case or reduction running longer is killed and the
 	                            case recorded as an error (<= 0: 600) */
 	int feedback_epoch;      /* coverage feedback (fuzz/cover.c): cases per epoch, the
 	                            generator of epoch e biased toward the compiler's points that
 	                            epochs 0 .. e-2 never reached; 0: none (a campaign made
 	                            before feedback existed) */
+	char baseline[FZ_BASELINE_MAX]; /* the failures already known: signature keys, each ended
+	                            by '\n', sorted, no repeats ("": none; fz_baseline_load) */
+	char baseline_from[256]; /* where they were read (a campaign directory or a list) */
 	GenOpts gen;
 	int argc;                /* the command line a new campaign records in provenance.json */
 	char *const *argv;       /* (`assay fuzz` ARGV...; NULL: none); not part of settings.json */
@@ -342,8 +349,9 @@ typedef struct {
 	int64_t records;
 	int64_t verdicts[V__COUNT];
 	int64_t errors;          /* cases the toolkit could not judge (generator, oracle) */
-	int distinct;            /* distinct failures */
+	int distinct;            /* distinct failures (new ones: the baseline's are not counted) */
 	int kills;               /* of them, those a seeded fault is implicated in */
+	int known;               /* distinct failures seen that the baseline lists */
 	double elapsed_s;        /* this run */
 	double first_fail_s;     /* this run's time to its first new distinct failure (-1: none) */
 	double first_kill_s;     /* ... to the first the faults are implicated in (-1: none) */
@@ -396,6 +404,21 @@ void fz_backends_list(const FzRun *r, char *buf, size_t n);
  * allowed). On false, *err_at gets the byte offset of the error and *why what is wrong
  * (static text); either may be NULL. */
 bool fz_json_valid(const char *text, size_t n, size_t *err_at, const char **why);
+
+/* ================================================================ baselines (baseline.c) */
+
+/* The known failures of path into keys (n bytes; fz_baseline_check's form): a campaign
+ * directory (the keys of its failures/ folders and of its own baseline) or a text file of
+ * keys, one per line ('#' comments and blank lines skipped). 0, or -1 with d (code 2) naming
+ * the path and, for a list, the line that is not a signature key. */
+int fz_baseline_load(const char *path, char *keys, size_t n, Diag *d);
+/* Whether keys (a baseline) lists key; how many it lists. */
+bool fz_baseline_has(const char *keys, const char *key);
+int fz_baseline_count(const char *keys);
+/* Whether keys is a baseline as fz_baseline_load makes them: canonical signature keys, each
+ * ended by '\n', in strcmp order without repeats. 0, or -1 with d (code 2, "member
+ * 'baseline': ..."). */
+int fz_baseline_check(const char *keys, Diag *d);
 
 /* The FzRun of case n of campaign c: its backends, faults, hooks, timeout, inputs (cache_dir
  * borrowed). 0, or -1 with d (code 2: an unknown backend or distribution). */

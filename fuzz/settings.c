@@ -25,7 +25,8 @@
 /* kind: 'u' an integer in 0 .. 2^64-1; 'i' an integer in [lo, hi] ('I': the same, and a
  * campaign written before the member existed may lack it: it gets the default); 'n' a
  * finite number in [lo, hi] ('N': the same, optional as 'I'); 'b' true or false; 's' a
- * string; 'o' an object (its members are "gen.NAME"). */
+ * string ('S': optional, absent when empty); 'L' an optional array of failure signature
+ * keys (the baseline: absent when empty); 'o' an object (its members are "gen.NAME"). */
 typedef struct {
 	const char *key;
 	char kind;
@@ -49,6 +50,8 @@ static const Field fields[] = {
 	{"until_failure", 'b', 0, 0},
 	{"case_limit_s", 'n', 0, FZ_MAX_SECONDS},   /* 0: 600 */
 	{"feedback_epoch", 'I', 0, 1 << 20},      /* 0 (and absent): no coverage feedback */
+	{"baseline_from", 'S', 0, 0},
+	{"baseline", 'L', 0, 0},
 	{"gen", 'o', 0, 0},
 	{"gen.max_rank", 'i', 0, FZ_MAXRANK},
 	{"gen.max_extent", 'i', 1, 1 << 20},
@@ -88,7 +91,9 @@ static const char *expected(const Field *f, char *buf, size_t n)
 	case 'n':
 	case 'N': snprintf(buf, n, "a number in [%g, %g]", f->lo, f->hi); return buf;
 	case 'b': return "true or false";
-	case 's': return "a string";
+	case 's':
+	case 'S': return "a string";
+	case 'L': return "an array of failure signature keys";
 	default: return "an object";
 	}
 }
@@ -149,7 +154,7 @@ int fz_settings_check(const FzCampaign *c, Diag *d)
 		diag_set(d, 2, "member 'faults': unknown fault bits 0x%x", c->faults & ~back);
 		return -1;
 	}
-	return 0;
+	return fz_baseline_check(c->baseline, d);
 }
 
 /* ------------------------------------------------------------------ writing */
@@ -173,6 +178,20 @@ int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
 		c->reduce ? "true" : "false", c->reduce_tests);
 	fprintf(f, ",\"until_failure\":%s,\"case_limit_s\":%.17g,\"feedback_epoch\":%d",
 		c->until_failure ? "true" : "false", c->case_limit_s, c->feedback_epoch);
+	if (*c->baseline) {   /* absent without one: the settings of older campaigns */
+		fputs(",\"baseline_from\":", f);
+		vf_json_str(f, c->baseline_from);
+		fputs(",\"baseline\":[", f);
+		for (const char *p = c->baseline; *p;) {
+			size_t n = strcspn(p, "\n");
+			char key[512];
+			snprintf(key, sizeof key, "%.*s", (int)n, p);
+			fputs(p == c->baseline ? "" : ",", f);
+			vf_json_str(f, key);
+			p += n + (p[n] == '\n');
+		}
+		fputs("]", f);
+	}
 	const GenOpts *o = &c->gen;
 	fprintf(f, ",\"gen\":{\"max_rank\":%d,\"max_extent\":%d,\"max_defs\":%d,\"max_inputs\":%d,"
 		"\"max_depth\":%d,\"max_red\":%d,\"max_elems\":%lld,\"max_work\":%lld,"
@@ -360,7 +379,31 @@ typedef struct {
 	uint64_t u;
 	double x;
 	char s[512];
+	char *list;              /* 'L': the keys, each ended by '\n' (malloc'ed) */
 } Got;
+
+/* An array of strings at t->p (kind 'L') into *list: each item then '\n'. */
+static bool list(Js *t, char **list)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	IR_ASSERT(m);
+	bool ok = eat(t, '[');
+	if (ok && !eat(t, ']')) {
+		do {
+			char item[512];
+			ws(t);
+			ok = str(t, item, sizeof item) && !strchr(item, '\n');
+			if (ok)
+				fprintf(m, "%s\n", item);
+		} while (ok && eat(t, ','));
+		ok = ok && eat(t, ']');
+	}
+	fclose(m);
+	*list = buf;
+	return ok;
+}
 
 /* The value text [v, j->p) of member k into got[k], checked against fields[k]. */
 static int take(const char *v, Js *j, int k, Got *got, Diag *d)
@@ -373,7 +416,12 @@ static int take(const char *v, Js *j, int k, Got *got, Diag *d)
 	errno = 0;
 	switch (f->kind) {
 	case 's':
+	case 'S':
 		ok = *v == '"' && str(&t, got[k].s, sizeof got[k].s);
+		break;
+	case 'L':
+		ok = list(&t, &got[k].list) && (ws(&t), t.p == j->p) &&
+		     strlen(got[k].list) < FZ_BASELINE_MAX;
 		break;
 	case 'b':
 		ok = (len == 4 && !memcmp(v, "true", 4)) || (len == 5 && !memcmp(v, "false", 5));
@@ -440,11 +488,21 @@ static int members(Js *j, const char *prefix, Got *got, Diag *d)
 	return eat(j, '}') ? 0 : (fail(j, "expected ',' or '}'"), -1);
 }
 
+static int parse_got(const char *text, size_t n, FzCampaign *c, Got *got, Diag *d);
+
 /* The settings of text into c, or -1 with d (the message without the file's name). */
 static int parse(const char *text, size_t n, FzCampaign *c, Diag *d)
 {
 	Got got[NFIELDS];
 	memset(got, 0, sizeof got);
+	int rc = parse_got(text, n, c, got, d);
+	for (int k = 0; k < NFIELDS; k++)
+		free(got[k].list);
+	return rc;
+}
+
+static int parse_got(const char *text, size_t n, FzCampaign *c, Got *got, Diag *d)
+{
 	Js j = {text, text, text + n, NULL};
 	if (members(&j, "", got, d) == 0 && (ws(&j), j.p != j.end))
 		fail(&j, "text after the object");
@@ -457,7 +515,7 @@ static int parse(const char *text, size_t n, FzCampaign *c, Diag *d)
 	if (d->msg)
 		return -1;
 	for (int k = 0; k < NFIELDS; k++)
-		if (!got[k].seen && fields[k].kind != 'N' && fields[k].kind != 'I') {
+		if (!got[k].seen && !strchr("NISL", fields[k].kind)) {
 			diag_set(d, 2, "member '%s' is missing", fields[k].key);
 			return -1;
 		}
@@ -476,6 +534,15 @@ static int parse(const char *text, size_t n, FzCampaign *c, Diag *d)
 	c->until_failure = G("until_failure").b;
 	c->case_limit_s = G("case_limit_s").x;
 	c->feedback_epoch = G("feedback_epoch").seen ? (int)G("feedback_epoch").x : 0;
+	if (G("baseline").list)   /* fz_settings_check holds it to its form */
+		snprintf(c->baseline, sizeof c->baseline, "%s", G("baseline").list);
+	snprintf(c->baseline_from, sizeof c->baseline_from, "%.*s", (int)sizeof c->baseline_from - 1,
+		 G("baseline_from").s);
+	if (G("baseline").seen != G("baseline_from").seen) {
+		diag_set(d, 2, "member '%s' is missing (a baseline has both)",
+			 G("baseline").seen ? "baseline_from" : "baseline");
+		return -1;
+	}
 	GenOpts *o = &c->gen;
 	o->max_rank = (int)G("gen.max_rank").x;
 	o->max_extent = (int)G("gen.max_extent").x;

@@ -456,6 +456,33 @@ START_TEST(resume_refuses_other_settings)
 }
 END_TEST
 
+/* --baseline: the control campaign's failures are known to the next campaign (exit 0, not
+ * 1, and counted as known); a list that is not one is exit 2 with its line, and a resume
+ * keeps the campaign's baseline. */
+START_TEST(campaign_baseline)
+{
+	char *t = tmpdir();
+	const char *fault = "ASSAY_FAULT=view_offset";
+	expect(run_in(t, fault, "fuzz --cases 3 --backends c --seed 7 --no-reduce --quiet -o %s/ctl",
+		      t), 1, NULL);
+	Ran r = run_in(t, fault, "fuzz --cases 3 --backends c --seed 7 --no-reduce --quiet "
+		       "--until-failure --baseline %s/ctl -o %s/camp", t, t);
+	ck_assert_msg(strstr(r.out, "3 cases") && strstr(r.out, "0 distinct failures") &&
+		      strstr(r.out, " known (of the "), "%s", r.out);
+	expect(r, 0, NULL);
+	put(t, "known.txt", "c/over-budget/f32/-/view_offset\nc/over-budget/f32\n");
+	expect(run_in(t, fault, "fuzz --cases 3 --backends c --baseline %s/known.txt -o %s/other", t,
+		      t), 2, "known.txt:2: 'c/over-budget/f32' is not a failure signature", NULL);
+	ck_assert(!exists(t, "other"));
+	put(t, "known.txt", "c/over-budget/f32/-/view_offset\n");
+	expect(run_in(t, fault, "fuzz --resume %s/camp --cases 4 --quiet --baseline %s/known.txt", t,
+		      t), 2, "a resumed campaign keeps its baseline", NULL);
+	expect(run_in(t, fault, "fuzz --resume %s/camp --cases 4 --quiet --baseline %s/ctl", t, t), 0,
+	       NULL);
+	rm_rf(t);
+}
+END_TEST
+
 START_TEST(bad_settings_write_no_directory)
 {
 	char *t = tmpdir();
@@ -658,6 +685,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, resume_refuses_a_damaged_log);
 	tcase_add_test(tc, resume_refuses_other_settings);
 	tcase_add_test(tc, bad_settings_write_no_directory);
+	tcase_add_test(tc, campaign_baseline);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("robust");
 	tcase_set_timeout(tc, 600);

@@ -265,6 +265,8 @@ START_TEST(settings_roundtrip)
 	c.gen.p_schedule = 0.1;
 	c.gen.max_large = 40;
 	c.gen.p_large = 0.75;
+	snprintf(c.baseline, sizeof c.baseline, "c/crash/-/-/-\nvulkan/over-budget/f16/tile/drop_tail\n");
+	snprintf(c.baseline_from, sizeof c.baseline_from, "ctl/");
 	Diag d = {0};
 	ck_assert_int_eq(fz_settings_check(&c, &d), 0);
 	ck_assert_int_eq(fz_settings_write(dir, &c, &d), 0);
@@ -272,7 +274,7 @@ START_TEST(settings_roundtrip)
 	ck_assert(memcmp(&c, &back, sizeof c) == 0);
 	/* a campaign written before issue 13 lacks the optional members: the defaults stand in;
 	 * a given one is checked like any other */
-	char path[160], cmd0[400];
+	char path[600], cmd0[800];
 	snprintf(path, sizeof path, "%s/settings.json", dir);
 	snprintf(cmd0, sizeof cmd0, "sed -i -e 's/,\"compile_timeout_s\":[^,]*//' -e "
 		 "'s/,\"max_large\":40,\"p_large\":0.75//' '%s'", path);
@@ -288,6 +290,38 @@ START_TEST(settings_roundtrip)
 	ck_assert_int_eq(fz_settings_read(dir, &back, &d), -1);
 	ck_assert_msg(strstr(d.msg, "member 'gen.max_large'"), "%s", d.msg);
 	diag_clear(&d);
+	/* without a baseline neither member is written, and none is read back */
+	FzCampaign plain;
+	fz_campaign_defaults(&plain);
+	ck_assert_int_eq(fz_settings_write(dir, &plain, &d), 0);
+	char *text = tu_read_file(path, NULL);
+	ck_assert_ptr_null(strstr(text, "baseline"));
+	free(text);
+	ck_assert_int_eq(fz_settings_read(dir, &back, &d), 0);
+	ck_assert_str_eq(back.baseline, "");
+	/* a baseline member out of its form is refused, naming it */
+	static const struct { const char *edit, *says; } bad[] = {
+		{",\"baseline\":[\"c/crash/-/-/-\"]", "member 'baseline_from' is missing"},
+		{",\"baseline_from\":\"x\",\"baseline\":[\"c/crash/-/-\"]", "not a failure signature"},
+		{",\"baseline_from\":\"x\",\"baseline\":[\"c/crash/-/-/-\",\"c/crash/-/-/-\"]",
+		 "repeated"},
+		{",\"baseline_from\":\"x\",\"baseline\":\"c/crash/-/-/-\"", "member 'baseline'"},
+		{",\"baseline_from\":\"x\",\"baseline\":[1]", "member 'baseline'"},
+	};
+	ck_assert_int_eq(fz_settings_write(dir, &plain, &d), 0);
+	char *good = tu_read_file(path, NULL);
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		char *at = strstr(good, ",\"gen\":");
+		ck_assert_ptr_nonnull(at);
+		FILE *f = fopen(path, "w");
+		fprintf(f, "%.*s%s%s", (int)(at - good), good, bad[i].edit, at);
+		fclose(f);
+		ck_assert_int_eq(fz_settings_read(dir, &back, &d), -1);
+		ck_assert_msg(strstr(d.msg, bad[i].says), "%s: %s", bad[i].edit, d.msg);
+		ck_assert_int_eq(d.code, 2);
+		diag_clear(&d);
+	}
+	free(good);
 	c.jobs = 0;
 	ck_assert_int_eq(fz_settings_check(&c, &d), -1);
 	ck_assert_msg(strstr(d.msg, "member 'jobs'"), "%s", d.msg);
@@ -300,6 +334,65 @@ START_TEST(settings_roundtrip)
 	ck_assert_int_eq(d.code, 2);
 	diag_clear(&d);
 	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* A baseline read from a list: comments, blank lines and spaces skipped, the keys sorted
+ * once each; a line that is not a key is refused with its line; a directory must hold a
+ * campaign. */
+START_TEST(baseline_lists)
+{
+	char dir[] = "/tmp/assay-test-fuzz.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char path[600], keys[FZ_BASELINE_MAX];
+	snprintf(path, sizeof path, "%s/known.txt", dir);
+	FILE *f = fopen(path, "w");
+	fputs("# known on this machine\n\n  vulkan/over-budget/f16/tile/-  \nc/crash/-/-/-\n"
+	      "vulkan/over-budget/f16/tile/-\n", f);
+	fclose(f);
+	Diag d = {0};
+	ck_assert_msg(fz_baseline_load(path, keys, sizeof keys, &d) == 0, "%s", d.msg);
+	ck_assert_str_eq(keys, "c/crash/-/-/-\nvulkan/over-budget/f16/tile/-\n");
+	ck_assert_int_eq(fz_baseline_count(keys), 2);
+	ck_assert(fz_baseline_has(keys, "c/crash/-/-/-"));
+	ck_assert(fz_baseline_has(keys, "vulkan/over-budget/f16/tile/-"));
+	ck_assert(!fz_baseline_has(keys, "c/crash/-/-"));
+	ck_assert(!fz_baseline_has(keys, "vulkan/over-budget/f16/tile/drop_tail"));
+	ck_assert(!fz_baseline_has("", "c/crash/-/-/-"));
+	ck_assert_int_eq(fz_baseline_check(keys, &d), 0);
+	/* an empty list is an empty baseline */
+	f = fopen(path, "w");
+	fclose(f);
+	ck_assert_int_eq(fz_baseline_load(path, keys, sizeof keys, &d), 0);
+	ck_assert_str_eq(keys, "");
+	/* a line that is not a key: refused, named by its line */
+	static const char *bad[] = {"c/crash/-/-", "c/crash/-/-/-@d0", "c/nope/f16/-/-",
+				    "c/over-budget/f16/split+tile/-"};   /* not canonical: tile+split */
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		f = fopen(path, "w");
+		fprintf(f, "c/crash/-/-/-\n# two\n%s\n", bad[i]);
+		fclose(f);
+		ck_assert_int_eq(fz_baseline_load(path, keys, sizeof keys, &d), -1);
+		ck_assert_int_eq(d.code, 2);
+		ck_assert_msg(strstr(d.msg, "known.txt:3: ") && strstr(d.msg, "not a failure signature"),
+			      "%s", d.msg);
+		diag_clear(&d);
+	}
+	ck_assert_int_eq(fz_baseline_load("/nonexistent/known", keys, sizeof keys, &d), -1);
+	ck_assert_int_eq(d.code, 2);
+	diag_clear(&d);
+	ck_assert_int_eq(fz_baseline_load(dir, keys, sizeof keys, &d), -1);
+	ck_assert_msg(strstr(d.msg, "not a campaign directory"), "%s", d.msg);
+	diag_clear(&d);
+	ck_assert_int_eq(fz_baseline_check("c/crash/-/-/-\nc/crash/-/-/-\n", &d), -1);
+	diag_clear(&d);
+	ck_assert_int_eq(fz_baseline_check("vulkan/crash/-/-/-\nc/crash/-/-/-\n", &d), -1);
+	diag_clear(&d);
+	ck_assert_int_eq(fz_baseline_check("c/crash/-/-/-", &d), -1);   /* unended */
+	diag_clear(&d);
+	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	ck_assert_int_eq(system(cmd), 0);
 }
@@ -904,6 +997,69 @@ START_TEST(short_campaign_kills_a_fault)
 }
 END_TEST
 
+/* A baseline: a campaign of the same settings as a control campaign knows the control's
+ * failures. It finishes without a new one (no folder, no reduction, not a kill),
+ * --until-failure does not stop at them (without the baseline it stops at once), and a
+ * resume keeps the baseline from the settings. */
+START_TEST(baseline_hides_known_failures)
+{
+	char *ctl = mkdir_tmp(), *a = mkdir_tmp(), *b = mkdir_tmp();
+	FzCampaign c = camp(10, 2, KF_VIEW_OFFSET);
+	FzSummary s;
+	run_camp(ctl, &c, false, &s);
+	ck_assert_int_ge(s.kills, 1);
+	int found = s.distinct;
+	ck_assert_int_eq(s.known, 0);
+	FzCampaign k = c;
+	k.until_failure = true;
+	k.reduce = true;
+	Diag d = {0};
+	ck_assert_msg(fz_baseline_load(ctl, k.baseline, sizeof k.baseline, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(fz_baseline_count(k.baseline), found);
+	snprintf(k.baseline_from, sizeof k.baseline_from, "%s", ctl);
+	run_camp(a, &k, false, &s);
+	ck_assert_int_eq(s.cases, 10);   /* --until-failure did not stop at a known failure */
+	ck_assert_int_eq(s.distinct, 0);
+	ck_assert_int_eq(s.kills, 0);
+	ck_assert_int_eq(s.known, found);
+	ck_assert(s.first_kill_s < 0 && s.first_fail_s < 0);
+	char path[600];
+	snprintf(path, sizeof path, "%s/failures", a);
+	ck_assert_int_ne(access(path, F_OK), 0);   /* nothing saved, nothing reduced */
+	snprintf(path, sizeof path, "%s/summary.json", a);
+	char *sum = tu_read_file(path, NULL);
+	ck_assert_ptr_nonnull(strstr(sum, "\"known\":true"));
+	ck_assert_ptr_null(strstr(sum, "\"known\":false"));
+	free(sum);
+	/* the same campaign without the baseline stops at its first kill */
+	FzCampaign u = c;
+	u.until_failure = true;
+	run_camp(b, &u, false, &s);
+	ck_assert_int_ge(s.kills, 1);
+	ck_assert_int_lt(s.cases, 10);
+	/* a resume reads the baseline back from the settings */
+	FzCampaign more = camp(12, 1, 0), back;
+	run_camp(a, &more, true, &s);
+	ck_assert_int_eq(fz_settings_read(a, &back, &d), 0);
+	ck_assert_str_eq(back.baseline, k.baseline);
+	ck_assert_int_eq(s.known, found);
+	/* a campaign directory used as a baseline passes its own baseline on */
+	char keys[FZ_BASELINE_MAX];
+	ck_assert_int_eq(fz_baseline_load(a, keys, sizeof keys, &d), 0);
+	for (const char *p = k.baseline; *p; p = strchr(p, '\n') + 1) {
+		char key[512];
+		snprintf(key, sizeof key, "%.*s", (int)strcspn(p, "\n"), p);
+		ck_assert_msg(fz_baseline_has(keys, key), "%s lost", key);
+	}
+	rm_rf(ctl);
+	rm_rf(a);
+	rm_rf(b);
+	free(ctl);
+	free(a);
+	free(b);
+}
+END_TEST
+
 /* ------------------------------------------------------------ the reducer */
 
 static const char chain_src[] =
@@ -1002,6 +1158,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, settings_roundtrip);
 	tcase_add_test(tc, backend_lists);
 	tcase_add_test(tc, mix_draws_edges);
+	tcase_add_test(tc, baseline_lists);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("campaigns");
 	tcase_set_timeout(tc, 180);
@@ -1011,6 +1168,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, killed_campaign_resumes);
 	tcase_add_test(tc, crash_and_hang_are_verdicts);
 	tcase_add_test(tc, short_campaign_kills_a_fault);
+	tcase_add_test(tc, baseline_hides_known_failures);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("feedback");
 	tcase_set_timeout(tc, 600);

@@ -225,6 +225,53 @@ int fz_save_failure(const char *dir, const FzSig *s, const char *repro, const ch
 /* Writes text to path atomically (a temporary file, fsync, rename). 0, or -1 with d. */
 int fz_write_atomic(const char *path, const char *text, Diag *d);
 
+/* ================================================================ editing graphs (edit.c) */
+
+/* What an edit changes besides the Graph itself (fz_print_masked). fz_mask_init allocates
+ * the arrays for g (nothing dropped, formats kept, file order, no directive added);
+ * fz_mask_free frees them, order included (a caller that sets order mallocs it). */
+typedef struct {
+	bool *drop;           /* per tensor: a definition or input left out */
+	bool *as_input;       /* per tensor: a definition printed as an input */
+	bool *drop_out;       /* per output */
+	bool *drop_dir;       /* per directive */
+	Dtype *in_dt;         /* per tensor: an input's new format (DT_NONE: its own) */
+	int *order;           /* NULL: tensors in id order; else norder tensor ids, the order in
+	                         which they are printed (readers after what they read) */
+	int norder;
+	const char *extra_dirs; /* directive lines added to the schedule block (borrowed), or
+	                         NULL */
+} FzMask;
+
+void fz_mask_init(const Graph *g, FzMask *m);
+void fz_mask_free(FzMask *m);
+/* The .tg text of g under m (malloc'ed): whatever no kept output needs is left out (dead
+ * definitions, unused sizes, the directives of what is gone), but every input not dropped
+ * stays declared. Not checked: parse it to know whether the edit is a graph. */
+char *fz_print_masked(const Graph *g, const FzMask *m);
+
+/* A rewrite of expressions (fz_rebuild): node `from` becomes `to`; index variable v becomes
+ * vmap[v] when set; reads of tensor `inl` (a plain definition; -1: none) become its body at
+ * their indices, and a padded one sets `bad` (inlining it would drop the padding). New
+ * nodes are hash-consed into g. */
+typedef struct {
+	Graph *g;
+	Ref from, to;
+	Ref vmap[IR_MAXVARS];
+	int inl;
+	bool bad;
+} FzSub;
+
+Ref fz_rebuild(FzSub *s, Ref r);
+/* Applies s to every expression of definition d (range bounds and body). */
+void fz_rebuild_def(FzSub *s, int d);
+
+/* Calls fn on r and every node below it (read indices and paddings, operands), root first;
+ * fz_walk_def on the range bounds and the body of definition d. */
+typedef void FzWalkFn(const Graph *g, Ref r, void *ctx);
+void fz_walk(const Graph *g, Ref r, FzWalkFn *fn, void *ctx);
+void fz_walk_def(const Graph *g, int d, FzWalkFn *fn, void *ctx);
+
 /* ================================================================ the reducer (reduce.c) */
 
 typedef struct {

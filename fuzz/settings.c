@@ -46,6 +46,7 @@ static const Field fields[] = {
 	{"reduce_tests", 'i', 1, FZ_MAX_REDUCE_TESTS},
 	{"until_failure", 'b', 0, 0},
 	{"case_limit_s", 'n', 0, FZ_MAX_SECONDS},   /* 0: 600 */
+	{"variants", 'N', 0, FZ_MAX_VARIANTS},   /* per case; a campaign older than them has none */
 	{"gen", 'o', 0, 0},
 	{"gen.max_rank", 'i', 0, FZ_MAXRANK},
 	{"gen.max_extent", 'i', 1, 1 << 20},
@@ -112,7 +113,8 @@ int fz_settings_check(const FzCampaign *c, Diag *d)
 		{"cases", (double)c->cases}, {"seconds", c->seconds}, {"jobs", c->jobs},
 		{"hooks", c->hooks}, {"timeout_s", c->timeout_s},
 		{"compile_timeout_s", c->compile_timeout_s}, {"reduce_tests", c->reduce_tests},
-		{"case_limit_s", c->case_limit_s}, {"gen.max_rank", o->max_rank},
+		{"case_limit_s", c->case_limit_s}, {"variants", c->variants},
+		{"gen.max_rank", o->max_rank},
 		{"gen.max_extent", o->max_extent}, {"gen.max_defs", o->max_defs},
 		{"gen.max_inputs", o->max_inputs}, {"gen.max_depth", o->max_depth},
 		{"gen.max_red", o->max_red}, {"gen.max_elems", (double)o->max_elems},
@@ -163,8 +165,8 @@ int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
 	fprintf(f, ",\"hooks\":%u,\"timeout_s\":%.17g,\"compile_timeout_s\":%.17g,\"reduce\":%s,"
 		"\"reduce_tests\":%d", c->hooks, c->timeout_s, c->compile_timeout_s,
 		c->reduce ? "true" : "false", c->reduce_tests);
-	fprintf(f, ",\"until_failure\":%s,\"case_limit_s\":%.17g", c->until_failure ? "true" : "false",
-		c->case_limit_s);
+	fprintf(f, ",\"until_failure\":%s,\"case_limit_s\":%.17g,\"variants\":%.17g",
+		c->until_failure ? "true" : "false", c->case_limit_s, c->variants);
 	const GenOpts *o = &c->gen;
 	fprintf(f, ",\"gen\":{\"max_rank\":%d,\"max_extent\":%d,\"max_defs\":%d,\"max_inputs\":%d,"
 		"\"max_depth\":%d,\"max_red\":%d,\"max_elems\":%lld,\"max_work\":%lld,"
@@ -466,6 +468,7 @@ static int parse(const char *text, size_t n, FzCampaign *c, Diag *d)
 	c->reduce_tests = (int)G("reduce_tests").x;
 	c->until_failure = G("until_failure").b;
 	c->case_limit_s = G("case_limit_s").x;
+	c->variants = G("variants").seen ? G("variants").x : 0;
 	GenOpts *o = &c->gen;
 	o->max_rank = (int)G("gen.max_rank").x;
 	o->max_extent = (int)G("gen.max_extent").x;

@@ -596,6 +596,8 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, const Worke
 			.ref64_by = c->orc.ref64_by ? c->orc.ref64_by : "",
 			.reason = reason, .agree = {.axis = -1, .ref = ""},
 			.red_len = vf_red_len(g, k), .rules = w && w->rewritten ? &w->rules : NULL,
+			.got = w && w->status == WK_OK ? &w->outs[k] : NULL, .want = &c->orc.want[k],
+			.want_status = c->orc.status[k], .want_idx = c->orc.idx[k],
 		};
 		vf_metrics_init(&r.m);
 		vf_metrics_init(&r.m64);

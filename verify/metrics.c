@@ -31,6 +31,7 @@ static const char *const verdict_names[V__COUNT] = {
 	[V_COMPILE_ERROR] = "compile-error",
 	[V_UNSUPPORTED] = "unsupported",
 	[V_FLAKY] = "flaky",
+	[V_VARIANT_MISMATCH] = "variant-mismatch",
 };
 _Static_assert(ARRAY_LEN(verdict_names) == V__COUNT, "one name per verdict");
 

@@ -30,6 +30,9 @@ typedef enum {
 	V_COMPILE_ERROR, V_UNSUPPORTED,
 	V_FLAKY,   /* a crash or timeout that a re-run of the kernel alone, with a longer limit,
 	              did not reproduce (spec/cli.md v2): recorded and reported, not a failure */
+	V_VARIANT_MISMATCH,   /* fuzz/meta.c: a metamorphic variant that claims a bit-identical
+	              emulation gave outputs that differ, bit for bit, from its original's on
+	              the same backend, both within their budgets (a failure) */
 	V__COUNT
 } Verdict;
 
@@ -307,6 +310,11 @@ typedef struct {
 	const RwStats *rules;    /* the rewrite rules that compiling the case fired; NULL when no
 	                            rewrite ran (backend unavailable, ASSAY_NO_REWRITE, a worker
 	                            that died in it) */
+	/* For sinks that compare runs (fuzz/meta.c), valid during the callback only: */
+	const HostTensor *got;   /* the backend's output, or NULL (no run, or it failed) */
+	const HostTensor *want;  /* the oracle's values of the compared elements, densely */
+	const uint8_t *want_status; /* per compared element (MpStatus), or NULL: all settled */
+	const int64_t *want_idx; /* sampled: the flat indices of want's elements; else NULL */
 } VfRecord;
 
 typedef void VfSink(void *ctx, const VfRecord *r);

@@ -572,9 +572,15 @@ static bool edit_reverse(Edit *e, const Site *st, uint64_t seed)
 	RedIndex *X = &D->red[st->aux];
 	uint32_t var = (uint32_t)(D->nlhs + st->aux);
 	Ref v = ir_var(g, var, TY_INT), lo = X->lo, hi = X->hi;
-	const Node *l = ir_node(g, lo);
-	Ref top = l->kind == NK_INT && l->u.ival == 0 ? hi : ir_op(g, OP_ADD, TY_INT, lo, hi, 0);
-	Ref rv = ir_op(g, OP_SUB, TY_INT, ir_op(g, OP_SUB, TY_INT, top, ir_int(g, 1), 0), v, 0);
+	const Node *l = ir_node(g, lo), *h = ir_node(g, hi);
+	bool lo0 = l->kind == NK_INT && l->u.ival == 0;
+	Ref last;   /* lo + hi - 1, folded where both are literals */
+	if (l->kind == NK_INT && h->kind == NK_INT)
+		last = ir_int(g, l->u.ival + h->u.ival - 1);
+	else
+		last = ir_op(g, OP_SUB, TY_INT, lo0 ? hi : ir_op(g, OP_ADD, TY_INT, lo, hi, 0),
+			     ir_int(g, 1), 0);
+	Ref rv = ir_op(g, OP_SUB, TY_INT, last, v, 0);
 	FzSub s = {g, 0, 0, {0}, -1, false};
 	s.vmap[var] = rv;
 	char a[160];

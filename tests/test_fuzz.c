@@ -260,6 +260,7 @@ START_TEST(settings_roundtrip)
 	c.gen.max_defs = 3;
 	c.gen.max_work = 123456789012;
 	c.gen.p_schedule = 0.1;
+	c.variants = 0.25;
 	Diag d = {0};
 	ck_assert_int_eq(fz_settings_check(&c, &d), 0);
 	ck_assert_int_eq(fz_settings_write(dir, &c, &d), 0);
@@ -404,10 +405,12 @@ static int count_lines(const char *t, const char *prefix)
 	return n;
 }
 
+/* _i = 1: with a metamorphic variant per case (fuzz/meta.c), whose records are in the log. */
 START_TEST(same_log_any_jobs)
 {
 	char *a = mkdir_tmp(), *b = mkdir_tmp();
 	FzCampaign c1 = camp(6, 1, 0), c2 = camp(6, 2, 0);
+	c1.variants = c2.variants = _i;
 	FzSummary s;
 	run_camp(a, &c1, false, &s);
 	run_camp(b, &c2, false, NULL);
@@ -415,6 +418,7 @@ START_TEST(same_log_any_jobs)
 	char *la = log_of(a), *lb = log_of(b);
 	ck_assert_int_eq(count_lines(la, "{\"done\":"), 6);
 	ck_assert_int_gt(count_lines(la, "{\"graph\":"), 6);
+	ck_assert_int_eq(strstr(la, ",\"variant\":\"v1.") != NULL, _i == 1);
 	ck_assert_str_eq(la, lb);
 	/* a directory that holds a campaign is not started over */
 	Diag d = {0};
@@ -707,7 +711,7 @@ static Suite *suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("campaigns");
 	tcase_set_timeout(tc, 180);
-	tcase_add_test(tc, same_log_any_jobs);
+	tcase_add_loop_test(tc, same_log_any_jobs, 0, 2);
 	tcase_add_test(tc, replay_is_the_case);
 	tcase_add_test(tc, resume_equals_uninterrupted);
 	tcase_add_test(tc, killed_campaign_resumes);

@@ -41,7 +41,7 @@ static const FlagSpec flags[] = {
 	{"reduce-tests", true, false, "N        checks the reducer may make per failure (default 300)"},
 	{"until-failure", false, false, "         stop at the first distinct failure (with ASSAY_FAULT: the first the fault is in)"},
 	{"max-defs", true, false, "N        definitions per generated graph at most (default 6, 1..24)"},
-	{"variants", true, false, "K        metamorphic variants checked per case, 0..8; a fraction is a chance (0.25: one in a quarter of the cases; default 0)"},
+	{"variants", true, false, "K        metamorphic variants checked per case, 0..8; a fraction is a chance (0.25, the default: one in a quarter of the cases; 0: none)"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
 	{"resume", true, false, "DIR      continue the campaign in DIR with its own settings"},
 	{"replay", true, false, "DIR      replay case CASE (the positional argument) of the campaign in DIR"},

@@ -426,7 +426,7 @@ typedef struct {
 	double variants;         /* metamorphic variants checked per case (meta.c): its whole
 	                            part in every case, and one more with the probability of its
 	                            fraction (0.25: one variant in a quarter of the cases), at
-	                            most FZ_MAX_VARIANTS; 0: none */
+	                            most FZ_MAX_VARIANTS; 0: none; default 0.25 */
 	GenOpts gen;
 	int argc;                /* the command line a new campaign records in provenance.json */
 	char *const *argv;       /* (`assay fuzz` ARGV...; NULL: none); not part of settings.json */

@@ -419,7 +419,7 @@ START_TEST(resume_refuses_other_settings)
 		{"--no-reduce", "--no-reduce is not", "(reduce true, in "},
 		{"--reduce-tests 5", "--reduce-tests 5 is not", "(reduce-tests 300, in "},
 		{"--max-defs 2", "--max-defs 2 is not", "(max-defs 6, in "},
-		{"--variants 1", "--variants 1 is not", "(variants 0, in "},
+		{"--variants 1", "--variants 1 is not", "(variants 0.25, in "},
 	};
 	char *log = get(t, "camp/results.jsonl");
 	for (size_t i = 0; i < ARRAY_LEN(other); i++)

@@ -346,6 +346,7 @@ static FzCampaign camp(int64_t cases, int jobs, unsigned faults)
 	c.faults = faults;
 	c.reduce = false;
 	c.timeout_s = 20;
+	c.variants = 0;   /* the machinery of campaigns; variants are test_meta.c's */
 	return c;
 }
 

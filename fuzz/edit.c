@@ -74,6 +74,20 @@ void fz_walk_def(const Graph *g, int d, FzWalkFn *fn, void *ctx)
 	fz_walk(g, D->body, fn, ctx);
 }
 
+void fz_collect(const Graph *g, Ref r, void *ctx)
+{
+	FzNodes *ns = ctx;
+	for (int k = 0; k < ns->n; k++)
+		if (ns->r[k] == r)
+			return;
+	if (ns->n == ns->cap) {
+		ns->cap = ns->cap ? 2 * ns->cap : 64;
+		ns->r = realloc(ns->r, (size_t)ns->cap * sizeof *ns->r);
+		IR_ASSERT(ns->r);
+	}
+	ns->r[ns->n++] = r;
+}
+
 typedef struct {
 	bool *tensors;   /* read */
 	bool *sizes;     /* used as a value */

@@ -300,6 +300,13 @@ void fz_rebuild_def(FzSub *s, int d);
 typedef void FzWalkFn(const Graph *g, Ref r, void *ctx);
 void fz_walk(const Graph *g, Ref r, FzWalkFn *fn, void *ctx);
 void fz_walk_def(const Graph *g, int d, FzWalkFn *fn, void *ctx);
+/* An FzWalkFn gathering the distinct nodes walked, in order, into an FzNodes (ctx; zeroed
+ * first, r freed by the caller). */
+typedef struct {
+	Ref *r;
+	int n, cap;
+} FzNodes;
+void fz_collect(const Graph *g, Ref r, void *ctx);
 
 /* ================================================================ metamorphic variants (meta.c) */
 

@@ -130,30 +130,11 @@ static void add_site(Sites *S, int d, Ref r, int aux)
 		S->s[S->n++] = (Site){d, r, aux};
 }
 
-typedef struct {
-	Ref *r;
-	int n, cap;
-} Nodes;
-
-static void collect(const Graph *g, Ref r, void *ctx)
-{
-	Nodes *ns = ctx;
-	for (int k = 0; k < ns->n; k++)
-		if (ns->r[k] == r)
-			return;
-	if (ns->n == ns->cap) {
-		ns->cap = ns->cap ? 2 * ns->cap : 64;
-		ns->r = realloc(ns->r, (size_t)ns->cap * sizeof *ns->r);
-		IR_ASSERT(ns->r);
-	}
-	ns->r[ns->n++] = r;
-}
-
 /* The distinct nodes of definition d (range bounds, then the body), root first. */
-static Nodes nodes_of(const Graph *g, int d)
+static FzNodes nodes_of(const Graph *g, int d)
 {
-	Nodes ns = {0};
-	fz_walk_def(g, d, collect, &ns);
+	FzNodes ns = {0};
+	fz_walk_def(g, d, fz_collect, &ns);
 	return ns;
 }
 
@@ -187,8 +168,8 @@ static bool monoid_reversible(Monoid m)
  * ends at a constant; vars[v] set for each one e uses. */
 static bool hoistable_vars(const Graph *g, int d, Ref e, bool *vars)
 {
-	Nodes ns = {0};
-	fz_walk(g, e, collect, &ns);
+	FzNodes ns = {0};
+	fz_walk(g, e, fz_collect, &ns);
 	const Def *D = &g->defs[d];
 	bool ok = true;
 	for (int k = 0; k < ns.n && ok; k++) {
@@ -224,7 +205,7 @@ static void find_sites(const Graph *g, const Schedule *s, FzVariantKind kind, Si
 				add_site(S, d, 0, r);
 			continue;
 		}
-		Nodes ns = nodes_of(g, d);
+		FzNodes ns = nodes_of(g, d);
 		for (int k = 0; k < ns.n; k++) {
 			Ref r = ns.r[k];
 			const Node *n = ir_node(g, r);

@@ -363,25 +363,6 @@ static int pass_sizes(Red *R, Graph *g, int k, char **text, FzRun *run)
 
 enum { RP_OPERAND0, RP_OPERAND1, RP_OPERAND2, RP_ZERO, RP_ONE, RP_HALF, RP_NOPAD, RP__COUNT };
 
-typedef struct {
-	Ref *r;
-	int n, cap;
-} Nodes;
-
-static void collect(const Graph *g, Ref r, void *ctx)
-{
-	Nodes *ns = ctx;
-	for (int k = 0; k < ns->n; k++)
-		if (ns->r[k] == r)
-			return;
-	if (ns->n == ns->cap) {
-		ns->cap = ns->cap ? 2 * ns->cap : 64;
-		ns->r = realloc(ns->r, (size_t)ns->cap * sizeof *ns->r);
-		IR_ASSERT(ns->r);
-	}
-	ns->r[ns->n++] = r;
-}
-
 static bool is_lit(const Graph *g, Ref r, const char *text)
 {
 	const Node *n = ir_node(g, r);
@@ -429,11 +410,11 @@ static Ref replacement(Graph *g, Ref r, int rp)
 static int pass_exprs(Red *R, Graph *g, int k, char **text, FzRun *run)
 {
 	for (int d = g->ndefs - 1; d >= 0; d--) {
-		Nodes ns = {0};
-		fz_walk(g, g->defs[d].body, collect, &ns);
+		FzNodes ns = {0};
+		fz_walk(g, g->defs[d].body, fz_collect, &ns);
 		for (int r = 0; r < g->defs[d].nred; r++) {
-			fz_walk(g, g->defs[d].red[r].lo, collect, &ns);
-			fz_walk(g, g->defs[d].red[r].hi, collect, &ns);
+			fz_walk(g, g->defs[d].red[r].lo, fz_collect, &ns);
+			fz_walk(g, g->defs[d].red[r].hi, fz_collect, &ns);
 		}
 		if (k >= ns.n * RP__COUNT) {
 			k -= ns.n * RP__COUNT;

@@ -353,8 +353,7 @@ START_TEST(max_nan_only_a_variant_sees)
 	ck_assert_int_eq(fz_holds(rg, &pon, &sigs[k], &holds, &d), 0);
 	ck_assert(holds);
 	/* its failure folder holds the variant too, and the header says it is a pair's */
-	char dir[] = "/tmp/assay-test-meta.XXXXXX";
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char *dir = tu_mkdtemp("meta");
 	char *header = fz_repro_header(&sigs[k], &pon, rg->ndefs, "case 1, variant v1.swap");
 	ck_assert_ptr_nonnull(strstr(header, "variant.tg"));
 	ck_assert_ptr_nonnull(strstr(header, "swap variant"));
@@ -365,9 +364,8 @@ START_TEST(max_nan_only_a_variant_sees)
 	char *vt = tu_read_file(path, NULL);
 	ck_assert_msg(vt && strstr(vt, "swap variant of repro.tg"), "%s", vt ? vt : "no variant.tg");
 	free(vt);
-	char cmd[700];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	tu_rm_rf(dir);
+	free(dir);
 	free(header);
 	ir_free(rg);
 	free(repro);
@@ -427,26 +425,12 @@ static FzCampaign camp(int64_t cases, double variants)
 	return c;
 }
 
-static char *mkdir_tmp(void)
-{
-	char *t = strdup("/tmp/assay-test-meta.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(t));
-	return t;
-}
-
-static void rm_rf(const char *dir)
-{
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
 /* Each case's variants: their records carry "variant", the done line lists them with their
  * claims; a fraction of a variant is one in that share of the cases; --replay's case is
  * the log's (fz_case_run), and fz_case_variants gives the variants the log names. */
 START_TEST(campaign_checks_variants)
 {
-	char *a = mkdir_tmp();
+	char *a = tu_mkdtemp("meta");
 	FzCampaign c = camp(8, 1.5);
 	FzSummary sum;
 	Diag d = {0};
@@ -517,7 +501,7 @@ START_TEST(campaign_checks_variants)
 	free(blob);
 	free(gtext);
 	free(log);
-	rm_rf(a);
+	tu_rm_rf(a);
 	free(a);
 }
 END_TEST
@@ -525,7 +509,7 @@ END_TEST
 /* A campaign written before variants existed has none: its settings lack the member. */
 START_TEST(old_settings_have_no_variants)
 {
-	char *a = mkdir_tmp();
+	char *a = tu_mkdtemp("meta");
 	FzCampaign c = camp(1, 0.25), back;
 	Diag d = {0};
 	ck_assert_int_eq(fz_settings_write(a, &c, &d), 0);
@@ -546,7 +530,7 @@ START_TEST(old_settings_have_no_variants)
 	ck_assert_msg(strstr(d.msg, "member 'variants'"), "%s", d.msg);
 	diag_clear(&d);
 	free(t);
-	rm_rf(a);
+	tu_rm_rf(a);
 	free(a);
 }
 END_TEST

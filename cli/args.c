@@ -191,6 +191,20 @@ int cli_double(const Args *a, const char *cmd, const char *name, double dflt, do
 	return -1;
 }
 
+int cli_number(const Args *a, const char *cmd, const char *name, double dflt, double min,
+	       double max, double *out)
+{
+	const char *v = cli_get(a, name);
+	*out = dflt;
+	if (!v)
+		return 0;
+	if (parse_double(v, out) && *out >= min && *out <= max)
+		return 0;
+	fprintf(stderr, "assay %s: --%s expects a number in [%g, %g], got '%s'\n", cmd, name, min,
+		max, v);
+	return -1;
+}
+
 int cli_backends(const Args *a, const char *cmd, const Backend **out, int *n)
 {
 	const char *list = cli_get(a, "backends");

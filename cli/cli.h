@@ -45,6 +45,9 @@ int cli_int(const Args *a, const char *cmd, const char *name, long long dflt, lo
  * and the value and returns -1 otherwise. */
 int cli_double(const Args *a, const char *cmd, const char *name, double dflt, double min,
 	       double max, double *out);
+/* The same with min <= value <= max (a flag that may be 0). */
+int cli_number(const Args *a, const char *cmd, const char *name, double dflt, double min,
+	       double max, double *out);
 /* The backends of --backends (in order, a repeated name once), or every available one
  * without it: 0, or 2 after printing the error (an empty list or name, an unknown name,
  * none available). out has room for every backend. */

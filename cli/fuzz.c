@@ -49,6 +49,7 @@ static const FlagSpec flags[] = {
 	 "                          they are counted as known, not reduced, and neither fail nor stop the campaign"},
 	{"max-defs", true, false, "N        definitions per generated graph at most (default 6, 1..24)"},
 	{"no-feedback", false, false, "         no coverage feedback: every case drawn from the generator's defaults"},
+	{"variants", true, false, "K        metamorphic variants checked per case, 0..8; a fraction is a chance (0.25, the default: one in a quarter of the cases; 0: none)"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
 	{"resume", true, false, "DIR      continue the campaign in DIR with its own settings"},
 	{"replay", true, false, "DIR      replay case CASE (the positional argument) of the campaign in DIR"},
@@ -63,7 +64,7 @@ static const FlagSpec flags[] = {
 static int settings(const Args *a, bool resume, FzCampaign *c)
 {
 	long long seed, cases, jobs, rt, maxdefs;
-	double secs, timeout, ctimeout;
+	double secs, timeout, ctimeout, variants;
 	if (cli_int(a, "fuzz", "seed", 1, 0, LLONG_MAX, &seed) ||
 	    cli_int(a, "fuzz", "cases", 0, 1, FZ_MAX_CASES, &cases) ||
 	    cli_int(a, "fuzz", "jobs", 1, 1, FZ_MAXJOBS, &jobs) ||
@@ -71,7 +72,8 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 	    cli_int(a, "fuzz", "max-defs", c->gen.max_defs, 1, FZ_MAX_DEFS, &maxdefs) ||
 	    cli_double(a, "fuzz", "seconds", 0, 0, FZ_MAX_SECONDS, &secs) ||
 	    cli_double(a, "fuzz", "timeout", 10, 0, FZ_MAX_TIMEOUT, &timeout) ||
-	    cli_double(a, "fuzz", "compile-timeout", 60, 0, FZ_MAX_TIMEOUT, &ctimeout))
+	    cli_double(a, "fuzz", "compile-timeout", 60, 0, FZ_MAX_TIMEOUT, &ctimeout) ||
+	    cli_number(a, "fuzz", "variants", c->variants, 0, FZ_MAX_VARIANTS, &variants))
 		return 2;
 	if (cli_has(a, "seconds") && cli_has(a, "cases")) {
 		fprintf(stderr, "assay fuzz: give --seconds or --cases, not both\n");
@@ -95,6 +97,7 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 	c->gen.max_defs = (int)maxdefs;
 	if (cli_has(a, "no-feedback"))
 		c->feedback_epoch = 0;
+	c->variants = variants;
 	if (in)
 		snprintf(c->inputs, sizeof c->inputs, "%s", in);
 	const char *base = cli_get(a, "baseline");
@@ -148,7 +151,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 {
 	char fm[512], fc[512];
 	const char *env = getenv("ASSAY_FAULT");
-	char theirs[9][160];
+	char theirs[10][160];
 	snprintf(theirs[0], 160, "seed %llu", (unsigned long long)camp->seed);
 	snprintf(theirs[1], 160, "backends %s", camp->backends);
 	snprintf(theirs[2], 160, "inputs %s", camp->inputs);
@@ -158,6 +161,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 	snprintf(theirs[6], 160, "max-defs %d", camp->gen.max_defs);
 	snprintf(theirs[7], 160, "compile-timeout %g", camp->compile_timeout_s);
 	snprintf(theirs[8], 160, "feedback_epoch %d", camp->feedback_epoch);
+	snprintf(theirs[9], 160, "variants %g", camp->variants);
 	const struct {
 		const char *flag;
 		bool differs;
@@ -171,6 +175,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 		{"max-defs", mine->gen.max_defs != camp->gen.max_defs},
 		{"compile-timeout", mine->compile_timeout_s != camp->compile_timeout_s},
 		{"no-feedback", camp->feedback_epoch > 0},
+		{"variants", mine->variants != camp->variants},
 	};
 	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
 		if (!cli_has(a, t[i].flag) || !t[i].differs)
@@ -263,6 +268,28 @@ static void row(const char *line)
 		printf("    %s\n", reason);
 }
 
+/* The variants case n checks (its records are the rows of graph NAME_KIND), each with
+ * its claim, its edit and its text. */
+static void show_variants(const FzCampaign *c, uint64_t n, const char *gtext)
+{
+	if (c->variants <= 0 || !gtext)
+		return;
+	Diag d = {0};
+	Graph *g = ir_parse(gtext, strlen(gtext), "case.tg", NULL, 0, &d);
+	diag_clear(&d);
+	FzVariant vs[FZ_MAX_VARIANTS];
+	int nv = g ? fz_case_variants(c, n, g, vs, FZ_MAX_VARIANTS) : 0;
+	for (int k = 0; k < nv; k++) {
+		printf("\n# variant %s (claims %s): %s\n%s", vs[k].name,
+		       vs[k].bit ? "a bit-identical emulation" : "its own budgets only", vs[k].what,
+		       vs[k].text);
+		fz_variant_free(&vs[k]);
+	}
+	if (nv)
+		printf("\n");
+	ir_free(g);
+}
+
 static int replay(const Args *a)
 {
 	const char *dir = cli_get(a, "replay");
@@ -308,6 +335,7 @@ static int replay(const Args *a)
 			row(p);
 			*nl = '\n';
 		}
+		show_variants(&c, n, gtext);
 		printf("status %s, failures %s\n", st, fails);
 	}
 	int code = strcmp(st, "error") == 0 ? 3 : strcmp(fails, "[]") ? 1 : 0;
@@ -339,6 +367,9 @@ int cmd_fuzz(int argc, char **argv)
 			  "(see --list-faults) to measure the fuzzer. --baseline DIR (a control campaign)\n"
 			  "or FILE (signature keys, one per line) names failures already known: they are\n"
 			  "counted as known, not reduced, and neither fail nor stop the campaign.\n"
+			  "(see --list-faults) to measure the fuzzer. --variants K also checks K\n"
+			  "metamorphic variants of each case (equivalent graphs, each held to its own\n"
+			  "budgets, and to its original's outputs bit for bit where it claims so).\n"
 			  "Exit 0: no failure; 1: a failure; 2: bad input; 3: internal error.",
 			  flags, ARRAY_LEN(flags));
 		return 0;

@@ -334,6 +334,38 @@ static char *job_case(Camp *C, const Task *t, VfPool *pool, int *kind)
 	return blob;
 }
 
+/* A failure of variant vname of case n (of graph *g): a failure of the variant's own
+ * budgets is reduced as a graph of its own (*g becomes the variant's); a bit-identity
+ * mismatch is the pair's: *g stays the original and r checks it with the variant's recipe
+ * (r->pair), so that every candidate of the reducer is checked with its own variant. The
+ * variant in words for the repro's header (malloc'ed), or NULL when the case has no such
+ * variant. */
+static char *variant_task(Camp *C, uint64_t n, const char *vname, const FzSig *s, Graph **g,
+			  FzRun *r)
+{
+	FzVariant vs[FZ_MAX_VARIANTS];
+	int nv = fz_case_variants(&C->c, n, *g, vs, FZ_MAX_VARIANTS);
+	char *what = NULL;
+	for (int k = 0; k < nv; k++) {
+		if (what || strcmp(vs[k].name, vname) != 0)
+			continue;
+		what = fmt("variant %s (%s: %s)", vs[k].name,
+			   vs[k].bit ? "bit-identical" : "within budget", vs[k].what);
+		if (s->verdict == V_VARIANT_MISMATCH) {
+			r->pair = true;
+			r->pair_kind = vs[k].kind;
+			r->pair_seed = vs[k].seed;
+		} else {
+			ir_free(*g);
+			*g = vs[k].g;
+			vs[k].g = NULL;
+		}
+	}
+	for (int k = 0; k < nv; k++)
+		fz_variant_free(&vs[k]);
+	return what;
+}
+
 /* Reduces (or with T_SAVE only saves) the failure of t and writes its folder. *kind gets
  * T_ENV when the environment failed under it. */
 static char *job_reduce(Camp *C, const Task *t, VfPool *pool, int *kind)
@@ -349,9 +381,18 @@ static char *job_reduce(Camp *C, const Task *t, VfPool *pool, int *kind)
 		return fmt("{\"reduced\":\"%s\",\"ok\":false}\n", key);
 	}
 	r.pool = pool;
+	/* "OUTPUT" or "OUTPUT#VARIANT": a failure of the case's variant VARIANT */
+	char *vname = strchr(at + 1, '#');
+	if (vname)
+		*vname++ = 0;
 	snprintf(s.output, sizeof s.output, "%s", at + 1);
 	GenOpts go = fz_bias_opts(&C->c.gen, &t->bias, C->c.seed, t->case_no, NULL, NULL);
 	Graph *g = fz_gen(&go, C->c.seed, t->case_no, &d);
+	char *vwhat = NULL;
+	if (g && vname && !(vwhat = variant_task(C, t->case_no, vname, &s, &g, &r))) {
+		ir_free(g);
+		g = NULL;
+	}
 	if (!g) {
 		diag_clear(&d);
 		return fmt("{\"reduced\":\"%s\",\"ok\":false}\n", key);
@@ -378,10 +419,11 @@ static char *job_reduce(Camp *C, const Task *t, VfPool *pool, int *kind)
 	char *orig = ir_print(g);
 	if (!repro)
 		repro = strdup(orig);
-	char *origin = fmt("fuzz campaign seed %llu, case %llu (graph fz%llu); %s%d definitions "
+	char *origin = fmt("fuzz campaign seed %llu, case %llu (graph fz%llu)%s%s; %s%d definitions "
 			   "reduced to %d in %d checks", (unsigned long long)C->c.seed,
 			   (unsigned long long)t->case_no, (unsigned long long)t->case_no,
-			   why ? why : "", st.defs_before, st.defs_after, st.tests);
+			   vwhat ? ", " : "", vwhat ? vwhat : "", why ? why : "", st.defs_before,
+			   st.defs_after, st.tests);
 	for (char *p = origin; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
@@ -399,6 +441,7 @@ static char *job_reduce(Camp *C, const Task *t, VfPool *pool, int *kind)
 	free(orig);
 	free(repro);
 	free(why);
+	free(vwhat);
 	ir_free(g);
 	return reply;
 }

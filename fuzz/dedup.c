@@ -329,15 +329,26 @@ char *fz_repro_header(const FzSig *s, const FzRun *r, int defs, const char *orig
 	vf_faults_name(r->faults, faults, sizeof faults);
 	snprintf(inputs, sizeof inputs, "--seed %llu --inputs %s%s", (unsigned long long)r->seed,
 		 dist_name(r->dist), r->specials ? " --specials" : "");
+	char pair[600] = "";
+	if (r->pair)   /* the failure is a pair's: this graph and its variant differ */
+		snprintf(pair, sizeof pair,
+			 "# the failure is a difference: this graph and its %s variant (variant.tg, "
+			 "made from it by fz_variant_make with seed %llu) claim bit-identical "
+			 "emulations, but output %s on %s differs between them bit for bit; check "
+			 "both with the command below (-o DIR keeps their outputs) and compare\n",
+			 fz_variant_kind_name((FzVariantKind)r->pair_kind),
+			 (unsigned long long)r->pair_seed, s->output, s->backend);
 	char *h = NULL;
 	int n = asprintf(&h,
 		"# assay: a minimal repro (%d definition%s) of failure %s\n"
 		"# (backend %s, output %s: %s)\n"
 		"# inputs: %s\n"
-		"# reproduce: %s%s%sassay check THIS.tg --backends %s %s\n"
+		"%s"
+		"# reproduce: %s%s%sassay check THIS.tg%s --backends %s %s\n"
 		"%s%s%s",
 		defs, defs == 1 ? "" : "s", key, s->backend, s->output, vf_verdict_name(s->verdict),
-		inputs, *faults ? "ASSAY_FAULT=" : "", faults, *faults ? " " : "", s->backend, inputs,
+		inputs, pair, *faults ? "ASSAY_FAULT=" : "", faults, *faults ? " " : "",
+		r->pair ? " variant.tg" : "", s->backend, inputs,
 		origin ? "# origin: " : "", origin ? origin : "", origin ? "\n" : "");
 	IR_ASSERT(n >= 0);
 	return h;
@@ -406,6 +417,22 @@ static int write_in(const char *dir, const char *name, const char *text, Diag *d
 	return rc;
 }
 
+/* DIR/variant.tg: the variant of a pair's repro g (r->pair's recipe). */
+static int write_variant(const char *dir, const Graph *g, const FzRun *r, Diag *d)
+{
+	FzVariant v;
+	if (!fz_variant_make(g, (FzVariantKind)r->pair_kind, r->pair_seed, &v))
+		return 0;
+	char *text = NULL;
+	IR_ASSERT(asprintf(&text, "# the %s variant of repro.tg (%s): %s\n%s",
+			   fz_variant_kind_name(v.kind), v.bit ? "bit-identical" : "within budget",
+			   v.what, v.text) >= 0);
+	int rc = write_in(dir, "variant.tg", text, d);
+	free(text);
+	fz_variant_free(&v);
+	return rc;
+}
+
 int fz_save_failure(const char *dir, const FzSig *s, const char *repro, const char *header,
 		    const char *original, const FzRun *r, Diag *d)
 {
@@ -430,6 +457,10 @@ int fz_save_failure(const char *dir, const FzSig *s, const char *repro, const ch
 	fz_check(g, &rk, &res, &dd);
 	diag_clear(&dd);
 	fz_result_free(&res);
+	if (r->pair && write_variant(dir, g, r, d)) {
+		ir_free(g);
+		return -1;
+	}
 	ir_free(g);
 	char *text = NULL;
 	IR_ASSERT(asprintf(&text, "%s%s", header ? header : "", repro) >= 0);

@@ -179,6 +179,11 @@ typedef struct {
 	                            run); borrowed */
 	const char *out_dir;     /* non-NULL: keep the check's files there (verify's -o layout:
 	                            inputs, oracle, kernel sources, outputs, results.jsonl) */
+	bool pair;               /* the graph checked is an original, and what fz_check reports
+	                            is its variant of recipe (pair_kind, pair_seed), each record
+	                            compared with the original's (fz_check_pair, meta.c) */
+	int pair_kind;           /* an FzVariantKind */
+	uint64_t pair_seed;
 } FzRun;
 
 /* One (backend, output) verdict. */
@@ -190,15 +195,39 @@ typedef struct {
 	bool suspect;            /* vf_class VC_FAILURE: a failure the fuzzer chases */
 } FzVerdict;
 
+/* One record's numbers, kept to compare another run with (FzResult.keep). */
+typedef struct {
+	char backend[16];
+	char output[64];
+	HostTensor got;          /* the backend's output (n 0: none) */
+	HostTensor want;         /* the oracle's values of the compared elements */
+	uint8_t *status;         /* per element of want (MpStatus), or NULL */
+	bool sampled;            /* want holds sampled elements only */
+	bool failing;            /* the record is a failure (vf_class VC_FAILURE) */
+} FzKept;
+
 /* What fz_check gathers: every verdict, optionally every record as JSON, and the time
  * spent in each part (the oracle once per check, the rest once per worker run). */
-typedef struct {
+typedef struct FzResult FzResult;
+struct FzResult {
 	FzVerdict *v;
 	int n, cap;
 	FILE *json;              /* non-NULL: each record is written here as one JSON line */
 	const char *json_extra;  /* with this text added as its last member ("\"case\":7") */
 	double oracle_s, budget_s, compile_s, launch_s, worker_s;
-} FzResult;
+	/* Comparing a metamorphic variant with its original (meta.c): */
+	bool keep;               /* keep every record's numbers in kept[] */
+	FzKept *kept;
+	int nkept;
+	const FzResult *against; /* non-NULL: compare each record with against's kept record of
+	                            the same backend and output: the oracle's values must be the
+	                            same (else oracle_diff), and with against_bit the outputs too,
+	                            bit for bit, where neither record is a failure (else the
+	                            record's verdict becomes V_VARIANT_MISMATCH) */
+	bool against_bit;
+	const char *variant;     /* the variant's name and claim, for the reasons */
+	char *oracle_diff;       /* the first oracle value that differs (malloc'ed), or NULL */
+};
 
 /* Checks g under r: inputs from (r->seed, r->dist, r->specials), the oracle, a worker per
  * backend. Appends to res (which the caller zeroes, and frees with fz_result_free).
@@ -261,6 +290,120 @@ int fz_save_failure(const char *dir, const FzSig *s, const char *repro, const ch
 		    const char *original, const FzRun *r, Diag *d);
 /* Writes text to path atomically (a temporary file, fsync, rename). 0, or -1 with d. */
 int fz_write_atomic(const char *path, const char *text, Diag *d);
+
+/* ================================================================ editing graphs (edit.c) */
+
+/* What an edit changes besides the Graph itself (fz_print_masked). fz_mask_init allocates
+ * the arrays for g (nothing dropped, formats kept, file order, no directive added);
+ * fz_mask_free frees them, order included (a caller that sets order mallocs it). */
+typedef struct {
+	bool *drop;           /* per tensor: a definition or input left out */
+	bool *as_input;       /* per tensor: a definition printed as an input */
+	bool *drop_out;       /* per output */
+	bool *drop_dir;       /* per directive */
+	Dtype *in_dt;         /* per tensor: an input's new format (DT_NONE: its own) */
+	int *order;           /* NULL: tensors in id order; else norder tensor ids, the order in
+	                         which they are printed (readers after what they read) */
+	int norder;
+	const char *extra_dirs; /* directive lines added to the schedule block (borrowed), or
+	                         NULL */
+} FzMask;
+
+void fz_mask_init(const Graph *g, FzMask *m);
+void fz_mask_free(FzMask *m);
+/* The .tg text of g under m (malloc'ed): whatever no kept output needs is left out (dead
+ * definitions, unused sizes, the directives of what is gone), but every input not dropped
+ * stays declared. Not checked: parse it to know whether the edit is a graph. */
+char *fz_print_masked(const Graph *g, const FzMask *m);
+
+/* A rewrite of expressions (fz_rebuild): node `from` becomes `to`; index variable v becomes
+ * vmap[v] when set; reads of tensor `inl` (a plain definition; -1: none) become its body at
+ * their indices, and a padded one sets `bad` (inlining it would drop the padding). New
+ * nodes are hash-consed into g. */
+typedef struct {
+	Graph *g;
+	Ref from, to;
+	Ref vmap[IR_MAXVARS];
+	int inl;
+	bool bad;
+} FzSub;
+
+Ref fz_rebuild(FzSub *s, Ref r);
+/* Applies s to every expression of definition d (range bounds and body). */
+void fz_rebuild_def(FzSub *s, int d);
+
+/* Calls fn on r and every node below it (read indices and paddings, operands), root first;
+ * fz_walk_def on the range bounds and the body of definition d. */
+typedef void FzWalkFn(const Graph *g, Ref r, void *ctx);
+void fz_walk(const Graph *g, Ref r, FzWalkFn *fn, void *ctx);
+void fz_walk_def(const Graph *g, int d, FzWalkFn *fn, void *ctx);
+/* An FzWalkFn gathering the distinct nodes walked, in order, into an FzNodes (ctx; zeroed
+ * first, r freed by the caller). */
+typedef struct {
+	Ref *r;
+	int n, cap;
+} FzNodes;
+void fz_collect(const Graph *g, Ref r, void *ctx);
+
+/* ================================================================ metamorphic variants (meta.c) */
+
+/* The kinds of variant (meta.c proves each one keeps every output's exact value):
+ *   swap     operands of a commutative op exchanged (+ * min max == != && ||, fma's
+ *            product), a comparison mirrored (a < b as b > a)
+ *   view     an index expression written another way ((C*e + k) / C, (e - E) % E)
+ *   copy     a read through a new definition holding a view of the tensor (reversed,
+ *            transposed or as it is), read back through the inverse view
+ *   split    a subexpression hoisted into its own stored definition
+ *   inline   `inline e` for a plain definition
+ *   reverse  a reduction range taken in the reverse order
+ *   cast     a read wrapped in casts that are the identity on its values */
+typedef enum {
+	FZ_VK_SWAP, FZ_VK_VIEW, FZ_VK_COPY, FZ_VK_SPLIT, FZ_VK_INLINE, FZ_VK_REVERSE, FZ_VK_CAST,
+	FZ_VK__COUNT
+} FzVariantKind;
+
+const char *fz_variant_kind_name(FzVariantKind k);   /* "swap", ... */
+int fz_variant_kind_parse(const char *s);           /* -1 if unknown */
+
+/* A variant of a graph: a checked graph with the same inputs and outputs and the same
+ * exact value. (kind, seed) is its recipe: fz_variant_make of the same graph with it makes
+ * it again. Owns text and g (fz_variant_free). */
+typedef struct {
+	FzVariantKind kind;
+	uint64_t seed;
+	bool bit;            /* claims a bit-identical emulation; else "within budget" only */
+	char name[32];       /* "swap" (fz_variant_make), "v1.swap" (fz_variants: its number) */
+	char what[400];      /* the edit in words: "operands swapped in d2: a + b -> b + a" */
+	char *text;          /* canonical text (ir_print of g) */
+	Graph *g;            /* its graph is named ORIGINAL_KIND */
+} FzVariant;
+
+/* The variant of kind `kind` of g made with seed (a site of that kind picked by the seed,
+ * the next ones tried when its edit does not check): 1 with *v, 0 when g has no site of
+ * that kind whose edit checks (*v zeroed). Deterministic in (ir_print(g), kind, seed). */
+int fz_variant_make(const Graph *g, FzVariantKind kind, uint64_t seed, FzVariant *v);
+/* Up to max variants of g (out has max slots), kinds in an order drawn from seed, each
+ * kind once before any twice; named v1.KIND, v2.KIND, ... Returns how many. */
+int fz_variants(const Graph *g, uint64_t seed, int max, FzVariant *out);
+void fz_variant_free(FzVariant *v);
+
+/* Holds v's claims to the emulator: its inputs (from spec, generated from its own text as a
+ * check generates them) must be g's, and, when it claims bit-identity, its emulation (each
+ * graph under its own schedule) must equal g's bit for bit (NaN as a category). *same
+ * false with why: a claim refuted (a toolkit bug: the transformation or the emulator).
+ * 0, or -1 (an error) or -2 (a limit of o) with d. */
+int fz_variant_verify(const Graph *g, const FzVariant *v, const InputSpec *spec, const MpOpts *o,
+		      bool *same, char *why, size_t n, Diag *d);
+/* The first flat index where a and b differ (bits; NaN equals NaN), elements where skip_a
+ * or skip_b (either may be NULL) is non-zero left out, or -1 when they are the same (0
+ * when their formats or sizes differ). */
+int64_t fz_first_difference(const HostTensor *a, const HostTensor *b, const uint8_t *skip_a,
+			    const uint8_t *skip_b);
+/* fz_check of r->pair: the variant of recipe (r->pair_kind, r->pair_seed) of original g is
+ * made (none, or one that claims no bit-identity: nothing is reported), g is checked (its
+ * numbers kept), then the variant, compared with it (FzResult.against): res gets the
+ * variant's verdicts. 0, or as fz_check. */
+int fz_check_pair(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
 
 /* ================================================================ the reducer (reduce.c) */
 
@@ -335,6 +478,10 @@ typedef struct {
 	char baseline[FZ_BASELINE_MAX]; /* the failures already known: signature keys, each ended
 	                            by '\n', sorted, no repeats ("": none; fz_baseline_load) */
 	char baseline_from[256]; /* where they were read (a campaign directory or a list) */
+	double variants;         /* metamorphic variants checked per case (meta.c): its whole
+	                            part in every case, and one more with the probability of its
+	                            fraction (0.25: one variant in a quarter of the cases), at
+	                            most FZ_MAX_VARIANTS; 0: none; default 0.25 */
 	GenOpts gen;
 	int argc;                /* the command line a new campaign records in provenance.json */
 	char *const *argv;       /* (`assay fuzz` ARGV...; NULL: none); not part of settings.json */
@@ -379,7 +526,7 @@ int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *pro
 /* ================================================================ settings (settings.c) */
 
 /* The ranges of a campaign's settings (settings.json; the CLI's flags). */
-enum { FZ_MAXJOBS = 64, FZ_MAX_DEFS = 24, FZ_MAX_REDUCE_TESTS = 1000000 };
+enum { FZ_MAXJOBS = 64, FZ_MAX_DEFS = 24, FZ_MAX_REDUCE_TESTS = 1000000, FZ_MAX_VARIANTS = 8 };
 #define FZ_MAX_CASES 1000000000000000LL
 #define FZ_MAX_SECONDS 1e9
 #define FZ_MAX_TIMEOUT 86400.0
@@ -433,6 +580,12 @@ int fz_case_setup(const FzCampaign *c, uint64_t n, const char *cache_dir, FzRun 
  * recorded; *blob is NULL). */
 int fz_case_run(const FzCampaign *c, uint64_t case_no, const char *cache_dir, VfPool *pool,
 		char **blob, FzRun *run, char **gtext, Diag *d);
+
+/* The variants case case_no of campaign c checks, of its graph g (into out, max slots):
+ * c->variants of them (its fraction drawn per case), by fz_variants with a seed of the
+ * case. Returns how many. */
+int fz_case_variants(const FzCampaign *c, uint64_t case_no, const Graph *g, FzVariant *out,
+		     int max);
 
 /* The value of member key in a JSON line as text (a string unescaped, anything else as
  * written), in buf; false when absent. For the fuzzer's own files. */

@@ -22,6 +22,7 @@
  *                generated values depend on an input's number)
  *   inputs       an input's format to f32; the distribution to normal, without specials
  *                (the seed is kept)
+ * The editing and printing machinery is edit.c's (shared with the metamorphic variants).
  * Determinism: the order of candidates is a function of the text alone, and the budget is a
  * count of checks, so the result is too (unless max_seconds cuts it). Each candidate is
  * checked in a child process, so a toolkit that dies on a candidate only rejects it.
@@ -52,15 +53,6 @@ typedef struct {
 	bool stop;
 } Red;
 
-/* A candidate's edits besides those made to the Graph itself. */
-typedef struct {
-	bool *drop;           /* per tensor: a definition or input left out */
-	bool *as_input;       /* per tensor: a definition printed as an input */
-	bool *drop_out;       /* per output */
-	bool *drop_dir;       /* per directive */
-	Dtype *in_dt;         /* per tensor: an input's new format (DT_NONE: its own) */
-} Mask;
-
 static double now(void)
 {
 	struct timespec t;
@@ -81,309 +73,6 @@ static Graph *parse_text(const char *text)
 	Graph *g = ir_parse(text, strlen(text), "reduce.tg", NULL, 0, &d);
 	diag_clear(&d);
 	return g;
-}
-
-static void mask_init(const Graph *g, Mask *m)
-{
-	size_t nt = (size_t)g->ntensors + 1, no = (size_t)g->noutputs + 1, nd = (size_t)g->ndirs + 1;
-	m->drop = calloc(nt, sizeof *m->drop);
-	m->as_input = calloc(nt, sizeof *m->as_input);
-	m->drop_out = calloc(no, sizeof *m->drop_out);
-	m->drop_dir = calloc(nd, sizeof *m->drop_dir);
-	m->in_dt = malloc(nt * sizeof *m->in_dt);
-	IR_ASSERT(m->drop && m->as_input && m->drop_out && m->drop_dir && m->in_dt);
-	for (size_t t = 0; t < nt; t++)
-		m->in_dt[t] = DT_NONE;
-}
-
-static void mask_free(Mask *m)
-{
-	free(m->drop);
-	free(m->as_input);
-	free(m->drop_out);
-	free(m->drop_dir);
-	free(m->in_dt);
-}
-
-/* ------------------------------------------------------------------ walking */
-
-typedef void WalkFn(const Graph *g, Ref r, void *ctx);
-
-static void walk(const Graph *g, Ref r, WalkFn *fn, void *ctx)
-{
-	if (!r)
-		return;
-	const Node *n = ir_node(g, r);
-	fn(g, r, ctx);
-	if (n->kind == NK_READ) {
-		for (uint32_t i = 0; i < n->u.read.n; i++)
-			walk(g, ir_read_idx(g, n)[i], fn, ctx);
-		walk(g, n->u.read.pad, fn, ctx);
-	} else if (n->kind == NK_OP) {
-		for (int i = 0; i < op_info((Op)n->op)->arity; i++)
-			walk(g, n->a[i], fn, ctx);
-	}
-}
-
-static void walk_def(const Graph *g, int d, WalkFn *fn, void *ctx)
-{
-	const Def *D = &g->defs[d];
-	for (int r = 0; r < D->nred; r++) {
-		walk(g, D->red[r].lo, fn, ctx);
-		walk(g, D->red[r].hi, fn, ctx);
-	}
-	walk(g, D->body, fn, ctx);
-}
-
-typedef struct {
-	bool *tensors;   /* read */
-	bool *sizes;     /* used as a value */
-} Uses;
-
-static void note_use(const Graph *g, Ref r, void *ctx)
-{
-	Uses *u = ctx;
-	const Node *n = ir_node(g, r);
-	if (n->kind == NK_READ)
-		u->tensors[n->u.read.tensor] = true;
-	else if (n->kind == NK_SIZE && u->sizes)
-		u->sizes[n->u.size] = true;
-}
-
-/* live[t]: tensor t is printed (needed by a kept output). */
-static void liveness(const Graph *g, const Mask *m, bool *live, bool *sizes)
-{
-	for (int k = 0; k < g->noutputs; k++)
-		if (!m->drop_out[k])
-			live[g->outputs[k].tensor] = true;
-	Uses u = {live, sizes};
-	for (int t = g->ntensors - 1; t >= 0; t--) {
-		const Tensor *T = &g->tensors[t];
-		if (!live[t] || m->drop[t] || T->kind != TK_DEF || m->as_input[t])
-			continue;
-		const Def *D = &g->defs[T->def];
-		for (int k = 0; k < D->nout; k++)
-			live[D->out[k]] = true;
-		if (T->result == 0 || !live[D->out[0]])
-			walk_def(g, T->def, note_use, &u);
-	}
-	/* inputs stay declared until a pass drops them: the values of input k depend on k */
-	for (int t = 0; t < g->ntensors; t++)
-		live[t] |= g->tensors[t].kind == TK_INPUT && !m->drop[t];
-	for (int t = 0; t < g->ntensors; t++)
-		for (int k = 0; live[t] && !m->drop[t] && k < g->tensors[t].rank; k++)
-			if (g->tensors[t].dims[k].size >= 0)
-				sizes[g->tensors[t].dims[k].size] = true;
-}
-
-/* ------------------------------------------------------------------ printing */
-
-typedef struct {
-	char *s;
-	size_t n;
-	FILE *f;
-} Out;
-
-static void pext(FILE *f, const Graph *g, const Extent *e)
-{
-	if (e->size >= 0)
-		fprintf(f, "%s", g->sizes[e->size].name);
-	else
-		fprintf(f, "%lld", (long long)e->value);
-}
-
-static void pexpr(FILE *f, const Graph *g, int d, Ref r)
-{
-	char *s = ir_print_expr(g, d, r);
-	fputs(s, f);
-	free(s);
-}
-
-static void plhs(FILE *f, const Graph *g, const Def *D, int t)
-{
-	fprintf(f, "%s[", g->tensors[t].name);
-	for (int k = 0; k < D->nlhs; k++) {
-		fprintf(f, "%s%s:", k ? ", " : "", D->lhs[k].name);
-		pext(f, g, &g->tensors[t].dims[k]);
-	}
-	fputc(']', f);
-}
-
-static void pdef(FILE *f, const Graph *g, int d)
-{
-	const Def *D = &g->defs[d];
-	plhs(f, g, D, D->out[0]);
-	if (D->nout == 2) {
-		fputs(", ", f);
-		plhs(f, g, D, D->out[1]);
-	}
-	fputs(" = ", f);
-	if (D->monoid != MO_NONE) {
-		fprintf(f, "%s(", monoid_name(D->monoid));
-		for (int r = 0; r < D->nred; r++) {
-			fprintf(f, "%s%s:", r ? ", " : "", D->red[r].name);
-			if (D->red[r].full) {
-				pexpr(f, g, d, D->red[r].hi);
-			} else {
-				fputc(' ', f);
-				pexpr(f, g, d, D->red[r].lo);
-				fputs("..", f);
-				pexpr(f, g, d, D->red[r].hi);
-			}
-		}
-		fputs(") ", f);
-	}
-	pexpr(f, g, d, D->body);
-	fputc('\n', f);
-}
-
-static void pinput(FILE *f, const Graph *g, int t, Dtype dt)
-{
-	const Tensor *T = &g->tensors[t];
-	fprintf(f, "input %s : %s[", T->name, dt_name(dt));
-	for (int k = 0; k < T->rank; k++) {
-		fputs(k ? ", " : "", f);
-		pext(f, g, &T->dims[k]);
-	}
-	fputs("]\n", f);
-}
-
-static void pdirective(FILE *f, const Directive *X)
-{
-	static const char *const names[SD__COUNT] = {
-		[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
-		[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order",
-	};
-	fprintf(f, "%s %s", names[X->kind], X->target);
-	if (X->kind == SD_STORE || X->kind == SD_ACCUM)
-		fprintf(f, " : %s", dt_name(X->fmt));
-	for (int a = 0; (X->kind == SD_TILE || X->kind == SD_SPLIT) && a < X->nargs; a++)
-		fprintf(f, "%s%s=%lld", a ? ", " : " : ", X->args[a].name, (long long)X->args[a].value);
-	if (X->kind == SD_ORDER)
-		fprintf(f, " : %s", X->order == ORDER_PAIRWISE ? "pairwise" : "linear");
-	fputc('\n', f);
-}
-
-static void pdecls(FILE *f, const Graph *g, const Mask *m, const bool *live)
-{
-	for (int t = 0; t < g->ntensors; t++) {
-		const Tensor *T = &g->tensors[t];
-		if (!live[t] || m->drop[t])
-			continue;
-		if (T->kind == TK_INPUT)
-			pinput(f, g, t, m->in_dt[t] != DT_NONE ? m->in_dt[t] : (Dtype)T->dtype);
-		else if (m->as_input[t])
-			pinput(f, g, t, T->dtype == DT_I32 ? DT_I32 : DT_F32);
-		else if (T->result == 0)
-			pdef(f, g, T->def);
-	}
-}
-
-/* The text of g under m (malloc'ed). */
-static char *print_masked(const Graph *g, const Mask *m)
-{
-	bool *live = calloc((size_t)g->ntensors + 1, sizeof *live);
-	bool *sizes = calloc((size_t)g->nsizes + 1, sizeof *sizes);
-	IR_ASSERT(live && sizes);
-	liveness(g, m, live, sizes);
-	Out o = {0};
-	o.f = open_memstream(&o.s, &o.n);
-	IR_ASSERT(o.f);
-	if (g->name)
-		fprintf(o.f, "graph %s\n", g->name);
-	for (int s = 0, n = 0; s < g->nsizes; s++)
-		if (sizes[s])
-			fprintf(o.f, "%s%s = %lld", n++ ? ", " : "size ", g->sizes[s].name,
-				(long long)g->sizes[s].value);
-	fputs("\n\n", o.f);
-	pdecls(o.f, g, m, live);
-	for (int k = 0, n = 0; k < g->noutputs; k++) {
-		int t = g->outputs[k].tensor;
-		if (m->drop_out[k] || m->drop[t] || m->as_input[t])
-			continue;
-		fprintf(o.f, "%s%s : %s", n++ ? ", " : "\noutput ", g->tensors[t].name,
-			dt_name(g->outputs[k].dtype));
-	}
-	fputc('\n', o.f);
-	for (int k = 0, n = 0; k < g->ndirs; k++) {
-		int d = g->dirs[k].def, t = d >= 0 ? g->defs[d].out[0] : -1;
-		if (m->drop_dir[k] || t < 0 || !live[t] || m->drop[t] || m->as_input[t])
-			continue;
-		if (n++ == 0)
-			fputs("\nschedule\n", o.f);
-		pdirective(o.f, &g->dirs[k]);
-	}
-	fclose(o.f);
-	free(live);
-	free(sizes);
-	return o.s;
-}
-
-/* ------------------------------------------------------------------ rebuilding */
-
-/* A rewrite of expressions: node `from` becomes `to`; variable v becomes vmap[v] when
- * set; reads of tensor `inl` become that (plain) definition's body at their indices. */
-typedef struct {
-	Graph *g;
-	Ref from, to;
-	Ref vmap[IR_MAXVARS];
-	int inl;
-	bool bad;   /* a padded read of `inl`: no candidate */
-} Sub;
-
-static Ref rebuild(Sub *s, Ref r);
-
-static Ref inline_read(Sub *s, const Node *n, const Ref *idx)
-{
-	const Def *D = &s->g->defs[s->g->tensors[s->inl].def];
-	Sub in = {s->g, 0, 0, {0}, -1, false};
-	for (int k = 0; k < D->nlhs; k++)
-		in.vmap[k] = idx[k];
-	if (n->u.read.pad)
-		s->bad = true;
-	return rebuild(&in, D->body);
-}
-
-static Ref rebuild(Sub *s, Ref r)
-{
-	if (!r)
-		return r;
-	if (r == s->from)
-		return s->to;
-	Graph *g = s->g;
-	Node n = *ir_node(g, r);
-	switch (n.kind) {
-	case NK_VAR:
-		return n.u.var < IR_MAXVARS && s->vmap[n.u.var] ? s->vmap[n.u.var] : r;
-	case NK_READ: {
-		Ref idx[IR_MAXRANK];
-		for (uint32_t i = 0; i < n.u.read.n; i++)
-			idx[i] = rebuild(s, g->refs[n.u.read.first + i]);
-		if ((int)n.u.read.tensor == s->inl)
-			return inline_read(s, &n, idx);
-		Ref pad = rebuild(s, n.u.read.pad);
-		return ir_read(g, n.u.read.tensor, idx, n.u.read.n, pad, (Ty)n.ty);
-	}
-	case NK_OP: {
-		Ref a[3] = {0, 0, 0};
-		for (int i = 0; i < op_info((Op)n.op)->arity; i++)
-			a[i] = rebuild(s, n.a[i]);
-		return ir_op(g, (Op)n.op, (Ty)n.ty, a[0], a[1], a[2]);
-	}
-	default:
-		return r;
-	}
-}
-
-/* Applies s to every expression of definition d. */
-static void rebuild_def(Sub *s, int d)
-{
-	Def *D = &s->g->defs[d];
-	for (int r = 0; r < D->nred; r++) {
-		D->red[r].lo = rebuild(s, D->red[r].lo);
-		D->red[r].hi = rebuild(s, D->red[r].hi);
-	}
-	D->body = rebuild(s, D->body);
 }
 
 /* ------------------------------------------------------------------ trying */
@@ -498,12 +187,12 @@ static int pass_outputs(Red *R, Graph *g, int k, char **text, FzRun *run)
 	if (k > g->noutputs)
 		return 0;
 	int t = target_tensor(g, R);
-	Mask m;
-	mask_init(g, &m);
+	FzMask m;
+	fz_mask_init(g, &m);
 	for (int o = 0; o < g->noutputs; o++)
 		m.drop_out[o] = g->outputs[o].tensor != t && (k == 0 || o == k - 1);
-	*text = print_masked(g, &m);
-	mask_free(&m);
+	*text = fz_print_masked(g, &m);
+	fz_mask_free(&m);
 	return 1;
 }
 
@@ -516,21 +205,21 @@ static int pass_defs(Red *R, Graph *g, int k, char **text, FzRun *run)
 	const Def *D = &g->defs[d];
 	if (t < 0 || g->tensors[t].def == d)
 		return 1;
-	Mask m;
-	mask_init(g, &m);
+	FzMask m;
+	fz_mask_init(g, &m);
 	if (k % 2 == 0) {
 		for (int i = 0; i < D->nout; i++)
 			m.as_input[D->out[i]] = true;
-		*text = print_masked(g, &m);
+		*text = fz_print_masked(g, &m);
 	} else if (D->monoid == MO_NONE) {
-		Sub s = {g, 0, 0, {0}, D->out[0], false};
+		FzSub s = {g, 0, 0, {0}, D->out[0], false};
 		for (int e = d + 1; e < g->ndefs; e++)
-			rebuild_def(&s, e);
+			fz_rebuild_def(&s, e);
 		m.drop[D->out[0]] = true;
 		if (!s.bad)
-			*text = print_masked(g, &m);
+			*text = fz_print_masked(g, &m);
 	}
-	mask_free(&m);
+	fz_mask_free(&m);
 	return 1;
 }
 
@@ -538,16 +227,16 @@ static int pass_dirs(Red *R, Graph *g, int k, char **text, FzRun *run)
 {
 	if (k >= g->ndirs)
 		return 0;
-	Mask m;
-	mask_init(g, &m);
+	FzMask m;
+	fz_mask_init(g, &m);
 	m.drop_dir[k] = true;
-	*text = print_masked(g, &m);
-	mask_free(&m);
+	*text = fz_print_masked(g, &m);
+	fz_mask_free(&m);
 	return 1;
 }
 
 /* Drops the directives of kinds in mask on definition d (those that stop applying). */
-static void drop_dirs_of(const Graph *g, Mask *m, int d, unsigned kinds)
+static void drop_dirs_of(const Graph *g, FzMask *m, int d, unsigned kinds)
 {
 	for (int k = 0; k < g->ndirs; k++)
 		if (g->dirs[k].def == d && (kinds & (1u << g->dirs[k].kind)))
@@ -555,16 +244,16 @@ static void drop_dirs_of(const Graph *g, Mask *m, int d, unsigned kinds)
 }
 
 /* Reduction d as a plain expression: every reduction index at its lower bound. */
-static bool to_plain(Graph *g, int d, Mask *m)
+static bool to_plain(Graph *g, int d, FzMask *m)
 {
 	Def *D = &g->defs[d];
 	if (D->monoid == MO_NONE || D->monoid == MO_ARGMAX || D->monoid == MO_ARGMIN ||
 	    D->monoid == MO_TOPK)
 		return false;
-	Sub s = {g, 0, 0, {0}, -1, false};
+	FzSub s = {g, 0, 0, {0}, -1, false};
 	for (int r = 0; r < D->nred; r++)
-		s.vmap[D->nlhs + r] = rebuild(&s, D->red[r].lo);
-	D->body = rebuild(&s, D->body);
+		s.vmap[D->nlhs + r] = fz_rebuild(&s, D->red[r].lo);
+	D->body = fz_rebuild(&s, D->body);
 	D->monoid = MO_NONE;
 	D->nred = 0;
 	drop_dirs_of(g, m, d, 1u << SD_ACCUM | 1u << SD_SPLIT | 1u << SD_ORDER);
@@ -572,12 +261,12 @@ static bool to_plain(Graph *g, int d, Mask *m)
 }
 
 /* Drops reduction index r of d (at its lower bound); later indices move down. */
-static bool drop_red(Graph *g, int d, int r, Mask *m)
+static bool drop_red(Graph *g, int d, int r, FzMask *m)
 {
 	Def *D = &g->defs[d];
 	if (D->nred < 2 || r >= D->nred)
 		return false;
-	Sub s = {g, 0, 0, {0}, -1, false};
+	FzSub s = {g, 0, 0, {0}, -1, false};
 	s.vmap[D->nlhs + r] = D->red[r].lo;
 	for (int q = r + 1; q < D->nred; q++)
 		s.vmap[D->nlhs + q] = ir_var(g, (uint32_t)(D->nlhs + q - 1), TY_INT);
@@ -587,7 +276,7 @@ static bool drop_red(Graph *g, int d, int r, Mask *m)
 	for (int q = r; q + 1 < D->nred; q++)
 		D->red[q] = D->red[q + 1];
 	D->nred--;
-	rebuild_def(&s, d);
+	fz_rebuild_def(&s, d);
 	return true;
 }
 
@@ -599,8 +288,8 @@ static int pass_reductions(Red *R, Graph *g, int k, char **text, FzRun *run)
 		return 0;
 	int d = k / per, j = k % per;
 	Def *D = &g->defs[d];
-	Mask m;
-	mask_init(g, &m);
+	FzMask m;
+	fz_mask_init(g, &m);
 	bool ok = false;
 	if (j == 0) {
 		ok = to_plain(g, d, &m);
@@ -621,8 +310,8 @@ static int pass_reductions(Red *R, Graph *g, int k, char **text, FzRun *run)
 		}
 	}
 	if (ok)
-		*text = print_masked(g, &m);
-	mask_free(&m);
+		*text = fz_print_masked(g, &m);
+	fz_mask_free(&m);
 	return 1;
 }
 
@@ -645,10 +334,10 @@ static int pass_sizes(Red *R, Graph *g, int k, char **text, FzRun *run)
 	if (slot < g->nsizes) {
 		if (i < smaller(g->sizes[slot].value, c)) {
 			g->sizes[slot].value = c[i];
-			Mask m;
-			mask_init(g, &m);
-			*text = print_masked(g, &m);
-			mask_free(&m);
+			FzMask m;
+			fz_mask_init(g, &m);
+			*text = fz_print_masked(g, &m);
+			fz_mask_free(&m);
 		}
 		return 1;
 	}
@@ -663,35 +352,16 @@ static int pass_sizes(Red *R, Graph *g, int k, char **text, FzRun *run)
 	T->dims[dim].value = c[i];
 	if (T->kind == TK_DEF && g->defs[T->def].nout == 2)
 		g->tensors[g->defs[T->def].out[1]].dims[dim].value = c[i];
-	Mask m;
-	mask_init(g, &m);
-	*text = print_masked(g, &m);
-	mask_free(&m);
+	FzMask m;
+	fz_mask_init(g, &m);
+	*text = fz_print_masked(g, &m);
+	fz_mask_free(&m);
 	return 1;
 }
 
 /* ------------------------------------------------------------------ expressions */
 
 enum { RP_OPERAND0, RP_OPERAND1, RP_OPERAND2, RP_ZERO, RP_ONE, RP_HALF, RP_NOPAD, RP__COUNT };
-
-typedef struct {
-	Ref *r;
-	int n, cap;
-} Nodes;
-
-static void collect(const Graph *g, Ref r, void *ctx)
-{
-	Nodes *ns = ctx;
-	for (int k = 0; k < ns->n; k++)
-		if (ns->r[k] == r)
-			return;
-	if (ns->n == ns->cap) {
-		ns->cap = ns->cap ? 2 * ns->cap : 64;
-		ns->r = realloc(ns->r, (size_t)ns->cap * sizeof *ns->r);
-		IR_ASSERT(ns->r);
-	}
-	ns->r[ns->n++] = r;
-}
 
 static bool is_lit(const Graph *g, Ref r, const char *text)
 {
@@ -740,11 +410,11 @@ static Ref replacement(Graph *g, Ref r, int rp)
 static int pass_exprs(Red *R, Graph *g, int k, char **text, FzRun *run)
 {
 	for (int d = g->ndefs - 1; d >= 0; d--) {
-		Nodes ns = {0};
-		walk(g, g->defs[d].body, collect, &ns);
+		FzNodes ns = {0};
+		fz_walk(g, g->defs[d].body, fz_collect, &ns);
 		for (int r = 0; r < g->defs[d].nred; r++) {
-			walk(g, g->defs[d].red[r].lo, collect, &ns);
-			walk(g, g->defs[d].red[r].hi, collect, &ns);
+			fz_walk(g, g->defs[d].red[r].lo, fz_collect, &ns);
+			fz_walk(g, g->defs[d].red[r].hi, fz_collect, &ns);
 		}
 		if (k >= ns.n * RP__COUNT) {
 			k -= ns.n * RP__COUNT;
@@ -754,12 +424,12 @@ static int pass_exprs(Red *R, Graph *g, int k, char **text, FzRun *run)
 		Ref from = ns.r[k / RP__COUNT], to = replacement(g, from, k % RP__COUNT);
 		free(ns.r);
 		if (to) {
-			Sub s = {g, from, to, {0}, -1, false};
-			rebuild_def(&s, d);
-			Mask m;
-			mask_init(g, &m);
-			*text = print_masked(g, &m);
-			mask_free(&m);
+			FzSub s = {g, from, to, {0}, -1, false};
+			fz_rebuild_def(&s, d);
+			FzMask m;
+			fz_mask_init(g, &m);
+			*text = fz_print_masked(g, &m);
+			fz_mask_free(&m);
 		}
 		return 1;
 	}
@@ -773,11 +443,11 @@ static int pass_unused(Red *R, Graph *g, int k, char **text, FzRun *run)
 	if (k >= g->ntensors)
 		return 0;
 	if (g->tensors[k].kind == TK_INPUT) {
-		Mask m;
-		mask_init(g, &m);
+		FzMask m;
+		fz_mask_init(g, &m);
 		m.drop[k] = true;
-		*text = print_masked(g, &m);
-		mask_free(&m);
+		*text = fz_print_masked(g, &m);
+		fz_mask_free(&m);
 	}
 	return 1;
 }
@@ -785,23 +455,23 @@ static int pass_unused(Red *R, Graph *g, int k, char **text, FzRun *run)
 /* Candidate k < ntensors: that input in f32; then normal inputs, then no specials. */
 static int pass_inputs(Red *R, Graph *g, int k, char **text, FzRun *run)
 {
-	Mask m;
-	mask_init(g, &m);
+	FzMask m;
+	fz_mask_init(g, &m);
 	if (k < g->ntensors) {
 		const Tensor *T = &g->tensors[k];
 		if (T->kind == TK_INPUT && T->dtype != DT_F32 && T->dtype != DT_I32) {
 			m.in_dt[k] = DT_F32;
-			*text = print_masked(g, &m);
+			*text = fz_print_masked(g, &m);
 		}
 	} else if (k == g->ntensors && run->dist != DIST_NORMAL) {
 		run->dist = DIST_NORMAL;
 		run->specials = false;
-		*text = print_masked(g, &m);
+		*text = fz_print_masked(g, &m);
 	} else if (k == g->ntensors + 1 && run->specials) {
 		run->specials = false;
-		*text = print_masked(g, &m);
+		*text = fz_print_masked(g, &m);
 	}
-	mask_free(&m);
+	fz_mask_free(&m);
 	return k <= g->ntensors + 1;
 }
 

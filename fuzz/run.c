@@ -46,10 +46,106 @@ static void json_record(FILE *f, const VfRecord *r, const char *extra)
 	free(buf);
 }
 
-static void sink(void *ctx, const VfRecord *r)
+static void copy_tensor(HostTensor *to, const HostTensor *from)
+{
+	memset(to, 0, sizeof *to);
+	if (!from || !from->data)
+		return;
+	IR_ASSERT(ht_alloc(to, from->dtype, from->rank, from->dims) == 0);
+	memcpy(to->data, from->data, (size_t)(from->n * dt_info(from->dtype)->bytes));
+}
+
+static bool failing(const VfRecord *r)
+{
+	return vf_class(r->verdict, &r->m, r->sampled, &r->m64) == VC_FAILURE;
+}
+
+static void keep_record(FzResult *res, const VfRecord *r)
+{
+	res->kept = realloc(res->kept, (size_t)(res->nkept + 1) * sizeof *res->kept);
+	IR_ASSERT(res->kept);
+	FzKept *k = &res->kept[res->nkept++];
+	memset(k, 0, sizeof *k);
+	snprintf(k->backend, sizeof k->backend, "%s", r->backend);
+	snprintf(k->output, sizeof k->output, "%s", r->output);
+	copy_tensor(&k->got, r->got);
+	copy_tensor(&k->want, r->want);
+	if (r->want_status && r->want) {
+		k->status = malloc((size_t)r->want->n + 1);
+		IR_ASSERT(k->status);
+		memcpy(k->status, r->want_status, (size_t)r->want->n);
+	}
+	k->sampled = r->want_idx != NULL;
+	k->failing = failing(r);
+}
+
+static const FzKept *kept_of(const FzResult *res, const char *backend, const char *output)
+{
+	for (int k = 0; k < res->nkept; k++)
+		if (strcmp(res->kept[k].backend, backend) == 0 && strcmp(res->kept[k].output, output) == 0)
+			return &res->kept[k];
+	return NULL;
+}
+
+/* "d3[1, 2]" of flat index i of a tensor shaped like t. */
+static void coords(const char *name, const HostTensor *t, int64_t i, char *buf, size_t n)
+{
+	int64_t c[IR_MAXRANK];
+	for (int k = t->rank - 1; k >= 0; k--) {
+		c[k] = t->dims[k] ? i % t->dims[k] : 0;
+		i = t->dims[k] ? i / t->dims[k] : 0;
+	}
+	size_t len = (size_t)snprintf(buf, n, "%s[", name);
+	for (int k = 0; k < t->rank && len < n; k++)
+		len += (size_t)snprintf(buf + len, n - len, "%s%lld", k ? ", " : "", (long long)c[k]);
+	if (len < n)
+		snprintf(buf + len, n - len, "]");
+}
+
+/* r (a variant's record) against its original's: the oracle's values must be the same
+ * where both settled (a difference is a toolkit bug: res->oracle_diff); with a claim of
+ * bit-identity, where both records hold outputs and neither fails, the outputs must be the
+ * same bits (NaN as a category): else *out gets verdict V_VARIANT_MISMATCH and why. */
+static void compare(FzResult *res, const VfRecord *r, VfRecord *out, char *why, size_t n)
+{
+	const FzKept *k = kept_of(res->against, r->backend, r->output);
+	if (!k)
+		return;
+	if (!res->oracle_diff && r->want && !k->sampled && !r->want_idx && k->want.data) {
+		int64_t i = fz_first_difference(&k->want, r->want, k->status, r->want_status);
+		if (i >= 0) {
+			char at[200];
+			coords(r->output, r->want, i, at, sizeof at);
+			IR_ASSERT(asprintf(&res->oracle_diff, "%s: the variant's oracle gives %.17g, the "
+					   "original's %.17g", at, ht_get(r->want, i),
+					   ht_get(&k->want, i)) >= 0);
+		}
+	}
+	if (!res->against_bit || !r->got || !k->got.data || k->failing || failing(r))
+		return;
+	int64_t i = fz_first_difference(&k->got, r->got, NULL, NULL);
+	if (i < 0)
+		return;
+	char at[200];
+	coords(r->output, r->got, i, at, sizeof at);
+	snprintf(why, n, "variant %s claims an emulation bit-identical to its original's, but on "
+		 "%s %s is %.17g, the original's %.17g (neither fails its budget)",
+		 res->variant ? res->variant : "", r->backend, at, ht_get(r->got, i),
+		 ht_get(&k->got, i));
+	out->verdict = V_VARIANT_MISMATCH;
+	out->reason = why;
+}
+
+static void sink(void *ctx, const VfRecord *rec)
 {
 	Sink *s = ctx;
 	FzResult *res = s->res;
+	VfRecord copy = *rec, *r = &copy;
+	char why[1024];
+	if (res->keep)
+		keep_record(res, rec);
+	if (res->against)
+		compare(res, rec, r, why, sizeof why);
 	grow(res);
 	FzVerdict *v = &res->v[res->n++];
 	memset(v, 0, sizeof *v);
@@ -77,6 +173,8 @@ static void sink(void *ctx, const VfRecord *r)
 
 int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 {
+	if (r->pair)
+		return fz_check_pair(g, r, res, d);
 	int ni = ir_ninputs(g), ns = 0, failed = 0, rc = -1;
 	HostTensor *inputs = calloc((size_t)ni + 1, sizeof *inputs);
 	IR_ASSERT(inputs);
@@ -112,6 +210,16 @@ void fz_result_free(FzResult *res)
 	free(res->v);
 	res->v = NULL;
 	res->n = res->cap = 0;
+	for (int k = 0; k < res->nkept; k++) {
+		ht_free(&res->kept[k].got);
+		ht_free(&res->kept[k].want);
+		free(res->kept[k].status);
+	}
+	free(res->kept);
+	res->kept = NULL;
+	res->nkept = 0;
+	free(res->oracle_diff);
+	res->oracle_diff = NULL;
 }
 
 int fz_result_find(const FzResult *res, const char *backend, const char *output)

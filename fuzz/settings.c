@@ -52,6 +52,7 @@ static const Field fields[] = {
 	{"feedback_epoch", 'I', 0, 1 << 20},      /* 0 (and absent): no coverage feedback */
 	{"baseline_from", 'S', 0, 0},
 	{"baseline", 'L', 0, 0},
+	{"variants", 'N', 0, FZ_MAX_VARIANTS},   /* per case; a campaign older than them has none */
 	{"gen", 'o', 0, 0},
 	{"gen.max_rank", 'i', 0, FZ_MAXRANK},
 	{"gen.max_extent", 'i', 1, 1 << 20},
@@ -123,7 +124,7 @@ int fz_settings_check(const FzCampaign *c, Diag *d)
 		{"cases", (double)c->cases}, {"seconds", c->seconds}, {"jobs", c->jobs},
 		{"hooks", c->hooks}, {"timeout_s", c->timeout_s},
 		{"compile_timeout_s", c->compile_timeout_s}, {"reduce_tests", c->reduce_tests},
-		{"case_limit_s", c->case_limit_s}, {"feedback_epoch", c->feedback_epoch},
+		{"case_limit_s", c->case_limit_s}, {"feedback_epoch", c->feedback_epoch}, {"variants", c->variants},
 		{"gen.max_rank", o->max_rank},
 		{"gen.max_extent", o->max_extent}, {"gen.max_defs", o->max_defs},
 		{"gen.max_inputs", o->max_inputs}, {"gen.max_depth", o->max_depth},
@@ -176,8 +177,9 @@ int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
 	fprintf(f, ",\"hooks\":%u,\"timeout_s\":%.17g,\"compile_timeout_s\":%.17g,\"reduce\":%s,"
 		"\"reduce_tests\":%d", c->hooks, c->timeout_s, c->compile_timeout_s,
 		c->reduce ? "true" : "false", c->reduce_tests);
-	fprintf(f, ",\"until_failure\":%s,\"case_limit_s\":%.17g,\"feedback_epoch\":%d",
-		c->until_failure ? "true" : "false", c->case_limit_s, c->feedback_epoch);
+	fprintf(f, ",\"until_failure\":%s,\"case_limit_s\":%.17g,\"feedback_epoch\":%d,\"variants\":%.17g",
+		c->until_failure ? "true" : "false", c->case_limit_s, c->feedback_epoch,
+		c->variants);
 	if (*c->baseline) {   /* absent without one: the settings of older campaigns */
 		fputs(",\"baseline_from\":", f);
 		vf_json_str(f, c->baseline_from);
@@ -543,6 +545,7 @@ static int parse_got(const char *text, size_t n, FzCampaign *c, Got *got, Diag *
 			 G("baseline").seen ? "baseline_from" : "baseline");
 		return -1;
 	}
+	c->variants = G("variants").seen ? G("variants").x : 0;
 	GenOpts *o = &c->gen;
 	o->max_rank = (int)G("gen.max_rank").x;
 	o->max_extent = (int)G("gen.max_extent").x;

@@ -472,6 +472,25 @@ void rp_cov_area(const RpCoverage *c, const char *area, int *points, int *reacha
 		}
 }
 
+/* The records of metamorphic variants (a "variant" member, fuzz/meta.c): how many of each
+ * kind, their failures, the bit-identity mismatches among them, and the distinct failures
+ * a variant found first. */
+static void variants(const RpRun *run, RpSummary *s)
+{
+	for (int i = 0; i < run->nrecs; i++) {
+		const RpRecord *r = &run->recs[i];
+		if (!*r->variant)
+			continue;
+		const char *dot = strchr(r->variant, '.');
+		count(&s->variants, &s->nvariants, dot ? dot + 1 : r->variant, 1);
+		s->variant_results++;
+		s->variant_failures += r->cls == VC_FAILURE;
+		s->variant_mismatches += r->verdict == V_VARIANT_MISMATCH;
+	}
+	for (int k = 0; k < s->ndistinct; k++)
+		s->variant_distinct += *run->recs[s->distinct[k].first].variant != 0;
+}
+
 void rp_summarise(const RpRun *run, RpSummary *s)
 {
 	memset(s, 0, sizeof *s);
@@ -481,6 +500,7 @@ void rp_summarise(const RpRun *run, RpSummary *s)
 	directives(run, s);
 	rules(run, s);
 	coverage(run, s);
+	variants(run, s);
 	char **names = calloc((size_t)run->nrecs + 1, sizeof *names);
 	IR_ASSERT(names);
 	for (int i = 0; i < run->nrecs; i++)
@@ -501,6 +521,9 @@ void rp_summary_free(RpSummary *s)
 		free(s->dirs[i].name);
 	for (int i = 0; i < s->nrules; i++)
 		free(s->rules[i].name);
+	for (int i = 0; i < s->nvariants; i++)
+		free(s->variants[i].name);
+	free(s->variants);
 	free(s->groups);
 	free(s->distinct);
 	free(s->dirs);

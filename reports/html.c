@@ -320,6 +320,11 @@ static void failure_row(FILE *f, const RpRun *run, const RpDistinct *D, int k, c
 	pill(f, r);
 	fputs("</td><td>", f);
 	esc(f, r->graph);
+	if (*r->variant) {
+		fputs("<br><small>variant ", f);
+		esc(f, r->variant);
+		fprintf(f, " of case %lld</small>", (long long)r->case_no);
+	}
 	fputs("</td><td>", f);
 	esc(f, r->backend);
 	fputs("</td><td>", f);
@@ -554,6 +559,20 @@ static void coverage(FILE *f, const RpSummary *s)
 	rules(f, s);
 	fprintf(f, "<h3>Compiler coverage</h3>\n");
 	points(f, s);
+	if (s->variant_results) {   /* docs/fuzz.md "Metamorphic variants" */
+		fprintf(f, "<h3>Metamorphic variants</h3>\n<p>%lld results of variants, %lld "
+			   "failing (%lld bit-identity mismatches), %d distinct failures first found by "
+			   "a variant.</p>\n<table><tr><th>kind</th><th>results</th></tr>\n",
+			(long long)s->variant_results, (long long)s->variant_failures,
+			(long long)s->variant_mismatches, s->variant_distinct);
+		for (int i = 0; i < s->nvariants; i++) {
+			fputs("<tr><td><code>", f);
+			esc(f, s->variants[i].name);
+			fprintf(f, "</code></td><td class=\"n\">%lld</td></tr>\n",
+				(long long)s->variants[i].count);
+		}
+		fputs("</table>\n", f);
+	}
 	fprintf(f, "</section>\n");
 }
 

@@ -188,6 +188,7 @@ static const char *record_of(const JsVal *o, RpRecord *r)
 	r->inputs = str_of(o, "inputs"), r->faults = str_of(o, "faults");
 	r->case_dir = str_of(o, "case_dir"), r->agree_ref = str_of(o, "agree_ref");
 	r->exact = str_of(o, "exact"), r->signature = xstrdup("");
+	r->variant = str_of(o, "variant");
 	r->failure_dir = xstrdup("");
 	r->max_ulp = num_of(o, "max_ulp", 0), r->max_abs = num_of(o, "max_abs", 0);
 	r->max_rel = num_of(o, "max_rel", 0), r->nmse = num_of(o, "nmse", 0);
@@ -231,7 +232,7 @@ static void record_free(RpRecord *r)
 {
 	char **s[] = {&r->graph, &r->file, &r->backend, &r->sched, &r->sched_text, &r->output,
 		      &r->dtype, &r->reason, &r->inputs, &r->faults, &r->case_dir, &r->agree_ref,
-		      &r->exact, &r->signature, &r->failure_dir};
+		      &r->exact, &r->signature, &r->failure_dir, &r->variant};
 	for (size_t i = 0; i < ARRAY_LEN(s); i++)
 		free(*s[i]);
 	for (int i = 0; i < r->nrules; i++)
@@ -241,10 +242,12 @@ static void record_free(RpRecord *r)
 	free(r->cov);
 }
 
-/* The key of items (strings "KEY@OUTPUT") that names record r's failure, or NULL. */
+/* The key of items (strings "KEY@OUTPUT", "KEY@OUTPUT#VARIANT" for a variant's failure)
+ * that names record r's failure, or NULL. */
 static const char *key_for(const RpRecord *r, const JsVal *items)
 {
-	char prefix[256];
+	char prefix[256], whose[200];
+	snprintf(whose, sizeof whose, "%s%s%s", r->output, *r->variant ? "#" : "", r->variant);
 	snprintf(prefix, sizeof prefix, "%s/%s/%s/", r->backend, vf_verdict_name(r->verdict),
 		 vf_verdict_whole(r->verdict) ? "-" : r->dtype);
 	const char *any = NULL;
@@ -253,9 +256,12 @@ static const char *key_for(const RpRecord *r, const JsVal *items)
 		if (it->kind != JS_STR || strncmp(it->str, prefix, strlen(prefix)) != 0)
 			continue;
 		const char *at = strrchr(it->str, '@');
-		if (at && strcmp(at + 1, r->output) == 0)
+		if (at && strcmp(at + 1, whose) == 0)
 			return it->str;
-		any = any ? any : it->str;
+		/* a variant's failure may have its original's key (listed once per case, for the
+		 * original); an original's failure is never a variant's */
+		if (*r->variant || !(at && strchr(at, '#')))
+			any = any ? any : it->str;
 	}
 	return any;
 }

@@ -89,7 +89,10 @@ static void failures(FILE *f, const RpRun *run, const RpSummary *s)
 		}
 		fputc('`', f);
 		fputs(r->graph, f);
-		fprintf(f, "` on %s, schedule %s, output %s, ×%lld: ", r->backend, r->sched,
+		fputc('`', f);
+		if (*r->variant)
+			fprintf(f, " (variant %s of case %lld)", r->variant, (long long)r->case_no);
+		fprintf(f, " on %s, schedule %s, output %s, ×%lld: ", r->backend, r->sched,
 			r->output, (long long)D->hits);
 		cell(f, r->reason, MAX_REASON);
 		fprintf(f, "\n   repro: `%s/%s`\n", run->dir, F ? (F->repro_path ? F->repro_path :
@@ -207,6 +210,20 @@ static void points(FILE *f, const RpCoverage *c)
 	fprintf(f, ".\n");
 }
 
+/* The metamorphic variants a campaign checked (docs/fuzz.md "Metamorphic variants"). */
+static void variants(FILE *f, const RpSummary *s)
+{
+	if (!s->variant_results)
+		return;
+	fprintf(f, "\n**Metamorphic variants**: %lld results of variants (", (long long)s->variant_results);
+	for (int i = 0; i < s->nvariants; i++)
+		fprintf(f, "%s`%s` ×%lld", i ? ", " : "", s->variants[i].name,
+			(long long)s->variants[i].count);
+	fprintf(f, "), %lld failing (%lld bit-identity mismatches), %d distinct failures first "
+		"found by a variant.\n", (long long)s->variant_failures,
+		(long long)s->variant_mismatches, s->variant_distinct);
+}
+
 static void coverage(FILE *f, const RpSummary *s)
 {
 	fprintf(f, "\n**Schedule directives** exercised:");
@@ -261,6 +278,7 @@ void rp_markdown(FILE *f, const RpRun *run, const RpSummary *s, const char *out_
 	failures(f, run, s);
 	others(f, run, s, VC_UNCLAIMED);
 	others(f, run, s, VC_FLAKY);
+	variants(f, s);
 	coverage(f, s);
 	fprintf(f, "\nFull report with plots: `%s/index.html`\n", out_dir);
 }

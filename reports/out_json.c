@@ -22,9 +22,13 @@
  *              (names this build does not know), "areas": [{"area", "points", "reachable",
  *              "reached", "never": [NAME] (reachable, never reached)}], "reached_by":
  *              {NAME: cases} (the points reached)},
+ *    "variants": {"results", "failing", "mismatches" (verdict variant-mismatch), "distinct"
+ *                 (distinct failures a variant found first), "kinds": {KIND: results}}
+ *                 (the records of metamorphic variants: fuzz/meta.c),
  *    "results": [{"graph", "backend", "schedule", "output", "dtype", "verdict", "class",
  *                 "special", "max_ulp", "max_ratio", "frac_within", "argmax_agree",
- *                 "topk_agree", "red_len", "case_dir", "line"}]}
+ *                 "topk_agree", "red_len", "case_dir", "line", "variant" (its name, or
+ *                 null)}]}
  * A result's class is vf_class_name's; "special" names a special-value mismatch ("NaN vs
  * 1.5"; else null), whose max_ulp and max_ratio are then null (no ratio measures a NaN), as
  * are every figure of a result without numbers (crash, timeout, oob-write, compile-error,
@@ -284,9 +288,27 @@ static void results(FILE *f, const RpRun *run)
 		fputs(",\"topk_agree\":", f), frac(f, nums ? r->topk_agree : NAN);
 		fprintf(f, ",\"red_len\":%lld,\"case_dir\":", (long long)r->red_len);
 		vf_json_str(f, r->case_dir);
-		fprintf(f, ",\"line\":%d}", r->line);
+		fprintf(f, ",\"line\":%d,\"variant\":", r->line);
+		if (*r->variant)
+			vf_json_str(f, r->variant);
+		else
+			fputs("null", f);
+		fputc('}', f);
 	}
 	fputs("]", f);
+}
+
+static void variants(FILE *f, const RpSummary *s)
+{
+	fprintf(f, ",\"variants\":{\"results\":%lld,\"failing\":%lld,\"mismatches\":%lld,"
+		"\"distinct\":%d,\"kinds\":{", (long long)s->variant_results,
+		(long long)s->variant_failures, (long long)s->variant_mismatches, s->variant_distinct);
+	for (int i = 0; i < s->nvariants; i++) {
+		fputs(i ? "," : "", f);
+		vf_json_str(f, s->variants[i].name);
+		fprintf(f, ":%lld", (long long)s->variants[i].count);
+	}
+	fputs("}}", f);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -354,6 +376,7 @@ void rp_json_report(FILE *f, const RpRun *run, const RpSummary *s)
 	others(f, run, VC_FLAKY, "flaky");
 	coverage(f, s);
 	points(f, &s->cov);
+	variants(f, s);
 	results(f, run);
 	fputs("}\n", f);
 }

@@ -39,6 +39,7 @@ static const char *const verdict_color[V__COUNT] = {
 	[V_CRASH] = "#984ea3", [V_TIMEOUT] = "#a65628", [V_OOB_WRITE] = "#f781bf",
 	[V_COMPILE_ERROR] = "#555555", [V_UNSUPPORTED] = "#bbbbbb", [V_FLAKY] = "#dede00",
 	[V_EMULATION_MISMATCH] = "#377eb8",
+	[V_VARIANT_MISMATCH] = "#00bcd4",
 };
 
 typedef struct {

@@ -68,6 +68,8 @@ void rp_json_num_out(FILE *f, double x);
 typedef struct {
 	char *graph, *file, *backend, *sched, *sched_text, *output, *dtype, *reason;
 	char *inputs, *faults, *case_dir, *agree_ref, *exact;
+	char *variant;        /* campaign records of a metamorphic variant: its name
+	                         ("v1.swap"; fuzz/meta.c), else "" */
 	char *signature;      /* campaign records: the failure's key ("" if none; load.c) */
 	char *failure_dir;    /* campaign records: its failure folder ("" if none) */
 	Verdict verdict;
@@ -272,6 +274,10 @@ typedef struct {
 	int nrules;
 	RpCoverage cov;      /* the compiler's coverage points reached */
 	int ngraphs, ncases; /* distinct graphs, distinct (graph, backend, schedule) cases */
+	RpCount *variants;   /* records of metamorphic variants, by kind ("swap", ...) */
+	int nvariants;
+	int64_t variant_results, variant_failures, variant_mismatches;
+	int variant_distinct; /* distinct failures whose first record is a variant's */
 } RpSummary;
 
 void rp_summarise(const RpRun *run, RpSummary *s);

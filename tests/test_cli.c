@@ -160,6 +160,10 @@ START_TEST(numbers_read_whole)
 	expect(run(t, "fuzz --timeout nan --cases 1 --backends c -o %s/camp", t), 2, "--timeout",
 	       NULL);
 	expect(run(t, "fuzz --seconds 5 --cases 1 --backends c -o %s/camp", t), 2, "not both", NULL);
+	static const char *variants[] = {"-1", "9", "nan", "1x", ""};
+	for (size_t i = 0; i < ARRAY_LEN(variants); i++)
+		expect(run(t, "fuzz --variants '%s' --cases 1 --backends c -o %s/camp", variants[i], t),
+		       2, "assay fuzz: --variants expects a number in [0, 8]", NULL);
 	ck_assert(!exists(t, "camp"));
 	/* what is whole is taken: a decimal timeout, a seed with a leading zero */
 	Ran a = run(t, "eval %s/g.tg --seed 010", t), b = run(t, "eval %s/g.tg --seed 10", t);
@@ -416,6 +420,7 @@ START_TEST(resume_refuses_other_settings)
 		{"--reduce-tests 5", "--reduce-tests 5 is not", "(reduce-tests 300, in "},
 		{"--max-defs 2", "--max-defs 2 is not", "(max-defs 6, in "},
 		{"--no-feedback", "--no-feedback is not", "(feedback_epoch 64, in "},
+		{"--variants 1", "--variants 1 is not", "(variants 0.25, in "},
 	};
 	char *log = get(t, "camp/results.jsonl");
 	for (size_t i = 0; i < ARRAY_LEN(other); i++)

@@ -267,6 +267,7 @@ START_TEST(settings_roundtrip)
 	c.gen.p_large = 0.75;
 	snprintf(c.baseline, sizeof c.baseline, "c/crash/-/-/-\nvulkan/over-budget/f16/tile/drop_tail\n");
 	snprintf(c.baseline_from, sizeof c.baseline_from, "ctl/");
+	c.variants = 0.25;
 	Diag d = {0};
 	ck_assert_int_eq(fz_settings_check(&c, &d), 0);
 	ck_assert_int_eq(fz_settings_write(dir, &c, &d), 0);
@@ -479,20 +480,6 @@ END_TEST
 
 /* ------------------------------------------------------------ campaigns */
 
-static char *mkdir_tmp(void)
-{
-	char *t = strdup("/tmp/assay-test-fuzz.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(t));
-	return t;
-}
-
-static void rm_rf(const char *dir)
-{
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
 static FzCampaign camp(int64_t cases, int jobs, unsigned faults)
 {
 	FzCampaign c;
@@ -503,6 +490,7 @@ static FzCampaign camp(int64_t cases, int jobs, unsigned faults)
 	c.faults = faults;
 	c.reduce = false;
 	c.timeout_s = 20;
+	c.variants = 0;   /* the machinery of campaigns; variants are test_meta.c's */
 	return c;
 }
 
@@ -562,10 +550,12 @@ static int count_lines(const char *t, const char *prefix)
 	return n;
 }
 
+/* _i = 1: with a metamorphic variant per case (fuzz/meta.c), whose records are in the log. */
 START_TEST(same_log_any_jobs)
 {
-	char *a = mkdir_tmp(), *b = mkdir_tmp();
+	char *a = tu_mkdtemp("fuzz"), *b = tu_mkdtemp("fuzz");
 	FzCampaign c1 = camp(6, 1, 0), c2 = camp(6, 2, 0);
+	c1.variants = c2.variants = _i;
 	FzSummary s;
 	run_camp(a, &c1, false, &s);
 	run_camp(b, &c2, false, NULL);
@@ -573,6 +563,7 @@ START_TEST(same_log_any_jobs)
 	char *la = log_of(a), *lb = log_of(b);
 	ck_assert_int_eq(count_lines(la, "{\"done\":"), 6);
 	ck_assert_int_gt(count_lines(la, "{\"graph\":"), 6);
+	ck_assert_int_eq(strstr(la, ",\"variant\":\"v1.") != NULL, _i == 1);
 	ck_assert_str_eq(la, lb);
 	/* a directory that holds a campaign is not started over */
 	Diag d = {0};
@@ -581,8 +572,8 @@ START_TEST(same_log_any_jobs)
 	diag_clear(&d);
 	free(la);
 	free(lb);
-	rm_rf(a);
-	rm_rf(b);
+	tu_rm_rf(a);
+	tu_rm_rf(b);
 	free(a);
 	free(b);
 }
@@ -590,7 +581,7 @@ END_TEST
 
 START_TEST(replay_is_the_case)
 {
-	char *a = mkdir_tmp();
+	char *a = tu_mkdtemp("fuzz");
 	FzCampaign c = camp(5, 2, 0);
 	run_camp(a, &c, false, NULL);
 	char *all = log_of(a);
@@ -610,7 +601,7 @@ START_TEST(replay_is_the_case)
 		FILE *f = fopen(path, "w");
 		fputs(blob, f);
 		fclose(f);
-		char *dir2 = mkdir_tmp(), cmd[1024];
+		char *dir2 = tu_mkdtemp("fuzz"), cmd[1024];
 		snprintf(cmd, sizeof cmd, "cp '%s' '%s/results.jsonl'", path, dir2);
 		ck_assert_int_eq(system(cmd), 0);
 		char *one = log_of(dir2), tag[64];
@@ -619,18 +610,18 @@ START_TEST(replay_is_the_case)
 		ck_assert_msg(strstr(all, one), "case %llu replays differently", (unsigned long long)n);
 		free(one);
 		free(blob);
-		rm_rf(dir2);
+		tu_rm_rf(dir2);
 		free(dir2);
 	}
 	free(all);
-	rm_rf(a);
+	tu_rm_rf(a);
 	free(a);
 }
 END_TEST
 
 START_TEST(resume_equals_uninterrupted)
 {
-	char *a = mkdir_tmp(), *b = mkdir_tmp();
+	char *a = tu_mkdtemp("fuzz"), *b = tu_mkdtemp("fuzz");
 	FzCampaign whole = camp(6, 2, KF_SKIP_LAST), half = camp(3, 2, KF_SKIP_LAST);
 	FzSummary s1, s2;
 	run_camp(a, &whole, false, &s1);
@@ -650,8 +641,8 @@ START_TEST(resume_equals_uninterrupted)
 	ck_assert_int_gt(s1.distinct, 0);
 	free(la);
 	free(lb);
-	rm_rf(a);
-	rm_rf(b);
+	tu_rm_rf(a);
+	tu_rm_rf(b);
 	free(a);
 	free(b);
 }
@@ -904,7 +895,7 @@ static char *folders_of(const char *dir)
 /* SIGKILL a campaign at a random moment, then resume: nothing lost or duplicated. */
 START_TEST(killed_campaign_resumes)
 {
-	char *a = mkdir_tmp(), *b = mkdir_tmp();
+	char *a = tu_mkdtemp("fuzz"), *b = tu_mkdtemp("fuzz");
 	FzCampaign c = camp(8, 2, KF_PAD_ZERO);
 	run_camp(a, &c, false, NULL);
 	char *want = log_of(a), *wantf = folders_of(a);
@@ -945,8 +936,8 @@ START_TEST(killed_campaign_resumes)
 	free(got);
 	free(wantf);
 	free(gotf);
-	rm_rf(a);
-	rm_rf(b);
+	tu_rm_rf(a);
+	tu_rm_rf(b);
 	free(a);
 	free(b);
 }
@@ -955,7 +946,7 @@ END_TEST
 /* A kernel that crashes or hangs is a verdict: the campaign goes on. */
 START_TEST(crash_and_hang_are_verdicts)
 {
-	char *a = mkdir_tmp(), *b = mkdir_tmp();
+	char *a = tu_mkdtemp("fuzz"), *b = tu_mkdtemp("fuzz");
 	FzCampaign c = camp(3, 2, 0);
 	c.hooks = VF_HOOK_CRASH;
 	FzSummary s;
@@ -969,8 +960,8 @@ START_TEST(crash_and_hang_are_verdicts)
 	run_camp(b, &c, false, &s);
 	ck_assert_int_eq(s.cases, 2);
 	ck_assert_int_eq(s.verdicts[V_TIMEOUT], s.records);
-	rm_rf(a);
-	rm_rf(b);
+	tu_rm_rf(a);
+	tu_rm_rf(b);
 	free(a);
 	free(b);
 }
@@ -978,7 +969,7 @@ END_TEST
 
 START_TEST(short_campaign_kills_a_fault)
 {
-	char *a = mkdir_tmp();
+	char *a = tu_mkdtemp("fuzz");
 	FzCampaign c = camp(40, 2, KF_VIEW_OFFSET);
 	c.until_failure = true;
 	c.reduce = true;
@@ -992,7 +983,7 @@ START_TEST(short_campaign_kills_a_fault)
 	char *f = folders_of(a);
 	ck_assert_ptr_nonnull(strstr(f, "view_offset"));
 	free(f);
-	rm_rf(a);
+	tu_rm_rf(a);
 	free(a);
 }
 END_TEST
@@ -1162,7 +1153,7 @@ static Suite *suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("campaigns");
 	tcase_set_timeout(tc, 180);
-	tcase_add_test(tc, same_log_any_jobs);
+	tcase_add_loop_test(tc, same_log_any_jobs, 0, 2);
 	tcase_add_test(tc, replay_is_the_case);
 	tcase_add_test(tc, resume_equals_uninterrupted);
 	tcase_add_test(tc, killed_campaign_resumes);

@@ -44,6 +44,23 @@ static inline const char *tu_cache_dir(const char *name)
 	return buf;
 }
 
+/* A new empty directory /tmp/assay-test-NAME.XXXXXX (malloc'ed); tu_rm_rf removes one. */
+static inline char *tu_mkdtemp(const char *name)
+{
+	char *t = NULL;
+	ck_assert_int_ge(asprintf(&t, "/tmp/assay-test-%s.XXXXXX", name), 0);
+	ck_assert_ptr_nonnull(mkdtemp(t));
+	return t;
+}
+
+static inline void tu_rm_rf(const char *dir)
+{
+	char *cmd = NULL;
+	ck_assert_int_ge(asprintf(&cmd, "rm -rf '%s'", dir), 0);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+}
+
 /* The graph of a .tg text; the test fails on a parse error. */
 static inline Graph *tu_parse(const char *src)
 {

@@ -616,6 +616,8 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, int si,
 			.emulated = er && er->applies, .emu_why = er ? er->why : "no outputs to compare",
 			.emu_diff = er && er->applies ? er->diff[k].n_diff : 0,
 			.cov = w && w->covered ? w->cov : NULL,
+			.got = w && w->status == WK_OK ? &w->outs[k] : NULL, .want = &c->orc.want[k],
+			.want_status = c->orc.status[k], .want_idx = c->orc.idx[k],
 		};
 		vf_metrics_init(&r.m);
 		vf_metrics_init(&r.m64);

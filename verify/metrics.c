@@ -32,6 +32,7 @@ static const char *const verdict_names[V__COUNT] = {
 	[V_UNSUPPORTED] = "unsupported",
 	[V_FLAKY] = "flaky",
 	[V_EMULATION_MISMATCH] = "emulation-mismatch",
+	[V_VARIANT_MISMATCH] = "variant-mismatch",
 };
 _Static_assert(ARRAY_LEN(verdict_names) == V__COUNT, "one name per verdict");
 

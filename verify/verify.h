@@ -36,6 +36,9 @@ typedef enum {
 	V_EMULATION_MISMATCH,   /* every budget holds, but the arithmetic is fully specified on
 	              the backend (emucheck.c) and the output differs from the emulating
 	              interpreter's bit for bit: a failure */
+	V_VARIANT_MISMATCH,   /* fuzz/meta.c: a metamorphic variant that claims a bit-identical
+	              emulation gave outputs that differ, bit for bit, from its original's on
+	              the same backend, both within their budgets (a failure) */
 	V__COUNT
 } Verdict;
 
@@ -325,6 +328,11 @@ typedef struct {
 	const uint64_t *cov;     /* the compiler's coverage points the run reached (COV__COUNT
 	                            firings); NULL when it returned none (backend unavailable, a
 	                            worker that died before emitting) */
+	/* For sinks that compare runs (fuzz/meta.c), valid during the callback only: */
+	const HostTensor *got;   /* the backend's output, or NULL (no run, or it failed) */
+	const HostTensor *want;  /* the oracle's values of the compared elements, densely */
+	const uint8_t *want_status; /* per compared element (MpStatus), or NULL: all settled */
+	const int64_t *want_idx; /* sampled: the flat indices of want's elements; else NULL */
 } VfRecord;
 
 typedef void VfSink(void *ctx, const VfRecord *r);

@@ -669,7 +669,7 @@ static bool done_line(const char *log, uint64_t n, char *buf, size_t len)
  * and reproduces its lines; the bias changes the graph it applies to. */
 START_TEST(feedback_deterministic)
 {
-	char *a = mkdir_tmp(), *b = mkdir_tmp(), *h = mkdir_tmp();
+	char *a = tu_mkdtemp("fuzz"), *b = tu_mkdtemp("fuzz"), *h = tu_mkdtemp("fuzz");
 	FzCampaign c1 = camp(20, 1, 0), c2 = camp(20, 2, 0), half = camp(9, 2, 0);
 	c1.feedback_epoch = c2.feedback_epoch = half.feedback_epoch = 4;
 	run_camp(a, &c1, false, NULL);
@@ -706,7 +706,7 @@ START_TEST(feedback_deterministic)
 	ck_assert_int_eq(bias.epoch, 4);
 	char *blob = NULL;
 	ck_assert_int_eq(fz_case_run_bias(&back, &bias, last, cache(), NULL, &blob, NULL, NULL, &d), 0);
-	char *dir2 = mkdir_tmp(), path[512];
+	char *dir2 = tu_mkdtemp("fuzz"), path[512];
 	snprintf(path, sizeof path, "%s/results.jsonl", dir2);
 	FILE *f = fopen(path, "w");
 	fputs(blob, f);
@@ -739,10 +739,10 @@ START_TEST(feedback_deterministic)
 	free(la);
 	free(lb);
 	free(lh);
-	rm_rf(a);
-	rm_rf(b);
-	rm_rf(h);
-	rm_rf(dir2);
+	tu_rm_rf(a);
+	tu_rm_rf(b);
+	tu_rm_rf(h);
+	tu_rm_rf(dir2);
 	free(a);
 	free(b);
 	free(h);
@@ -994,7 +994,7 @@ END_TEST
  * resume keeps the baseline from the settings. */
 START_TEST(baseline_hides_known_failures)
 {
-	char *ctl = mkdir_tmp(), *a = mkdir_tmp(), *b = mkdir_tmp();
+	char *ctl = tu_mkdtemp("fuzz"), *a = tu_mkdtemp("fuzz"), *b = tu_mkdtemp("fuzz");
 	FzCampaign c = camp(10, 2, KF_VIEW_OFFSET);
 	FzSummary s;
 	run_camp(ctl, &c, false, &s);
@@ -1042,9 +1042,9 @@ START_TEST(baseline_hides_known_failures)
 		snprintf(key, sizeof key, "%.*s", (int)strcspn(p, "\n"), p);
 		ck_assert_msg(fz_baseline_has(keys, key), "%s lost", key);
 	}
-	rm_rf(ctl);
-	rm_rf(a);
-	rm_rf(b);
+	tu_rm_rf(ctl);
+	tu_rm_rf(a);
+	tu_rm_rf(b);
 	free(ctl);
 	free(a);
 	free(b);

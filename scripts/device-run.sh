@@ -22,6 +22,9 @@
 #                beside cuBLAS and copy bandwidth) and bench_ulp on the GPU backends
 #     fuzz       a $FUZZ_SECONDS (default 60) campaign over every available backend, then
 #                `assay report` on it
+#     campaign   `assay fuzz --cases $CAMPAIGN_CASES` (default 600) with every core, seed $SEED
+#                (default 5) and $CAMPAIGN_ARGS, over every available backend, then its report;
+#                the campaign folder comes back as campaign.tar.xz
 #     throughput bench_fuzz with $(nproc) jobs: campaign cases/s on c alone, on
 #                $BENCH_FUZZ_BACKENDS (default c,opencl,vulkan,cuda) with persistent workers
 #                and with a fresh worker per run
@@ -166,6 +169,18 @@ for step in $steps; do
 				"$P/bin/bench_fuzz" || status=1
 			tar -C /tmp -cJf "$LOG/throughput-camp.tar.xz" throughput-camp 2>/dev/null
 		else echo "bench_fuzz was not packed"; fi
+		;;
+	campaign)
+		rm -rf "$LOG/campaign"
+		# shellcheck disable=SC2086
+		"$A" fuzz --cases "${CAMPAIGN_CASES:-600}" --jobs "$(nproc)" --seed "${SEED:-5}" \
+			${CAMPAIGN_ARGS:-} -o "$LOG/campaign" >"$LOG/campaign.log" 2>&1
+		rc=$?
+		tail -15 "$LOG/campaign.log"
+		"$A" report "$LOG/campaign" -o "$LOG/campaign/report" >/dev/null 2>&1 &&
+			head -60 "$LOG/campaign/report/report.md"
+		tar -C "$LOG" -cJf "$LOG/campaign.tar.xz" campaign 2>/dev/null && rm -rf "$LOG/campaign"
+		[ $rc -eq 0 ] || status=1
 		;;
 	fuzz)
 		"$A" fuzz --seconds "${FUZZ_SECONDS:-60}" --jobs "$(nproc)" --seed "${SEED:-1}" \

@@ -23,8 +23,9 @@
 #     fuzz       a $FUZZ_SECONDS (default 60) campaign over every available backend, then
 #                `assay report` on it
 #     campaign   `assay fuzz --cases $CAMPAIGN_CASES` (default 600) with every core, seed $SEED
-#                (default 5) and $CAMPAIGN_ARGS, over every available backend, then its report;
-#                the campaign folder comes back as campaign.tar.xz
+#                (default 5) and $CAMPAIGN_ARGS, over every available backend, then its report,
+#                in /tmp/campaign$CAMPAIGN_TAG; its failures, settings, summary and report come
+#                back as campaign$CAMPAIGN_TAG.tar.xz, its log as results$CAMPAIGN_TAG.jsonl.xz
 #     throughput bench_fuzz with $(nproc) jobs: campaign cases/s on c alone, on
 #                $BENCH_FUZZ_BACKENDS (default c,opencl,vulkan,cuda) with persistent workers
 #                and with a fresh worker per run
@@ -171,15 +172,19 @@ for step in $steps; do
 		else echo "bench_fuzz was not packed"; fi
 		;;
 	campaign)
-		rm -rf "$LOG/campaign"
+		# the folder stays in /tmp (a machine kept warm keeps it); what comes back is small:
+		# the failures, settings, summary and report, and the log compressed apart
+		C=/tmp/campaign${CAMPAIGN_TAG:-}
+		rm -rf "$C"
 		# shellcheck disable=SC2086
 		"$A" fuzz --cases "${CAMPAIGN_CASES:-600}" --jobs "$(nproc)" --seed "${SEED:-5}" \
-			${CAMPAIGN_ARGS:-} -o "$LOG/campaign" >"$LOG/campaign.log" 2>&1
+			${CAMPAIGN_ARGS:-} -o "$C" >"$LOG/campaign${CAMPAIGN_TAG:-}.log" 2>&1
 		rc=$?
-		tail -15 "$LOG/campaign.log"
-		"$A" report "$LOG/campaign" -o "$LOG/campaign/report" >/dev/null 2>&1 &&
-			head -60 "$LOG/campaign/report/report.md"
-		tar -C "$LOG" -cJf "$LOG/campaign.tar.xz" campaign 2>/dev/null && rm -rf "$LOG/campaign"
+		tail -15 "$LOG/campaign${CAMPAIGN_TAG:-}.log"
+		"$A" report "$C" -o "$C/report" >/dev/null 2>&1 && head -60 "$C/report/report.md"
+		(cd "$C" && tar -cJf "$LOG/campaign${CAMPAIGN_TAG:-}.tar.xz" settings.json summary.json \
+			provenance.json report/report.md report/report.json $(ls -d failures errors 2>/dev/null))
+		xz -9 -c "$C/results.jsonl" >"$LOG/results${CAMPAIGN_TAG:-}.jsonl.xz"
 		[ $rc -eq 0 ] || status=1
 		;;
 	fuzz)

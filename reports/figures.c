@@ -43,11 +43,15 @@ void rp_class_line(FILE *f, const RpFig *F, const char *sep)
 		"unsupported", sep, (long long)c[VC_UNCLAIMED], plural(c[VC_UNCLAIMED], "", "s"),
 		sep, (long long)c[VC_FLAKY], sep, (long long)c[VC_PASS], sep,
 		(long long)c[VC_UNSUPPORTED]);
+	if (c[VC_KNOWN])
+		fprintf(f, "%s%lld known failure%s (the campaign's baseline)", sep,
+			(long long)c[VC_KNOWN], plural(c[VC_KNOWN], "", "s"));
 }
 
 int rp_status(const RpFig *F)
 {
-	return F->classes[VC_FAILURE] ? 2 : F->classes[VC_UNCLAIMED] || F->classes[VC_FLAKY];
+	return F->classes[VC_FAILURE] ? 2 :
+	       F->classes[VC_UNCLAIMED] || F->classes[VC_FLAKY] || F->classes[VC_KNOWN];
 }
 
 const char *rp_fig_worst(const RpFig *F, double x, const char *fmt, char *buf, size_t n)
@@ -144,6 +148,8 @@ static void add(RpFig *f, const RpRecord *r)
 	f->verdicts[r->verdict]++;
 	f->classes[r->cls]++;
 	f->failing += vf_verdict_fails(r->verdict);
+	if (r->cls == VC_KNOWN)   /* counted, but its numbers are the baseline's, not the run's */
+		return;
 	f->specials += r->verdict == V_SPECIAL_MISMATCH;
 	f->emulated += r->emulated;
 	if (rp_has_numbers(r)) {

@@ -113,10 +113,10 @@ static void pill(FILE *f, const RpRecord *r)
 {
 	static const char *const cls[VC__COUNT] = {
 		[VC_PASS] = "v-pass", [VC_FAILURE] = "v-fail", [VC_UNCLAIMED] = "v-warn",
-		[VC_FLAKY] = "v-warn", [VC_UNSUPPORTED] = "v-unsupported",
+		[VC_FLAKY] = "v-warn", [VC_UNSUPPORTED] = "v-unsupported", [VC_KNOWN] = "v-warn",
 	};
 	fprintf(f, "<span class=\"pill %s\">%s%s</span>", cls[r->cls], vf_verdict_name(r->verdict),
-		r->cls == VC_UNCLAIMED ? " (unclaimed)" : "");
+		r->cls == VC_UNCLAIMED ? " (unclaimed)" : r->cls == VC_KNOWN ? " (known)" : "");
 }
 
 static void num(FILE *f, double x, const char *fmt)

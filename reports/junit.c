@@ -102,6 +102,11 @@ static void notes(FILE *f, const RpRun *run, int i, int j, VfClass c)
 			fputs("unclaimed special values, ", f);
 			xml(f, rp_special_text(r, sp, sizeof sp));
 			fputs(", only where the budget is +inf (no claim: not a compiler failure)\n", f);
+		} else if (c == VC_KNOWN) {
+			fprintf(f, "%s, a known failure (the campaign's baseline lists ",
+				vf_verdict_name(r->verdict));
+			xml(f, r->signature);
+			fputs(")\n", f);
 		} else {
 			fputs("flaky (a re-run did not reproduce it)\n", f);
 		}
@@ -125,7 +130,7 @@ static void testcase(FILE *f, const RpRun *run, int i, int j, Tally *t)
 	for (int k = i; k < j; k++) {
 		const RpRecord *r = &run->recs[k];
 		unsupported += r->cls == VC_UNSUPPORTED;
-		other += r->cls == VC_UNCLAIMED || r->cls == VC_FLAKY;
+		other += r->cls == VC_UNCLAIMED || r->cls == VC_FLAKY || r->cls == VC_KNOWN;
 		if (r->cls == VC_FAILURE && (worst < 0 || rank(r->verdict) > worst))
 			worst = rank(r->verdict);
 	}
@@ -148,6 +153,7 @@ static void testcase(FILE *f, const RpRun *run, int i, int j, Tally *t)
 		fputc('>', f);
 		notes(f, run, i, j, VC_FLAKY);
 		notes(f, run, i, j, VC_UNCLAIMED);
+		notes(f, run, i, j, VC_KNOWN);
 		fputs("\n    </testcase>\n", f);
 		return;
 	}

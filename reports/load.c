@@ -20,7 +20,8 @@
  *   host, date and devices made the run. A run made before provenance was recorded has
  *   none (RpProvenance.present false); a malformed one is an error.
  * - The settings of a campaign: DIR/settings.json (its presence makes the run a
- *   campaign; shown as it is).
+ *   campaign; shown as it is). Its "baseline" (fuzz --baseline) makes the failing records
+ *   of the keys it lists of class VC_KNOWN, as the campaign counted them.
  * - The distinct failures of a campaign: each folder under DIR/failures/ that holds a .tg
  *   file; its repro is repro.tg when present (fuzz writes it last: without it the folder
  *   is incomplete), else the first .tg by name; its signature is the first line of its
@@ -569,6 +570,26 @@ static void provenance_free(RpProvenance *p)
 	memset(p, 0, sizeof *p);
 }
 
+/* A campaign's baseline (settings.json's "baseline": the failures it already knew, fuzz
+ * --baseline): its failing records of those keys are of class known, as the campaign
+ * counted them (not distinct failures, not chased). Older settings have no such member. */
+static void known(RpRun *run)
+{
+	JsVal v;
+	size_t at;
+	const char *err;
+	if (!run->settings || rp_json_parse(run->settings, strlen(run->settings), &v, &at, &err))
+		return;
+	const JsVal *b = rp_json_get(&v, "baseline");
+	for (int i = 0; b && b->kind == JS_ARR && i < run->nrecs; i++) {
+		RpRecord *r = &run->recs[i];
+		for (int k = 0; r->cls == VC_FAILURE && *r->signature && k < b->n; k++)
+			if (b->items[k].kind == JS_STR && strcmp(b->items[k].str, r->signature) == 0)
+				r->cls = VC_KNOWN;
+	}
+	rp_json_free(&v);
+}
+
 static void campaign(RpRun *run)
 {
 	static const char *settings[] = {"settings.json"};
@@ -582,6 +603,7 @@ static void campaign(RpRun *run)
 	if (is_dir(fdir))
 		failures_in(run, fdir, "failures/");
 	free(fdir);
+	known(run);
 }
 
 int rp_load(const char *dir, const RpLoadOpts *o, RpRun *run, Diag *d)

@@ -1479,6 +1479,76 @@ START_TEST(campaign_counts_agree)
 }
 END_TEST
 
+/* A campaign run against a baseline (fuzz --baseline) of a control campaign's failures: the
+ * reports count what the campaign counted: its failing records of the baseline's keys are of
+ * class known, not distinct failures (the gate distinct_failures <= 0 holds), named in the
+ * headline and in junit.xml, and their numbers stay out of the figures. */
+START_TEST(baseline_known_in_reports)
+{
+	char *dir = tmpdir();
+	FzCampaign c;
+	fz_campaign_defaults(&c);
+	c.seed = 3;
+	c.cases = 24;
+	c.jobs = 2;
+	c.reduce = false;
+	c.timeout_s = 20;
+	Diag d = {0};
+	ck_assert_int_eq(vf_faults_parse("skip_last", &c.faults, &d), 0);
+	char *ctl = cat(dir, "ctl"), *camp = cat(dir, "camp");
+	FzSummary sum;
+	ck_assert_msg(fz_campaign_run(ctl, &c, false, NULL, &sum, &d) == 0, "%s", d.msg);
+	int found = sum.distinct;
+	ck_assert_int_gt(found, 0);
+	ck_assert_msg(fz_baseline_load(ctl, c.baseline, sizeof c.baseline, &d) == 0, "%s", d.msg);
+	snprintf(c.baseline_from, sizeof c.baseline_from, "%s", ctl);
+	ck_assert_msg(fz_campaign_run(camp, &c, false, NULL, &sum, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(sum.distinct, 0);
+	ck_assert_int_eq(sum.known, found);
+	RpRun run;
+	ck_assert_int_eq(rp_load(camp, NULL, &run, &d), 0);
+	RpFig f;
+	rp_figures(&run, NULL, NULL, &f);
+	ck_assert_int_eq(f.distinct, 0);
+	ck_assert_int_eq(f.classes[VC_FAILURE], 0);
+	ck_assert_int_gt(f.classes[VC_KNOWN], 0);
+	ck_assert_int_eq(rp_status(&f), 1);
+	RpPolicy p;
+	const char *pol = "gate * distinct_failures <= 0\n";
+	ck_assert_int_eq(rp_policy_parse(pol, strlen(pol), "p", &p, &d), 0);
+	GateResult g;
+	rp_gate_eval(&p.gates[0], &run, NULL, &g);
+	ck_assert(g.figure == 0 && g.holds);
+	rp_policy_free(&p);
+	/* the control's own report still counts them as failures */
+	RpRun cr;
+	ck_assert_int_eq(rp_load(ctl, NULL, &cr, &d), 0);
+	RpFig cf;
+	rp_figures(&cr, NULL, NULL, &cf);
+	ck_assert_int_eq(cf.distinct, found);
+	ck_assert_int_eq(cf.classes[VC_KNOWN], 0);
+	rp_free(&cr);
+	char *out = cat(dir, "report");
+	RpOpts o = {"/nonexistent/gnuplot"};
+	RpMade made;
+	ck_assert_int_eq(rp_report(&run, out, &o, &made, &d), 0);
+	free(made.plot_note);
+	char *md = read_in(out, "report.md");
+	ck_assert_msg(strncmp(md, "## assay: ⚠️ 0 distinct failures", 34) == 0, "%.200s", md);
+	ck_assert_msg(strstr(md, "known failure") && strstr(md, "(the campaign's baseline)"), "%.300s", md);
+	free(md);
+	char *junit = read_in(out, "junit.xml");
+	ck_assert_ptr_nonnull(strstr(junit, "a known failure (the campaign's baseline lists "));
+	ck_assert_ptr_null(strstr(junit, "<failure "));
+	free(junit);
+	free(out);
+	rp_free(&run);
+	free(ctl);
+	free(camp);
+	free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("reports");
@@ -1509,6 +1579,7 @@ static Suite *suite(void)
 	tcase_add_test(r, junit_structure);
 	tcase_add_test(r, html_in_chromium);
 	tcase_add_test(r, campaign_counts_agree);
+	tcase_add_test(r, baseline_known_in_reports);
 	suite_add_tcase(s, r);
 	return s;
 }

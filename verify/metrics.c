@@ -248,7 +248,7 @@ const char *vf_class_name(VfClass c)
 	static const char *const names[VC__COUNT] = {
 		[VC_PASS] = "pass", [VC_FAILURE] = "failure",
 		[VC_UNCLAIMED] = "unclaimed-special", [VC_FLAKY] = "flaky",
-		[VC_UNSUPPORTED] = "unsupported",
+		[VC_UNSUPPORTED] = "unsupported", [VC_KNOWN] = "known",
 	};
 	return c >= 0 && c < VC__COUNT ? names[c] : "?";
 }

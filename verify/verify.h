@@ -115,8 +115,13 @@ bool vf_compiler_suspect(Verdict v, const VfMetrics *m);
  *   elements whose budget is +inf, where the budget makes no claim (a failing verdict of
  *   `assay check`, not a compiler failure);
  * - VC_FLAKY: a crash or timeout a re-run did not reproduce (V_FLAKY, not a failure);
- * - VC_PASS and VC_UNSUPPORTED: the verdicts of those names. */
-typedef enum { VC_PASS, VC_FAILURE, VC_UNCLAIMED, VC_FLAKY, VC_UNSUPPORTED, VC__COUNT } VfClass;
+ * - VC_PASS and VC_UNSUPPORTED: the verdicts of those names;
+ * - VC_KNOWN: a failure whose signature the campaign's baseline lists (`assay fuzz
+ *   --baseline`): known, not chased, not a distinct failure. vf_class never gives it: the
+ *   reports assign it from the campaign's settings (reports/load.c), as the campaign did. */
+typedef enum {
+	VC_PASS, VC_FAILURE, VC_UNCLAIMED, VC_FLAKY, VC_UNSUPPORTED, VC_KNOWN, VC__COUNT
+} VfClass;
 
 /* The class of a record of verdict v with exact metrics m and, for a sampled output, m64
  * (its all-elements check against the f64 evaluation; unused unless sampled): a numeric

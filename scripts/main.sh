@@ -3,7 +3,11 @@
 # it, lists the backends, runs a short fuzz campaign on every available backend (random
 # graphs, schedules and inputs, each checked against the MPFR oracle and its error budget;
 # failures reduced to minimal repros), writes the report and gates it.
-#   SECONDS_BUDGET  length of the campaign in seconds (default 90)
+#   CASES           cases of the campaign (default 150)
+#   SECONDS_BUDGET  a length in seconds instead (default: none, CASES decides)
+#   SEED            the campaign's seed (default 1: the same graphs, schedules and inputs on
+#                   every machine, so a failure it shows is reproducible; SEED=random draws
+#                   one from the clock)
 #   OUT             the campaign directory (default out/campaign; replaced)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,13 +17,19 @@ echo "built ./assay ($(./assay --version))"
 echo
 ./assay backends
 OUT=${OUT:-out/campaign}
-secs=${SECONDS_BUDGET:-90}
+seed=${SEED:-1}
+[ "$seed" = random ] && seed=$(date +%s)
+if [ -n "${SECONDS_BUDGET:-}" ]; then
+	stop=(--seconds "$SECONDS_BUDGET"); what="$SECONDS_BUDGET s"
+else
+	stop=(--cases "${CASES:-150}"); what="${CASES:-150} cases"
+fi
 rm -rf "$OUT"
 mkdir -p "$(dirname "$OUT")"
 echo
-echo "== fuzz campaign: $secs s on every available backend, $(nproc) jobs -> $OUT"
+echo "== fuzz campaign: $what on every available backend, seed $seed, $(nproc) jobs -> $OUT"
 set +e
-./assay fuzz --seconds "$secs" --jobs "$(nproc)" --seed "$(date +%s)" -o "$OUT"
+./assay fuzz "${stop[@]}" --jobs "$(nproc)" --seed "$seed" -o "$OUT"
 fuzz_rc=$?
 set -e
 if [ $fuzz_rc -ge 2 ]; then

@@ -47,8 +47,7 @@ static double run_graph(Graph *g, const char *cache, double *compile_s)
 	BeTimeOpts to = {.batches = REPS};
 	BeTimes t;
 	be_run_open(&r, be_find("c"), k);
-	if (be_run_emit(&r, &d) || be_run_compile(&r, &o, &d) || be_run_bind(&r, in, &d) ||
-	    be_run_time(&r, &to, &t, &d))
+	if (be_run_ready(&r, &o, in, &d) || be_run_time(&r, &to, &t, &d))
 		die(&d);
 	*compile_s = r.st.compile_s;
 	be_run_close(&r);

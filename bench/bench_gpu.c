@@ -253,15 +253,13 @@ static void time_on(const Backend *b, const Prog *p, int threads, const char *ca
 	memset(t, 0, sizeof *t);
 	t->med = -1;
 	be_run_open(&r, b, p->k);
-	if (be_run_emit(&r, &d))
-		goto fail;
-	plan_of(r.src, t->plan, sizeof t->plan);
-	if (be_run_compile(&r, &o, &d))
-		goto fail;
-	t->compile_s = r.st.compile_s;
-	if (be_run_bind(&r, in, &d) || be_run_time(&r, &to, &bt, &d) || be_run_guards(&r, &d) ||
+	int rc = be_run_ready(&r, &o, in, &d);
+	if (r.src)
+		plan_of(r.src, t->plan, sizeof t->plan);
+	if (rc || be_run_time(&r, &to, &bt, &d) || be_run_guards(&r, &d) ||
 	    (out && be_run_download(&r, 0, out, &d)))
 		goto fail;
+	t->compile_s = r.st.compile_s;
 	t->med = bt.run_s;
 	t->one_s = bt.one_s;
 	t->n = bt.batches;

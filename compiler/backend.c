@@ -101,6 +101,11 @@ int be_run_bind(BeRun *r, const HostTensor *inputs, Diag *d)
 	return 0;
 }
 
+int be_run_ready(BeRun *r, const BeOpts *o, const HostTensor *inputs, Diag *d)
+{
+	return be_run_emit(r, d) || be_run_compile(r, o, d) || be_run_bind(r, inputs, d) ? -1 : 0;
+}
+
 int be_run_launch(BeRun *r, int n, Diag *d)
 {
 	if (enter(r, BE_ST_LAUNCH, BE_ST_UPLOAD, d))
@@ -217,9 +222,8 @@ int be_run(const Backend *b, const Kernels *k, const BeOpts *o, const HostTensor
 {
 	BeRun r;
 	be_run_open(&r, b, k);
-	int rc = be_run_emit(&r, d) || be_run_compile(&r, o, d) || be_run_bind(&r, inputs, d) ||
-		 be_run_launch(&r, 1, d) || be_run_guards(&r, d) || be_run_outputs(&r, outs, d) ?
-		 -1 : 0;
+	int rc = be_run_ready(&r, o, inputs, d) || be_run_launch(&r, 1, d) ||
+		 be_run_guards(&r, d) || be_run_outputs(&r, outs, d) ? -1 : 0;
 	if (st)
 		*st = r.st;
 	be_run_close(&r);

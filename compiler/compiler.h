@@ -719,7 +719,8 @@ const Backend *be_at(int k);
  *   be_run_emit                 r->src: the program's text (the caller may replace it,
  *                               malloc'ed, before the compile)
  *   be_run_compile              r->m, r->st's compile time and cache hit
- *   be_run_bind                 alloc, then every input uploaded
+ *   be_run_bind                 alloc, then every input uploaded (be_run_ready: the
+ *                               three above in turn)
  *   be_run_launch / be_run_time n runs back to back; r->st's launch time and runs
  *   be_run_guards               every guard region intact
  *   be_run_download / _outputs  outputs in their dtypes
@@ -784,6 +785,9 @@ int be_run_emit(BeRun *r, Diag *d);
 int be_run_compile(BeRun *r, const BeOpts *o, Diag *d);
 /* alloc, then inputs[i] (input order, ir_input_tensor) uploaded into each input. */
 int be_run_bind(BeRun *r, const HostTensor *inputs, Diag *d);
+/* be_run_emit, be_run_compile and be_run_bind in turn: the run ready to launch (r->src
+ * kept until be_run_close). */
+int be_run_ready(BeRun *r, const BeOpts *o, const HostTensor *inputs, Diag *d);
 /* The program run n (>= 1) times back to back, one wait and one error-slot read at the
  * end (Backend.launch); r->st.launch_s is the wall time of the whole call. */
 int be_run_launch(BeRun *r, int n, Diag *d);

@@ -263,8 +263,7 @@ static inline void bt_back_to_back(const char *name)
 		BeRun r;
 		be_run_open(&r, bt_backend(name), k);
 		memcpy(in[0].data, ok, sizeof ok);
-		ck_assert_msg(be_run_emit(&r, &d) == 0 && be_run_compile(&r, &o, &d) == 0 &&
-			      be_run_bind(&r, in, &d) == 0, "%s: %s", name, d.msg);
+		ck_assert_msg(be_run_ready(&r, &o, in, &d) == 0, "%s: %s", name, d.msg);
 		ck_assert_msg(be_run_launch(&r, runs, &d) == 0, "%s: launch: %s", name, d.msg);
 		ck_assert_int_eq(r.st.runs, runs);
 		ck_assert_msg(be_run_guards(&r, &d) == 0 && be_run_outputs(&r, three, &d) == 0, "%s",
@@ -280,8 +279,7 @@ static inline void bt_back_to_back(const char *name)
 		/* the bad index: the first kernel's error, after one launch of `runs` runs */
 		be_run_open(&r, bt_backend(name), k);
 		memcpy(in[0].data, bad, sizeof bad);
-		ck_assert_msg(be_run_emit(&r, &d) == 0 && be_run_compile(&r, &o, &d) == 0 &&
-			      be_run_bind(&r, in, &d) == 0, "%s: %s", name, d.msg);
+		ck_assert_msg(be_run_ready(&r, &o, in, &d) == 0, "%s: %s", name, d.msg);
 		ck_assert_int_eq(be_run_launch(&r, runs, &d), -1);
 		ck_assert_msg(d.msg && strstr(d.msg, "indirect read of 'w' out of range") &&
 			      strstr(d.msg, "in 'a'"), "%s: %d runs: %s", name, runs, d.msg);

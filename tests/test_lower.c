@@ -1598,8 +1598,7 @@ START_TEST(driver_failures)
 		BeRun r;
 		mock_reset(t[i].at, t[i].code, t[i].env);
 		be_run_open(&r, &mock_backend, k);
-		int rc = be_run_emit(&r, &d) || be_run_compile(&r, NULL, &d) ||
-			 be_run_bind(&r, in, &d) || be_run_launch(&r, 1, &d) ||
+		int rc = be_run_ready(&r, NULL, in, &d) || be_run_launch(&r, 1, &d) ||
 			 be_run_guards(&r, &d) || be_run_outputs(&r, out, &d);
 		ck_assert_int_eq(rc, 1);
 		ck_assert_int_eq(r.stage, t[i].at);
@@ -1649,8 +1648,8 @@ START_TEST(driver_timing)
 		mock_reset(BE_ST_OPEN, 0, false);
 		mock.slow = t[i].slow;
 		be_run_open(&r, &mock_backend, k);
-		ck_assert_int_eq(be_run_emit(&r, &d) || be_run_compile(&r, NULL, &d) ||
-				 be_run_bind(&r, in, &d) || be_run_time(&r, &t[i].o, &bt, &d), 0);
+		ck_assert_int_eq(be_run_ready(&r, NULL, in, &d) || be_run_time(&r, &t[i].o, &bt, &d),
+				 0);
 		ck_assert_int_eq(bt.batches, t[i].batches);
 		ck_assert_int_eq(bt.runs, t[i].runs);
 		ck_assert_int_eq(mock.nlaunch, t[i].nlaunch);

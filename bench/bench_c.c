@@ -1,7 +1,8 @@
 /* bench/bench_c.c: the C backend, beside its anchors measured in the same run.
  *
  * 1. Per example: compile time (a cold compile into a fresh cache) and kernel run time
- *    (median of 5 launches), with the default schedule, one thread.
+ *    (the median of 5 runs after a warm-up, through the run driver: compiler.h
+ *    be_run_time), with the default schedule, one thread.
  * 2. A derived f32 matmul 1024x1024x1024 (tiled schedule) in GFLOP/s beside a naive triple
  *    loop and OpenBLAS's sgemm on one thread (libopenblas.so.0 loaded with dlopen; it is the
  *    anchor, not a dependency). Target (issue 3): >= 25% of OpenBLAS.
@@ -25,7 +26,8 @@ static void die(Diag *d)
 	exit(3);
 }
 
-/* Compiles g under its schedule and times REPS launches; returns the median launch time. */
+/* Compiles g under its schedule and times it through the run driver (a warm-up run, then
+ * REPS runs each timed alone); returns the median run time. */
 static double run_graph(Graph *g, const char *cache, double *compile_s)
 {
 	Diag d = {0};
@@ -35,39 +37,26 @@ static double run_graph(Graph *g, const char *cache, double *compile_s)
 	Kernels *k = kir_lower(g, &s, NULL, &d);
 	if (!k)
 		die(&d);
-	const Backend *b = be_find("c");
 	BeOpts o = {1, cache};
-	BeStats st = {0};
-	char *src = b->emit(k, &d);
-	if (!src)
-		die(&d);
-	BeModule *m = b->compile(k, src, &o, &st, &d);
-	free(src);
-	if (!m || b->alloc(m, &d))
-		die(&d);
-	*compile_s = st.compile_s;
 	InputSpec spec = {DIST_NORMAL, 1, false};
 	int nin = ir_ninputs(g);
 	HostTensor *in = calloc((size_t)nin + 1, sizeof *in);
 	if (mp_make_inputs(g, &spec, NULL, in, &d))
 		die(&d);
-	for (int i = 0; i < nin; i++)
-		if (b->upload(m, ir_input_tensor(g, i), &in[i], &d))
-			die(&d);
-	double t[REPS];
-	for (int r = 0; r < REPS; r++) {
-		double t0 = now();
-		if (b->launch(m, &d))
-			die(&d);
-		t[r] = now() - t0;
-	}
-	b->free(m);
+	BeRun r;
+	BeTimeOpts to = {.batches = REPS};
+	BeTimes t;
+	be_run_open(&r, be_find("c"), k);
+	if (be_run_ready(&r, &o, in, &d) || be_run_time(&r, &to, &t, &d))
+		die(&d);
+	*compile_s = r.st.compile_s;
+	be_run_close(&r);
 	for (int i = 0; i < nin; i++)
 		ht_free(&in[i]);
 	free(in);
 	kir_free(k);
 	sched_free(&s);
-	return median(t, REPS);
+	return t.run_s;
 }
 
 static void examples(const char *cache)

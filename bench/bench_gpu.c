@@ -2,10 +2,10 @@
  * run (issue 5).
  *
  * 1. Per available backend other than c, per example (examples/NAME.tg, with its own
- *    schedule, as bench_c.c): the kernel time, the median of >= 5 launches after one
- *    warm-up, beside the C backend's (one thread per core) on the same inputs, and the ratio
- *    C / backend. A GPU backend's launch() synchronises and reads its error slot back after
- *    every kernel: its time is end to end (launch, synchronisation and error check).
+ *    schedule, as bench_c.c): the time of a run, the median of >= 5 batches of runs back
+ *    to back after one warm-up (the run driver's be_run_time: one synchronisation and one
+ *    error-slot read a batch, so neither is in the figure), beside the C backend's (one
+ *    thread per core) on the same inputs, and the ratio C / backend.
  * 2. cuda: a derived bf16 matmul 4096^3 accumulating in f32, under candidate schedules, in
  *    TFLOP/s, beside cuBLAS through PyTorch (bench/anchor_torch.py, run from here).
  * 3. cuda: softmax and layernorm over 8192 x 8192 (f32 and bf16) under candidate schedules,
@@ -39,6 +39,7 @@
 #include "bench.h"
 
 enum { REPS = 5, LONG_S = 2, MAXB = 8 };
+#define BATCH_S 0.05   /* a batch of runs back to back lasts about this long */
 
 /* ------------------------------------------------------------ small helpers */
 
@@ -137,7 +138,8 @@ typedef struct {
 	Torch torch;
 	double d2d_gbs;        /* < 0: not measured (d2d_why) */
 	char d2d_why[512];
-	double overhead_s;     /* cuda launch() of a one-element kernel */
+	double overhead_s;     /* cuda: a one-element kernel's run back to back */
+	double alone_s;        /* and one launch of it alone, end to end */
 } Ctx;
 
 static bool listed(const char *list, const char *name)
@@ -206,9 +208,11 @@ static int prog_make(const char *text, const char *file, Prog *p, char *why, siz
 }
 
 typedef struct {
-	double med;          /* median seconds of one launch; < 0: not measured (why) */
+	double med;          /* median seconds of one run back to back; < 0: not measured (why) */
+	double one_s;        /* one run alone, end to end (its wait and error-slot read) */
 	double compile_s;
-	int n;               /* launches timed */
+	int n;               /* batches timed */
+	int runs;            /* runs in each batch */
 	bool unsupported;    /* the backend refused the program (why) */
 	char why[512];
 	char plan[512];      /* the kernels' plans, from the emitted source's comments */
@@ -232,71 +236,41 @@ static void plan_of(const char *src, char *out, size_t n)
 	}
 }
 
-static void timing_fail(Timing *t, Diag *d)
-{
-	first_line(d->msg, t->why, sizeof t->why);
-	t->unsupported = d->code == 2 && strstr(t->why, "unsupported") != NULL;
-	diag_clear(d);
-}
-
-/* Emits, compiles and times p on b with inputs in (input order): one warm-up (which may
- * include a driver's lazy compilation), then reps launches, fewer when the first timed one
- * took over LONG_S seconds (3, or 1 past 10 * LONG_S). out (may be NULL): output 0
- * downloaded in its output format afterwards. */
+/* Emits, compiles and times p on b with inputs in (input order) through the run driver
+ * (compiler.h be_run_time): a warm-up run (which may include a driver's lazy compilation),
+ * a run alone to size the batches, then reps batches of runs back to back of about
+ * BATCH_S seconds each, one wait and one error-slot read a batch; fewer batches when the
+ * run alone took over LONG_S seconds (3, or 1 past 10 * LONG_S). out (may be NULL):
+ * output 0 downloaded in its output format afterwards. */
 static void time_on(const Backend *b, const Prog *p, int threads, const char *cache,
 		    const HostTensor *in, int reps, Timing *t, HostTensor *out)
 {
 	Diag d = {0};
 	BeOpts o = {threads, cache};
-	BeStats st = {0};
+	BeTimeOpts to = {reps, BATCH_S, LONG_S};
+	BeTimes bt;
+	BeRun r;
 	memset(t, 0, sizeof *t);
 	t->med = -1;
-	char *src = b->emit(p->k, &d);
-	if (!src) {
-		timing_fail(t, &d);
-		return;
-	}
-	plan_of(src, t->plan, sizeof t->plan);
-	BeModule *m = b->compile(p->k, src, &o, &st, &d);
-	free(src);
-	if (!m) {
-		timing_fail(t, &d);
-		return;
-	}
-	t->compile_s = st.compile_s;
-	const Graph *g = p->g;
-	int nin = ir_ninputs(g);
-	if (b->alloc(m, &d))
+	be_run_open(&r, b, p->k);
+	int rc = be_run_ready(&r, &o, in, &d);
+	if (r.src)
+		plan_of(r.src, t->plan, sizeof t->plan);
+	if (rc || be_run_time(&r, &to, &bt, &d) || be_run_guards(&r, &d) ||
+	    (out && be_run_download(&r, 0, out, &d)))
 		goto fail;
-	for (int i = 0; i < nin; i++)
-		if (b->upload(m, ir_input_tensor(g, i), &in[i], &d))
-			goto fail;
-	if (b->launch(m, &d))
-		goto fail;
-	double *v = calloc((size_t)reps, sizeof *v);
-	for (int r = 0; r < reps; r++) {
-		double t0 = now();
-		if (b->launch(m, &d)) {
-			free(v);
-			goto fail;
-		}
-		v[r] = now() - t0;
-		if (r == 0 && v[0] > LONG_S)
-			reps = v[0] > 10 * LONG_S ? 1 : 3;
-	}
-	t->med = median(v, reps);
-	t->n = reps;
-	free(v);
-	if (b->guards(m, &d) ||
-	    (out && b->download(m, g->outputs[0].tensor, g->outputs[0].dtype, out, &d))) {
-		t->med = -1;
-		goto fail;
-	}
-	b->free(m);
+	t->compile_s = r.st.compile_s;
+	t->med = bt.run_s;
+	t->one_s = bt.one_s;
+	t->n = bt.batches;
+	t->runs = bt.runs;
+	be_run_close(&r);
 	return;
 fail:
-	timing_fail(t, &d);
-	b->free(m);
+	first_line(d.msg, t->why, sizeof t->why);
+	t->unsupported = be_run_fail(&r, &d) == BE_FAIL_UNSUPPORTED;
+	diag_clear(&d);
+	be_run_close(&r);
 }
 
 /* ------------------------------------------------------------ item 1: the examples */
@@ -333,11 +307,10 @@ static void examples(Ctx *c, const Avail *c_av, const Avail *gpu, int ng)
 		c->failures++;
 		return;
 	}
-	printf("1. Examples, default schedule: median of %d launches after one warm-up, in ms.\n"
-	       "   GPU backends' launch() synchronises and checks an error slot after every kernel:\n"
-	       "   each time is an end-to-end launch (overhead + synchronisation + error check).\n"
-	       "   C: the c backend on %d threads (one per core); xC = C time / backend time.\n",
-	       c->o.reps, c->cores);
+	printf("1. Examples, default schedule: ms a run, the median of %d batches of runs back to\n"
+	       "   back (about %g s a batch, one synchronisation and one error-slot read a batch)\n"
+	       "   after one warm-up. C: the c backend on %d threads (one per core); xC = C time /\n"
+	       "   backend time.\n", c->o.reps, BATCH_S, c->cores);
 	if (!c_av->ok)
 		printf("   C anchor not measured: %s\n", c_av->why);
 	printf("\n%-18s %10s", "example", "C ms");
@@ -402,7 +375,8 @@ static void examples(Ctx *c, const Avail *c_av, const Avail *gpu, int ng)
 			bjstr(&c->jex, gpu[i].b->name);
 			bprintf(&c->jex, ",\"ms\":");
 			bjnum(&c->jex, t.med >= 0 ? t.med * 1e3 : -1);
-			bprintf(&c->jex, ",\"launches\":%d,\"compile_s\":", t.n);
+			bprintf(&c->jex, ",\"batches\":%d,\"runs_per_batch\":%d,\"compile_s\":", t.n,
+				t.runs);
 			bjnum(&c->jex, t.med >= 0 ? t.compile_s : -1);
 			bprintf(&c->jex, ",\"c_ms\":");
 			bjnum(&c->jex, tc.med >= 0 ? tc.med * 1e3 : -1);
@@ -851,8 +825,9 @@ static void run_family(Ctx *c, const Backend *cu, Family *f, int ncands)
 			printf(" %9.3f ms  WRONG RESULT (%s beyond its bound)\n", t.med * 1e3, f->check_what);
 			c->failures++;
 		} else {
-			printf(" %9.3f ms %9.3f %s%s  check ok (max err/bound %.2g)\n", t.med * 1e3, fig, unit,
-			       t.n != c->o.reps ? " (fewer launches: slow)" : "", chk);
+			printf(" %9.3f ms %9.3f %s%s  check ok (max err/bound %.2g; %d x %d runs, %.3f ms "
+			       "alone)\n", t.med * 1e3, fig, unit, t.n != c->o.reps ? " (fewer batches: slow)" : "",
+			       chk, t.n, t.runs, t.one_s * 1e3);
 			if (fig > best_fig)
 				best_fig = fig, best = i;
 		}
@@ -865,7 +840,9 @@ static void run_family(Ctx *c, const Backend *cu, Family *f, int ncands)
 		bjstr(&jc, t.plan);
 		bprintf(&jc, ",\"ms\":");
 		bjnum(&jc, t.med >= 0 ? t.med * 1e3 : -1);
-		bprintf(&jc, ",\"launches\":%d,\"figure\":", t.n);
+		bprintf(&jc, ",\"batches\":%d,\"runs_per_batch\":%d,\"alone_ms\":", t.n, t.runs);
+		bjnum(&jc, t.med >= 0 ? t.one_s * 1e3 : -1);
+		bprintf(&jc, ",\"figure\":");
 		bjnum(&jc, chk <= 1 ? fig : -1);
 		bprintf(&jc, ",\"check\":");
 		bjstr(&jc, t.med < 0 ? (t.unsupported ? "unsupported" : "failed") : chk <= 1 ? "ok" : "wrong");
@@ -975,8 +952,10 @@ static void launch_overhead(Ctx *c, const Backend *cu)
 	time_on(cu, &p, 1, c->cache, in, 21, &t, NULL);
 	if (t.med >= 0) {
 		c->overhead_s = t.med;
-		printf("cuda launch() of a one-element kernel: %.1f us (the fixed cost per kernel in every "
-		       "figure below)\n", t.med * 1e6);
+		c->alone_s = t.one_s;
+		printf("cuda one-element kernel: %.1f us a run back to back (the fixed cost per kernel in "
+		       "every figure below), %.1f us a launch alone (with its synchronisation and "
+		       "error-slot read, outside the figures)\n", t.med * 1e6, t.one_s * 1e6);
 	} else {
 		printf("cuda launch overhead: not measured: %s\n", t.why);
 	}
@@ -1204,6 +1183,8 @@ static void write_json(Ctx *c)
 	}
 	bprintf(&a, ",\"cuda_launch_overhead_us\":");
 	bjnum(&a, c->overhead_s >= 0 ? c->overhead_s * 1e6 : -1);
+	bprintf(&a, ",\"cuda_launch_alone_us\":");
+	bjnum(&a, c->overhead_s >= 0 ? c->alone_s * 1e6 : -1);
 	bprintf(&a, ",\"torch\":%s}", c->torch.line[0] ? c->torch.line : "null");
 	fprintf(f, "\"anchors\":%s,\n\"derived\":[%s]}\n", a.p, c->jder.p ? c->jder.p : "");
 	free(a.p);
@@ -1216,7 +1197,7 @@ static void write_json(Ctx *c)
 int main(int argc, char **argv)
 {
 	double t_start = now();
-	Ctx c = {.d2d_gbs = -1, .overhead_s = -1};
+	Ctx c = {.d2d_gbs = -1, .overhead_s = -1, .alone_s = -1};
 	parse_args(argc, argv, &c.o);
 	long nc = sysconf(_SC_NPROCESSORS_ONLN);
 	c.cores = nc > 0 ? (int)nc : 1;

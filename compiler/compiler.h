@@ -579,7 +579,8 @@ typedef struct {
 typedef struct {
 	bool cache_hit;          /* compile found the program already built */
 	double compile_s;        /* wall time of compile (including a cache lookup) */
-	double launch_s;         /* wall time of the last launch */
+	double launch_s;         /* wall time of the last launch (all its runs, one wait) */
+	int runs;                /* runs of the program in the last launch */
 } BeStats;
 
 /* What a backend promises about its arithmetic, as data (architecture.md v2, style.md "A
@@ -682,10 +683,13 @@ typedef struct {
 	int (*alloc)(BeModule *m, Diag *d);
 	/* Copies input tensor `tensor` (in its declared dtype and shape) into its buffer. */
 	int (*upload)(BeModule *m, int tensor, const HostTensor *t, Diag *d);
-	/* Runs every kernel in order. A runtime error of the graph (an indirect index out of
-	 * range, a topk range shorter than K, an integer that does not fit in 32 bits) is -1
-	 * with d (code 2). */
-	int (*launch)(BeModule *m, Diag *d);
+	/* Runs the program n (>= 1) times back to back, each run every kernel in order and
+	 * after the last run's writes, then waits for the device once and reads the error
+	 * slot once: the first error any kernel reported since the launch began (kernels
+	 * after a failing one run on harmlessly: every index is clamped by its check). A
+	 * runtime error of the graph (an indirect index out of range, a topk range shorter
+	 * than K, an integer that does not fit in 32 bits) is -1 with d (code 2). */
+	int (*launch)(BeModule *m, int n, Diag *d);
 	/* Stored tensor `tensor` converted to dt (rounded to nearest even); t allocated here. */
 	int (*download)(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *d);
 	/* 0 when every guard region is intact; else -1 with d naming the buffer. */
@@ -706,9 +710,101 @@ void *be_read_file(const char *path, size_t *len);
 const Backend *be_find(const char *name);
 /* The k-th backend (0..), NULL past the last. */
 const Backend *be_at(int k);
-/* Lowers nothing: runs an already lowered program on backend b end to end (emit, compile,
- * alloc, upload every input, launch, download every output in its dtype). inputs are in
- * input order (ir_input_tensor); outs[k] is allocated for output k. */
+/* The run driver (compiler/backend.c): the one run sequence of a lowered program on a
+ * backend (emit, compile, alloc, upload, launch, guards, download) that be_run, verify's
+ * workers and the benchmarks share. A BeRun is one program's run; its stages are called
+ * in this order, each at most once but for be_run_launch (any number of times) and
+ * be_run_download (once per output):
+ *   be_run_open                 the run of k on b (borrows both; makes nothing)
+ *   be_run_emit                 r->src: the program's text (the caller may replace it,
+ *                               malloc'ed, before the compile)
+ *   be_run_compile              r->m, r->st's compile time and cache hit
+ *   be_run_bind                 alloc, then every input uploaded (be_run_ready: the
+ *                               three above in turn)
+ *   be_run_launch / be_run_time n runs back to back; r->st's launch time and runs
+ *   be_run_guards               every guard region intact
+ *   be_run_download / _outputs  outputs in their dtypes
+ *   be_run_close                frees the source and the module
+ * A stage that fails returns -1 with d and leaves r->stage at the stage that failed,
+ * which be_run_fail classifies; the stages after it then fail at once (code 3), as does a
+ * stage asked for out of order or (but launch, guards and download) a second time. r->at,
+ * when set, is called with r->ctx as each stage begins (verify's workers time the stages
+ * and apply their limits by it). */
+typedef enum {
+	BE_ST_OPEN, BE_ST_EMIT, BE_ST_COMPILE, BE_ST_ALLOC, BE_ST_UPLOAD, BE_ST_LAUNCH,
+	BE_ST_GUARDS, BE_ST_DOWNLOAD, BE_ST_DONE, BE_ST__COUNT
+} BeStage;
+
+/* What a failed run's diagnostic means, by the stage it came from (be_run_fail). */
+typedef enum {
+	BE_FAIL_NONE,
+	BE_FAIL_UNSUPPORTED,  /* emit, compile or alloc declined (code 2): a limit the backend
+	                         or the device states */
+	BE_FAIL_COMPILE,      /* emit or compile failed otherwise: a compile error */
+	BE_FAIL_RUNTIME,      /* launch: a kernel reported a runtime error of the graph (code 2) */
+	BE_FAIL_OOB,          /* guards: a kernel wrote outside a buffer (code 1) */
+	BE_FAIL_BACKEND,      /* alloc, upload, launch, guards or download failed otherwise */
+	BE_FAIL_ENV,          /* any stage: the environment failed (Diag.env), not the kernel */
+} BeFail;
+
+typedef struct {
+	const Backend *b;
+	const Kernels *k;
+	char *src;            /* after be_run_emit (owned) */
+	BeModule *m;          /* after be_run_compile (owned) */
+	BeStage stage;        /* the stage running, failed in, or last done (BE_ST_DONE) */
+	bool failed;
+	int downloaded;       /* outputs downloaded so far */
+	BeStats st;
+	void (*at)(void *ctx, BeStage s);   /* optional */
+	void *ctx;
+} BeRun;
+
+/* be_run_time's measure: one warm-up run (a driver that compiles at the first launch
+ * does it there), one run to size the batches, then `batches` batches of runs back to
+ * back, each of about batch_s seconds (at least one run, at most BE_MAX_RUNS); a sizing
+ * run over long_s seconds (> 0) cuts the batches to 3, one over 10 long_s to 1, and
+ * counts as the first batch. */
+enum { BE_MAX_RUNS = 10000 };
+typedef struct {
+	int batches;          /* <= 0: 1 */
+	double batch_s;       /* <= 0: one run a batch */
+	double long_s;        /* <= 0: never cut */
+} BeTimeOpts;
+
+typedef struct {
+	double run_s;         /* median over the batches of a batch's time / its runs */
+	double warm_s;        /* the warm-up run, end to end */
+	double one_s;         /* the sizing run: one run alone, end to end (its launch, wait and
+	                         error-slot read) */
+	int batches, runs;    /* batches timed, runs in each (the first alone after a cut) */
+} BeTimes;
+
+void be_run_open(BeRun *r, const Backend *b, const Kernels *k);
+int be_run_emit(BeRun *r, Diag *d);
+int be_run_compile(BeRun *r, const BeOpts *o, Diag *d);
+/* alloc, then inputs[i] (input order, ir_input_tensor) uploaded into each input. */
+int be_run_bind(BeRun *r, const HostTensor *inputs, Diag *d);
+/* be_run_emit, be_run_compile and be_run_bind in turn: the run ready to launch (r->src
+ * kept until be_run_close). */
+int be_run_ready(BeRun *r, const BeOpts *o, const HostTensor *inputs, Diag *d);
+/* The program run n (>= 1) times back to back, one wait and one error-slot read at the
+ * end (Backend.launch); r->st.launch_s is the wall time of the whole call. */
+int be_run_launch(BeRun *r, int n, Diag *d);
+/* Times the program by o (BeTimeOpts) into t, through be_run_launch. */
+int be_run_time(BeRun *r, const BeTimeOpts *o, BeTimes *t, Diag *d);
+int be_run_guards(BeRun *r, Diag *d);
+/* Output k (0..) converted to its dtype into t (allocated here); the stage after the
+ * last output is BE_ST_DONE. */
+int be_run_download(BeRun *r, int k, HostTensor *t, Diag *d);
+/* Every output into outs[k] (allocated here; none kept on failure). */
+int be_run_outputs(BeRun *r, HostTensor *outs, Diag *d);
+/* What the failure of r (with its diagnostic d) is; BE_FAIL_NONE for a run not failed. */
+BeFail be_run_fail(const BeRun *r, const Diag *d);
+void be_run_close(BeRun *r);
+/* Lowers nothing: runs an already lowered program on backend b end to end through the
+ * driver (emit, compile, bind, one launch, guards, every output in its dtype). inputs
+ * are in input order (ir_input_tensor); outs[k] is allocated for output k. */
 int be_run(const Backend *b, const Kernels *k, const BeOpts *o, const HostTensor *inputs,
 	   HostTensor *outs, BeStats *st, Diag *d);
 

@@ -233,6 +233,72 @@ static inline void bt_expect_topk_short(const char *name)
 	ir_free(g);
 }
 
+/* Two kernels in order (b reads every element of a, an output) and both with an indirect
+ * read; ix[1] = 7 is out of range of w (a's kernel) and of u (b's). */
+static const char bt_two_kernels_src[] =
+	"size N = 4, V = 5, U = 6\n"
+	"input ix : i32[N]\ninput w : f32[V]\ninput u : f32[U]\n"
+	"a[n:N] = w[ix[n]] * 2\n"
+	"b[n:N] = sum(j:N) a[j] * u[ix[n]]\n"
+	"output a : f32, b : f32\n";
+
+/* The run driver's launches on backend `name` (compiler.h, be_run_launch): a launch of 3
+ * runs back to back gives what one run gives, bit for bit, and says it made 3 runs; with
+ * an index out of range in both kernels, one launch of 1 or of 3 runs (one error-slot read
+ * at its end) reports the first kernel's error, as the c backend does, and code 2. */
+static inline void bt_back_to_back(const char *name)
+{
+	Graph *g = tu_parse(bt_two_kernels_src);
+	HostTensor *in = bt_inputs(g, 5), one[2], three[2];
+	Schedule s;
+	sched_default(g, &s);
+	Diag d = {0};
+	Kernels *k = kir_lower(g, &s, NULL, &d);
+	ck_assert_msg(k != NULL, "lower: %s", d.msg);
+	BeOpts o = {2, tu_cache_dir(name)};
+	static const int ok[4] = {4, 0, 3, 1}, bad[4] = {4, 7, 3, 1};
+	memcpy(in[0].data, ok, sizeof ok);
+	ck_assert_msg(be_run(bt_backend(name), k, &o, in, one, NULL, &d) == 0, "%s", d.msg);
+	for (int runs = 1; runs <= 3; runs += 2) {
+		BeRun r;
+		be_run_open(&r, bt_backend(name), k);
+		memcpy(in[0].data, ok, sizeof ok);
+		ck_assert_msg(be_run_ready(&r, &o, in, &d) == 0, "%s: %s", name, d.msg);
+		ck_assert_msg(be_run_launch(&r, runs, &d) == 0, "%s: launch: %s", name, d.msg);
+		ck_assert_int_eq(r.st.runs, runs);
+		ck_assert_msg(be_run_guards(&r, &d) == 0 && be_run_outputs(&r, three, &d) == 0, "%s",
+			      d.msg);
+		ck_assert_int_eq(r.stage, BE_ST_DONE);
+		for (int o2 = 0; o2 < 2; o2++) {
+			for (int64_t i = 0; i < one[o2].n; i++)
+				ck_assert_msg(tu_same(ht_get(&one[o2], i), ht_get(&three[o2], i)),
+					      "%s: %d runs: output %d [%lld]", name, runs, o2, (long long)i);
+			ht_free(&three[o2]);
+		}
+		be_run_close(&r);
+		/* the bad index: the first kernel's error, after one launch of `runs` runs */
+		be_run_open(&r, bt_backend(name), k);
+		memcpy(in[0].data, bad, sizeof bad);
+		ck_assert_msg(be_run_ready(&r, &o, in, &d) == 0, "%s: %s", name, d.msg);
+		ck_assert_int_eq(be_run_launch(&r, runs, &d), -1);
+		ck_assert_msg(d.msg && strstr(d.msg, "indirect read of 'w' out of range") &&
+			      strstr(d.msg, "in 'a'"), "%s: %d runs: %s", name, runs, d.msg);
+		ck_assert_int_eq(d.code, 2);
+		ck_assert_int_eq(be_run_fail(&r, &d), BE_FAIL_RUNTIME);
+		diag_clear(&d);
+		ck_assert_int_eq(be_run_guards(&r, &d), -1);   /* nothing runs after a failure */
+		ck_assert_int_eq(d.code, 3);
+		diag_clear(&d);
+		be_run_close(&r);
+	}
+	ht_free(&one[0]);
+	ht_free(&one[1]);
+	kir_free(k);
+	sched_free(&s);
+	tu_free_tensors(in, 3);
+	ir_free(g);
+}
+
 /* The f16/bf16 storage tests: x : f32[N] stored as f16 (a) and bf16 (b), and y : f64[N]
  * computed in f64 and stored as f16 (c) and bf16 (d); a suite adds its own definitions and
  * the output line. */

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "testutil.h"
+#include "backendutil.h"
 #include "../compiler/compiler.h"
 #include "../interp/interp.h"
 
@@ -422,6 +423,14 @@ START_TEST(gather_out_of_range)
 }
 END_TEST
 
+/* A launch of 3 runs back to back (one synchronisation, one error-slot read) gives one
+ * run's outputs; the first of two kernels' errors is the one reported (backendutil.h). */
+START_TEST(back_to_back)
+{
+	bt_back_to_back("cuda");
+}
+END_TEST
+
 /* ------------------------------------------------------------ suite */
 
 /* Can NVRTC compile here? compile_only's message names a missing library. Asked in a
@@ -488,6 +497,7 @@ int main(void)
 		tcase_add_test(td, large_locals);
 		tcase_add_test(td, topk_short_range);
 		tcase_add_test(td, gather_out_of_range);
+		tcase_add_test(td, back_to_back);
 		suite_add_tcase(s, td);
 	} else {
 		fprintf(stderr, "SKIP: test_cuda: device tests (running on cuda, compared with c): %s\n", why);

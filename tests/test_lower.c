@@ -1348,6 +1348,330 @@ START_TEST(regress_files)
 }
 END_TEST
 
+/* ------------------------------------------------------------ the run driver */
+
+/* A backend that logs what the run driver (compiler/backend.c) asks of it, and fails at
+ * one stage with one diagnostic when told to. */
+struct BeModule {
+	int id;
+};
+
+static struct {
+	char log[512];
+	BeStage fail_at;   /* BE_ST_OPEN: never */
+	int code;
+	bool env, slow;
+	int launches[64], nlaunch;
+} mock;
+
+static void mock_log(const char *what)
+{
+	size_t n = strlen(mock.log);
+	snprintf(mock.log + n, sizeof mock.log - n, "%s%s", n ? " " : "", what);
+}
+
+static int mock_fails(BeStage s, Diag *d)
+{
+	if (mock.fail_at != s)
+		return 0;
+	if (mock.env)
+		diag_env(d, "mock: the disk is full");
+	else
+		diag_set(d, mock.code, "mock: failed");
+	return -1;
+}
+
+static char *mock_emit(const Kernels *k, Diag *d)
+{
+	mock_log("emit");
+	return mock_fails(BE_ST_EMIT, d) ? NULL : strdup("mock source");
+}
+
+static BeModule *mock_compile(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
+			      Diag *d)
+{
+	mock_log(strcmp(src, "mock source") == 0 ? "compile" : "compile-other");
+	if (mock_fails(BE_ST_COMPILE, d))
+		return NULL;
+	BeModule *m = calloc(1, sizeof *m);
+	ck_assert_ptr_nonnull(m);
+	if (st)
+		st->compile_s = 0.5;
+	return m;
+}
+
+static int mock_alloc(BeModule *m, Diag *d)
+{
+	mock_log("alloc");
+	return mock_fails(BE_ST_ALLOC, d);
+}
+
+static int mock_upload(BeModule *m, int tensor, const HostTensor *t, Diag *d)
+{
+	mock_log("upload");
+	return mock_fails(BE_ST_UPLOAD, d);
+}
+
+static int mock_launch(BeModule *m, int n, Diag *d)
+{
+	mock_log("launch");
+	if (mock.nlaunch < 64)
+		mock.launches[mock.nlaunch++] = n;
+	if (mock.slow)
+		usleep(3000);   /* at least 3 ms: over BeTimeOpts.long_s of 10 us however loaded */
+	return mock_fails(BE_ST_LAUNCH, d);
+}
+
+static int mock_guards(BeModule *m, Diag *d)
+{
+	mock_log("guards");
+	return mock_fails(BE_ST_GUARDS, d);
+}
+
+static int mock_download(BeModule *m, int tensor, Dtype dt, HostTensor *t, Diag *d)
+{
+	mock_log("download");
+	if (mock_fails(BE_ST_DOWNLOAD, d))
+		return -1;
+	int64_t dims[1] = {4};
+	ck_assert_int_eq(ht_alloc(t, dt, 1, dims), 0);
+	return 0;
+}
+
+static void mock_free(BeModule *m)
+{
+	mock_log("free");
+	free(m);
+}
+
+static const Backend mock_backend = {
+	.name = "mock", .emit = mock_emit, .compile = mock_compile, .alloc = mock_alloc,
+	.upload = mock_upload, .launch = mock_launch, .download = mock_download,
+	.guards = mock_guards, .free = mock_free,
+};
+
+static void mock_reset(BeStage fail_at, int code, bool env)
+{
+	memset(&mock, 0, sizeof mock);
+	mock.fail_at = fail_at;
+	mock.code = code;
+	mock.env = env;
+}
+
+static const char mock_graph[] =
+	"size N = 4\ninput x : f32[N]\ninput y : f32[N]\n"
+	"a[i:N] = x[i] + y[i]\nb[i:N] = x[i] * y[i]\noutput a : f32, b : f64\n";
+
+/* mock_graph lowered under its default schedule, with inputs. */
+typedef struct {
+	Graph *g;
+	Schedule s;
+	Kernels *k;
+	HostTensor *in;
+} MockProg;
+
+static void mock_prog(MockProg *p)
+{
+	Diag d = {0};
+	p->g = parse(mock_graph);
+	sched_default(p->g, &p->s);
+	p->k = kir_lower(p->g, &p->s, NULL, &d);
+	ck_assert_msg(p->k != NULL, "%s", d.msg);
+	p->in = tu_new_inputs(p->g);
+}
+
+static void mock_prog_free(MockProg *p)
+{
+	free_all(p->in, 2);
+	kir_free(p->k);
+	sched_free(&p->s);
+	ir_free(p->g);
+}
+
+static void stage_seen(void *ctx, BeStage s)
+{
+	char *seen = ctx;
+	size_t n = strlen(seen);
+	snprintf(seen + n, 64 - n, "%d", (int)s);
+}
+
+/* The driver's sequence: every stage once, in order, inputs and outputs each, the stage
+ * hook at each stage's start, the outputs in their dtypes, the compile time passed on. */
+START_TEST(driver_sequence)
+{
+	MockProg p;
+	mock_prog(&p);
+	Diag d = {0};
+	const Kernels *k = p.k;
+	const HostTensor *in = p.in;
+	HostTensor out[2];
+	mock_reset(BE_ST_OPEN, 0, false);
+	BeStats st;
+	ck_assert_int_eq(be_run(&mock_backend, k, NULL, in, out, &st, &d), 0);
+	ck_assert_str_eq(mock.log, "emit compile alloc upload upload launch guards download "
+			 "download free");
+	ck_assert_int_eq(mock.nlaunch, 1);
+	ck_assert_int_eq(mock.launches[0], 1);
+	ck_assert_int_eq(st.runs, 1);
+	ck_assert(st.compile_s == 0.5);
+	ck_assert_int_eq(out[0].dtype, DT_F32);
+	ck_assert_int_eq(out[1].dtype, DT_F64);
+	ht_free(&out[0]);
+	ht_free(&out[1]);
+
+	/* staged, with the hook and a source the caller put in place of the emitted one */
+	char seen[64] = "";
+	BeRun r;
+	mock_reset(BE_ST_OPEN, 0, false);
+	be_run_open(&r, &mock_backend, k);
+	r.at = stage_seen;
+	r.ctx = seen;
+	ck_assert_int_eq(be_run_compile(&r, NULL, &d), -1);   /* before its emit */
+	ck_assert_int_eq(d.code, 3);
+	diag_clear(&d);
+	be_run_open(&r, &mock_backend, k);
+	r.at = stage_seen;
+	r.ctx = seen;
+	ck_assert_int_eq(be_run_emit(&r, &d), 0);
+	free(r.src);
+	r.src = strdup("replaced");
+	ck_assert_int_eq(be_run_compile(&r, NULL, &d), 0);
+	ck_assert_int_eq(be_run_bind(&r, in, &d), 0);
+	ck_assert_int_eq(be_run_emit(&r, &d), -1);   /* a stage done already */
+	ck_assert_ptr_nonnull(strstr(d.msg, "a second time"));
+	diag_clear(&d);
+	ck_assert_int_eq(be_run_launch(&r, 7, &d), 0);
+	ck_assert_int_eq(r.st.runs, 7);
+	ck_assert_int_eq(be_run_guards(&r, &d), 0);
+	ck_assert_int_eq(be_run_outputs(&r, out, &d), 0);
+	ck_assert_int_eq(r.stage, BE_ST_DONE);
+	be_run_close(&r);
+	ck_assert_str_eq(mock.log, "emit compile-other alloc upload upload launch guards download "
+			 "download free");
+	ck_assert_int_eq(mock.launches[0], 7);
+	char want[64];
+	snprintf(want, sizeof want, "%d%d%d%d%d%d%d%d%d", BE_ST_EMIT, BE_ST_COMPILE, BE_ST_ALLOC,
+		 BE_ST_UPLOAD, BE_ST_LAUNCH, BE_ST_GUARDS, BE_ST_DOWNLOAD, BE_ST_DOWNLOAD, BE_ST_DONE);
+	ck_assert_str_eq(seen, want);
+	ht_free(&out[0]);
+	ht_free(&out[1]);
+	mock_prog_free(&p);
+}
+END_TEST
+
+/* A failure at each stage: what be_run_fail calls it, where the run stopped (nothing
+ * after the failing stage runs, the module is freed), and no output kept. */
+START_TEST(driver_failures)
+{
+	static const struct {
+		BeStage at;
+		int code;
+		bool env;
+		BeFail want;
+		const char *log;
+	} t[] = {
+		{BE_ST_EMIT, 2, false, BE_FAIL_UNSUPPORTED, "emit"},
+		{BE_ST_EMIT, 3, false, BE_FAIL_COMPILE, "emit"},
+		{BE_ST_COMPILE, 2, false, BE_FAIL_UNSUPPORTED, "emit compile"},
+		{BE_ST_COMPILE, 3, false, BE_FAIL_COMPILE, "emit compile"},
+		{BE_ST_COMPILE, 3, true, BE_FAIL_ENV, "emit compile"},
+		{BE_ST_ALLOC, 2, false, BE_FAIL_UNSUPPORTED, "emit compile alloc free"},
+		{BE_ST_ALLOC, 3, false, BE_FAIL_BACKEND, "emit compile alloc free"},
+		{BE_ST_UPLOAD, 2, false, BE_FAIL_BACKEND, "emit compile alloc upload free"},
+		{BE_ST_LAUNCH, 2, false, BE_FAIL_RUNTIME, "emit compile alloc upload upload launch free"},
+		{BE_ST_LAUNCH, 3, false, BE_FAIL_BACKEND, "emit compile alloc upload upload launch free"},
+		{BE_ST_LAUNCH, 3, true, BE_FAIL_ENV, "emit compile alloc upload upload launch free"},
+		{BE_ST_GUARDS, 1, false, BE_FAIL_OOB,
+		 "emit compile alloc upload upload launch guards free"},
+		{BE_ST_GUARDS, 3, false, BE_FAIL_BACKEND,
+		 "emit compile alloc upload upload launch guards free"},
+		{BE_ST_DOWNLOAD, 3, false, BE_FAIL_BACKEND,
+		 "emit compile alloc upload upload launch guards download free"},
+	};
+	MockProg p;
+	mock_prog(&p);
+	Diag d = {0};
+	const Kernels *k = p.k;
+	const HostTensor *in = p.in;
+	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
+		HostTensor out[2];
+		BeRun r;
+		mock_reset(t[i].at, t[i].code, t[i].env);
+		be_run_open(&r, &mock_backend, k);
+		int rc = be_run_ready(&r, NULL, in, &d) || be_run_launch(&r, 1, &d) ||
+			 be_run_guards(&r, &d) || be_run_outputs(&r, out, &d);
+		ck_assert_int_eq(rc, 1);
+		ck_assert_int_eq(r.stage, t[i].at);
+		ck_assert_msg(be_run_fail(&r, &d) == t[i].want, "case %zu: %d", i,
+			      (int)be_run_fail(&r, &d));
+		ck_assert_ptr_nonnull(strstr(d.msg, t[i].env ? "mock: the disk is full" : "mock: failed"));
+		diag_clear(&d);
+		ck_assert_int_eq(be_run_launch(&r, 1, &d), -1);   /* refused after a failure */
+		diag_clear(&d);
+		be_run_close(&r);
+		ck_assert_msg(strcmp(mock.log, t[i].log) == 0, "case %zu: %s", i, mock.log);
+		/* be_run keeps no output of a run that failed */
+		mock_reset(t[i].at, t[i].code, t[i].env);
+		ck_assert_int_eq(be_run(&mock_backend, k, NULL, in, out, NULL, &d), -1);
+		diag_clear(&d);
+	}
+	BeRun r;
+	be_run_open(&r, &mock_backend, k);
+	ck_assert_int_eq(be_run_fail(&r, &d), BE_FAIL_NONE);
+	mock_prog_free(&p);
+}
+END_TEST
+
+/* be_run_time's batches: a warm-up and a sizing run alone, then the batches; batches as
+ * long as asked (a huge batch_s: BE_MAX_RUNS runs each); a slow run cuts them to one,
+ * the sizing run itself. */
+START_TEST(driver_timing)
+{
+	MockProg p;
+	mock_prog(&p);
+	Diag d = {0};
+	const Kernels *k = p.k;
+	const HostTensor *in = p.in;
+	struct {
+		BeTimeOpts o;
+		bool slow;
+		int batches, runs, nlaunch;
+	} t[] = {
+		{{4, 0, 0}, false, 4, 1, 6},
+		{{3, 1e9, 0}, false, 3, BE_MAX_RUNS, 5},
+		{{0, 0, 0}, false, 1, 1, 3},
+		{{5, 1e9, 1e-5}, true, 1, 1, 2},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
+		BeRun r;
+		BeTimes bt;
+		mock_reset(BE_ST_OPEN, 0, false);
+		mock.slow = t[i].slow;
+		be_run_open(&r, &mock_backend, k);
+		ck_assert_int_eq(be_run_ready(&r, NULL, in, &d) || be_run_time(&r, &t[i].o, &bt, &d),
+				 0);
+		ck_assert_int_eq(bt.batches, t[i].batches);
+		ck_assert_int_eq(bt.runs, t[i].runs);
+		ck_assert_int_eq(mock.nlaunch, t[i].nlaunch);
+		ck_assert_int_eq(mock.launches[0], 1);
+		ck_assert_int_eq(mock.launches[1], 1);
+		for (int j = 2; j < mock.nlaunch; j++)
+			ck_assert_int_eq(mock.launches[j], t[i].runs);
+		ck_assert(bt.run_s >= 0 && bt.one_s >= 0 && bt.warm_s >= 0);
+		if (t[i].slow)
+			ck_assert(bt.run_s >= 0.003);
+		be_run_close(&r);
+	}
+	mock_prog_free(&p);
+}
+END_TEST
+
+START_TEST(back_to_back)
+{
+	bt_back_to_back("c");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("lower");
@@ -1383,6 +1707,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, coverage_table);
 	tcase_add_test(tc, agrees_with_emulator);
 	tcase_add_test(tc, regress_files);
+	tcase_add_test(tc, driver_sequence);
+	tcase_add_test(tc, driver_failures);
+	tcase_add_test(tc, driver_timing);
+	tcase_add_test(tc, back_to_back);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -421,7 +421,7 @@ START_TEST(pow2_device)
 	BeModule *m = ocl()->compile(k, p, NULL, NULL, &dg);
 	ck_assert_msg(m != NULL, "%s", dg.msg);
 	ck_assert_int_eq(ocl()->alloc(m, &dg), 0);
-	ck_assert_msg(ocl()->launch(m, &dg) == 0, "%s", dg.msg);
+	ck_assert_msg(ocl()->launch(m, 1, &dg) == 0, "%s", dg.msg);
 	HostTensor out;
 	ck_assert_msg(ocl()->download(m, g->outputs[0].tensor, DT_F64, &out, &dg) == 0, "%s", dg.msg);
 	for (int i = 0; i < CASES; i++) {
@@ -615,7 +615,7 @@ static void run_src(const Graph *g, const Kernels *k, const char *src, const Hos
 	ck_assert_int_eq(ocl()->alloc(m, &d), 0);
 	for (int i = 0; i < ir_ninputs(g); i++)
 		ck_assert_msg(ocl()->upload(m, ir_input_tensor(g, i), &in[i], &d) == 0, "%s", d.msg);
-	ck_assert_msg(ocl()->launch(m, &d) == 0, "%s", d.msg);
+	ck_assert_msg(ocl()->launch(m, 1, &d) == 0, "%s", d.msg);
 	ck_assert_msg(ocl()->guards(m, &d) == 0, "%s", d.msg);
 	for (int i = 0; i < g->noutputs; i++)
 		ck_assert_msg(ocl()->download(m, g->outputs[i].tensor, g->outputs[i].dtype, &out[i], &d) == 0,
@@ -733,6 +733,12 @@ END_TEST
 
 /* An indirect read out of range is the c backend's error, message and code; an index on
  * the branch a ?: does not take is no error; within range, the results agree. */
+START_TEST(back_to_back)
+{
+	bt_back_to_back("opencl");
+}
+END_TEST
+
 START_TEST(gather_errors)
 {
 	static const char *const sch[] = {"", "tile h : t=4, d=2\nstore h : f16\ntile g : t=4"};
@@ -776,7 +782,7 @@ START_TEST(guard_regions)
 		ck_assert_msg(m != NULL, "%s", d.msg);
 		ck_assert_int_eq(ocl()->alloc(m, &d), 0);
 		ck_assert_int_eq(ocl()->upload(m, ir_input_tensor(g, 0), &in[0], &d), 0);
-		ck_assert_int_eq(ocl()->launch(m, &d), 0);
+		ck_assert_int_eq(ocl()->launch(m, 1, &d), 0);
 		ck_assert_int_eq(ocl()->guards(m, &d), -1);
 		ck_assert_msg(strstr(d.msg, "a write outside buffer y") && strstr(d.msg, bad[i].expect),
 			      "message: %s", d.msg);
@@ -789,7 +795,7 @@ START_TEST(guard_regions)
 	BeModule *m = ocl()->compile(k, src, NULL, NULL, &d);
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(ocl()->alloc(m, &d), 0);
-	ck_assert_int_eq(ocl()->launch(m, &d), 0);
+	ck_assert_int_eq(ocl()->launch(m, 1, &d), 0);
 	ck_assert_int_eq(ocl()->guards(m, &d), 0);
 	ocl()->free(m);
 	free(src);
@@ -911,6 +917,7 @@ static Suite *suite(bool device)
 		tcase_add_test(tc, nan_guard_device);
 		tcase_add_test(tc, functions_close);
 		tcase_add_test(tc, gather_errors);
+		tcase_add_test(tc, back_to_back);
 		tcase_add_test(tc, topk_short_range);
 		tcase_add_test(tc, guard_regions);
 		tcase_add_test(tc, build_log);

@@ -345,6 +345,12 @@ END_TEST
 /* An indirect read out of range is the c backend's error, message and code; an index on
  * the branch a ?: does not take is no error; within range, the results agree. An i32
  * result that does not fit is an error too. */
+START_TEST(back_to_back)
+{
+	bt_back_to_back("vulkan");
+}
+END_TEST
+
 START_TEST(gather_errors)
 {
 	static const char *const sch[] = {"", "tile h : t=4, d=2", "store h : f16\ntile g : t=4"};
@@ -404,7 +410,7 @@ START_TEST(guards_and_build_log)
 	ck_assert_msg(m != NULL, "%s", d.msg);
 	ck_assert_int_eq(vk()->alloc(m, &d), 0);
 	ck_assert_int_eq(vk()->upload(m, ir_input_tensor(g, 0), &in[0], &d), 0);
-	ck_assert_int_eq(vk()->launch(m, &d), 0);
+	ck_assert_int_eq(vk()->launch(m, 1, &d), 0);
 	if (vk()->guards(m, &d) == 0) {
 		printf("note: the vulkan driver dropped a write past a buffer (robust access): guard "
 		       "regions not exercised by a kernel here\n");
@@ -419,7 +425,7 @@ START_TEST(guards_and_build_log)
 	m = vk()->compile(k, src, &o, NULL, &d);
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(vk()->alloc(m, &d), 0);
-	ck_assert_int_eq(vk()->launch(m, &d), 0);
+	ck_assert_int_eq(vk()->launch(m, 1, &d), 0);
 	ck_assert_int_eq(vk()->guards(m, &d), 0);
 	vk()->free(m);
 	p = patched(src, "undeclared_x = 1;");
@@ -565,6 +571,7 @@ static Suite *suite(bool device)
 		tcase_add_test(tc, functions_close);
 		tcase_add_test(tc, functions_f64);
 		tcase_add_test(tc, gather_errors);
+		tcase_add_test(tc, back_to_back);
 		tcase_add_test(tc, topk_short_range);
 		tcase_add_test(tc, guards_and_build_log);
 		tcase_add_test(tc, device_choice);

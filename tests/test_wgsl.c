@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <unistd.h>
 #include "testutil.h"
+#include "backendutil.h"
 #include "../compiler/compiler.h"
 #include "../interp/interp.h"
 #include "../oracles/oracles.h"
@@ -562,6 +563,12 @@ START_TEST(conversions)
 END_TEST
 
 /* An out-of-range indirect read is the graph's error, named as the c backend names it. */
+START_TEST(back_to_back)
+{
+	bt_back_to_back("wgsl");
+}
+END_TEST
+
 START_TEST(index_error)
 {
 	Graph *g = parse("size N = 6, V = 4\ninput t : i32[N]\ninput e : f32[V]\n"
@@ -659,7 +666,7 @@ START_TEST(guards)
 	ck_assert_msg(m != NULL, "compile: %s", d.msg);
 	ck_assert_int_eq(wgsl()->alloc(m, &d), 0);
 	ck_assert_int_eq(wgsl()->upload(m, ir_input_tensor(g, 0), &in[0], &d), 0);
-	ck_assert_msg(wgsl()->launch(m, &d) == 0, "launch: %s", d.msg);
+	ck_assert_msg(wgsl()->launch(m, 1, &d) == 0, "launch: %s", d.msg);
 	ck_assert_int_eq(wgsl()->guards(m, &d), -1);
 	ck_assert_msg(strstr(d.msg, "past its end") && strstr(d.msg, "y"), "%s", d.msg);
 	diag_clear(&d);
@@ -880,6 +887,7 @@ int main(void)
 		tcase_add_test(r, specials);
 		tcase_add_test(r, conversions);
 		tcase_add_test(r, index_error);
+		tcase_add_test(r, back_to_back);
 		tcase_add_test(r, int_overflow);
 		tcase_add_test(r, int_real_compare);
 		tcase_add_test(r, guards);

@@ -12,8 +12,11 @@
  * the run, copied back once the program is emitted and again at the end, so a compile that
  * crashes or times out keeps what rewrite, lowering and emission reached), the outputs in
  * their dtypes and the kernel source. The worker rewrites the graph
- * (rw_compile: a rewrite that crashes is a crash of the case), lowers it, emits, compiles,
- * allocates, uploads, launches, checks the guard regions and downloads every output. The
+ * (rw_compile: a rewrite that crashes is a crash of the case), lowers it, and then runs
+ * it through the compiler's run driver (compiler.h "The run driver": emit, compile, alloc,
+ * upload, one launch, the guard check, every output downloaded; the driver's stage hook
+ * times each stage into the answer, and its classification of a failure by stage,
+ * be_run_fail, is the outcome). The
  * parent waits with two limits: the compile limit covers rewrite, lowering, emission and
  * the backend's compile; the run limit starts with alloc and covers upload, launch, guards
  * and download (a driver that compiles lazily at the first launch, as PoCL does, counts
@@ -166,6 +169,12 @@ static void stage(Shm *h, Stage s)
 	h->stage = s;
 }
 
+static const char *stage_of(const Shm *h)
+{
+	int st = h->stage;
+	return stage_names[st >= 0 && st < ST__COUNT ? st : 0];
+}
+
 static const char *msg_of(const Diag *d)
 {
 	return d->msg ? d->msg : "(no message)";
@@ -193,35 +202,10 @@ static void poison_nan(HostTensor *t)
 		ht_set(t, 0, NAN);
 }
 
-/* Runs up to the launch; 0 when the module is ready to launch. */
-static int prepare(const Backend *b, const Graph *g, const HostTensor *in, BeModule *m, Shm *h)
+/* The hooks that stand for a kernel that crashes or never ends (with ASSAY_TEST_ONCE,
+ * only in the run that creates its file: a flaky one), as the launch begins. */
+static void fault_hooks(Shm *h)
 {
-	Diag d = {0};
-	stage(h, ST_ALLOC);
-	int rc = 0;
-	if (b->alloc(m, &d)) {   /* code 2: a limit of the device the backend states */
-		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_CRASH, "the backend failed in alloc: %s",
-		       msg_of(&d));
-		rc = -1;
-	}
-	if (rc == 0)
-		stage(h, ST_UPLOAD);
-	for (int i = 0; rc == 0 && i < ir_ninputs(g); i++)
-		if (b->upload(m, ir_input_tensor(g, i), &in[i], &d)) {
-			finish(h, WK_CRASH, "the backend failed in upload: %s", msg_of(&d));
-			rc = -1;
-		}
-	diag_clear(&d);
-	return rc;
-}
-
-static void launch_and_fetch(const Backend *b, const Graph *g, BeModule *m, Shm *h,
-			     unsigned char *base)
-{
-	Diag d = {0};
-	stage(h, ST_LAUNCH);
-	/* the hooks stand for a kernel that crashes or never ends (with ASSAY_TEST_ONCE, only
-	 * in the run that creates its file: a flaky one) */
 	const char *once = getenv("ASSAY_TEST_ONCE");
 	if ((h->hooks & (VF_HOOK_CRASH | VF_HOOK_HANG)) && once && *once) {
 		int fd = open(once, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -237,32 +221,74 @@ static void launch_and_fetch(const Backend *b, const Graph *g, BeModule *m, Shm 
 	if (h->hooks & VF_HOOK_HANG)
 		for (volatile unsigned long spin = 0;; spin++)
 			;
-	double t0 = now();
-	if (b->launch(m, &d)) {
-		finish(h, WK_CRASH, "%s: %s", d.code == 2 ?
-		       "the kernel reported a runtime error the oracle did not" :
-		       "the backend failed in launch", msg_of(&d));
-		goto out;
+}
+
+/* The run driver's stages (compiler.h, BeRun.at) as the worker's: each stage's start into
+ * the answer, where the parent's limits read it. */
+static const Stage of_driver[BE_ST__COUNT] = {
+	[BE_ST_OPEN] = ST_LOWER, [BE_ST_EMIT] = ST_EMIT, [BE_ST_COMPILE] = ST_COMPILE,
+	[BE_ST_ALLOC] = ST_ALLOC, [BE_ST_UPLOAD] = ST_UPLOAD, [BE_ST_LAUNCH] = ST_LAUNCH,
+	[BE_ST_GUARDS] = ST_GUARDS, [BE_ST_DOWNLOAD] = ST_DOWNLOAD, [BE_ST_DONE] = ST_DONE,
+};
+
+static void at_stage(void *ctx, BeStage s)
+{
+	stage(ctx, of_driver[s]);
+	if (s == BE_ST_LAUNCH)
+		fault_hooks(ctx);
+}
+
+/* The outcome of a run the driver failed, by what be_run_fail makes of it: a backend
+ * declining (code 2 in emit, compile or alloc) is unsupported, any other failure of emit
+ * or compile a compile error (the environment's too: the parent's probe tells them
+ * apart), a write outside a buffer oob-write, and the rest crashes. */
+static void failure(Shm *h, const BeRun *r, const Diag *d)
+{
+	const char *m = msg_of(d);
+	BeFail f = be_run_fail(r, d);
+	bool compiling = r->stage <= BE_ST_COMPILE;
+	switch (f) {
+	case BE_FAIL_UNSUPPORTED:
+		if (compiling)
+			finish(h, WK_UNSUPPORTED, "%s", m);
+		else
+			finish(h, WK_UNSUPPORTED, "the backend failed in %s: %s", stage_of(h), m);
+		return;
+	case BE_FAIL_OOB:
+		finish(h, WK_OOB, "%s", m);
+		return;
+	case BE_FAIL_RUNTIME:
+		finish(h, WK_CRASH, "the kernel reported a runtime error the oracle did not: %s", m);
+		return;
+	default:
+		if (compiling)
+			finish(h, WK_COMPILE_ERROR, "%s", m);
+		else
+			finish(h, WK_CRASH, "the backend failed in %s: %s", stage_of(h), m);
+		return;
 	}
-	h->launch_s = now() - t0;
-	stage(h, ST_GUARDS);
-	if (b->guards(m, &d)) {
-		finish(h, WK_OOB, "%s", msg_of(&d));
-		goto out;
-	}
+}
+
+/* The run of a compiled program: bind, launch, guards, every output into the mapping. */
+static void run_and_fetch(BeRun *r, const Graph *g, const HostTensor *in, Shm *h,
+			  unsigned char *base)
+{
+	Diag d = {0};
+	if (be_run_bind(r, in, &d) || be_run_launch(r, 1, &d))
+		goto fail;
+	h->launch_s = r->st.launch_s;
+	if (be_run_guards(r, &d))
+		goto fail;
 	int past = (h->hooks & VF_HOOK_OOB) ? canary_write() : -1;
 	if (past >= 0) {
 		finish(h, WK_OOB, "a write outside buffer ASSAY_TEST_OOB-canary (past its end, %d bytes "
 		       "from its end)", past);
 		goto out;
 	}
-	stage(h, ST_DOWNLOAD);
 	for (int k = 0; k < g->noutputs; k++) {
 		HostTensor t = {0};
-		if (b->download(m, g->outputs[k].tensor, g->outputs[k].dtype, &t, &d)) {
-			finish(h, WK_CRASH, "the backend failed in download: %s", msg_of(&d));
-			goto out;
-		}
+		if (be_run_download(r, k, &t, &d))
+			goto fail;
 		if (h->hooks & VF_HOOK_NAN)
 			poison_nan(&t);
 		memcpy(base + h->out_off[k], t.data, out_bytes(g, k));
@@ -270,6 +296,9 @@ static void launch_and_fetch(const Backend *b, const Graph *g, BeModule *m, Shm 
 	}
 	stage(h, ST_DONE);
 	finish(h, WK_OK, "%s", "");
+	goto out;
+fail:
+	failure(h, r, &d);
 out:
 	diag_clear(&d);
 }
@@ -352,8 +381,7 @@ static void serve(const Backend *b, unsigned char *base)
 	Schedule s = {h->ndefs, (DefSched *)(base + h->sched_off)};
 	Graph *g = rewrite(g0, h);
 	Kernels *k = NULL;
-	char *src = NULL;
-	BeModule *m = NULL;
+	BeRun run = {0};
 	if (!g)
 		goto out;
 	stage(h, ST_LOWER);
@@ -364,40 +392,37 @@ static void serve(const Backend *b, unsigned char *base)
 		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
 		goto out;
 	}
-	stage(h, ST_EMIT);
+	be_run_open(&run, b, k);
+	run.at = at_stage;
+	run.ctx = h;
 	/* a backend declining what its language or device cannot express says so with code 2
 	 * (unsupported, with the reason); its other failures are compile errors */
-	if (!(src = b->emit(k, &d))) {
-		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
+	if (be_run_emit(&run, &d)) {
+		failure(h, &run, &d);
 		goto out;
 	}
-	if (!(src = source_override(b, src, h)))
+	if (!(run.src = source_override(b, run.src, h)))
 		goto out;
-	size_t n = strlen(src);
+	size_t n = strlen(run.src);
 	h->src_len = n < SRC_CAP ? n : SRC_CAP;
-	memcpy(base + h->src_off, src, h->src_len);
+	memcpy(base + h->src_off, run.src, h->src_len);
 	coverage(h);
-	stage(h, ST_COMPILE);
 	BeOpts bo = {h->threads, h->cache_dir[0] ? h->cache_dir : NULL};
-	BeStats st = {0};
-	m = b->compile(k, src, &bo, &st, &d);
-	h->compile_s = st.compile_s;
-	h->cache_hit = st.cache_hit;
-	if (!m) {
-		finish(h, d.code == 2 ? WK_UNSUPPORTED : WK_COMPILE_ERROR, "%s", msg_of(&d));
+	int rc = be_run_compile(&run, &bo, &d);
+	h->compile_s = run.st.compile_s;
+	h->cache_hit = run.st.cache_hit;
+	if (rc) {
+		failure(h, &run, &d);
 		goto out;
 	}
 	h->facts = b->facts;   /* the device is open: its own facts (Backend.device_facts) */
 	if (b->device_facts)
 		b->device_facts(&h->facts);
 	h->facts_done = 1;
-	if (prepare(b, g, in, m, h) == 0)
-		launch_and_fetch(b, g, m, h, base);
+	run_and_fetch(&run, g, in, h, base);
 out:
 	coverage(h);
-	if (m)
-		b->free(m);
-	free(src);
+	be_run_close(&run);
 	kir_free(k);
 	if (g && g != g0)
 		ir_free(g);
@@ -767,12 +792,6 @@ static void rules_of(const Shm *h, WorkerResult *res)
 		res->rules.tried[i] = h->rw_tried[i];
 		res->rules.fired[i] = h->rw_fired[i];
 	}
-}
-
-static const char *stage_of(const Shm *h)
-{
-	int st = h->stage;
-	return stage_names[st >= 0 && st < ST__COUNT ? st : 0];
 }
 
 /* The outcome of a worker that answered (died: false) or died with status. */

@@ -15,9 +15,11 @@
  *
  * Memory: plain cuMemAlloc allocations (never managed memory). Each buffer is guard, data,
  * guard; the guards hold BE_GUARD_BYTE, checked by guards() after the launches. The error
- * slot is a device u64[2] (site + 1, value), cleared before each kernel. Scratch for large
- * locals (plan.c) is one allocation grown to the largest kernel's need, its grid capped so
- * that the scratch stays under SCRATCH_MAX.
+ * slot is a device u64[2] (site + 1, value), cleared once per launch (of n runs of the
+ * program, queued back to back on the default stream) and read once after the one
+ * synchronisation at its end. Scratch for large locals (plan.c) is one allocation grown,
+ * before a launch queues anything, to the largest kernel's need, its grid capped so that
+ * the scratch stays under SCRATCH_MAX.
  *
  * Cache: DIR/cuda-<hash>-<arch>.cubin, the hash over the source, the options, the
  * architecture and the NVRTC version; DIR as the c backend's (BeOpts.cache_dir,
@@ -341,20 +343,34 @@ static unsigned grid_of(const BeModule *m, int i, size_t *scratch)
 	return (unsigned)G;
 }
 
+/* Grows the scratch to the largest need of the program's kernels, before any of them is
+ * launched (freeing memory a queued kernel uses would wait for the device). */
+static int scratch_for(BeModule *m, Diag *d)
+{
+	size_t need = 0, s;
+	for (int i = 0; i < m->k->nk; i++) {
+		grid_of(m, i, &s);
+		if (s > need)
+			need = s;
+	}
+	if (need <= m->scratch_bytes)
+		return 0;
+	if (m->scratch)
+		m->cu.MemFree(m->scratch);
+	m->scratch = 0;
+	m->scratch_bytes = 0;
+	CUresult r = m->cu.MemAlloc(&m->scratch, need);
+	if (r)
+		return fail(m, r, d, "cuMemAlloc (scratch for large locals)");
+	m->scratch_bytes = need;
+	return 0;
+}
+
+/* Queues kernel i (the stream orders it after the kernels queued before it). */
 static int run_kernel(BeModule *m, int i, Diag *d)
 {
 	size_t need;
 	unsigned G = grid_of(m, i, &need);
-	CUresult r;
-	if (need > m->scratch_bytes) {
-		if (m->scratch)
-			m->cu.MemFree(m->scratch);
-		m->scratch = 0;
-		m->scratch_bytes = 0;
-		if ((r = m->cu.MemAlloc(&m->scratch, need)))
-			return fail(m, r, d, "cuMemAlloc (scratch for large locals)");
-		m->scratch_bytes = need;
-	}
 	void *args[3 + 1024];
 	int nb = m->k->nbufs;
 	CUdeviceptr data[1024];
@@ -368,14 +384,30 @@ static int run_kernel(BeModule *m, int i, Diag *d)
 		data[b] = m->raw[b] + BE_GUARD;
 		args[2 + b] = &data[b];
 	}
+	CUresult r = m->cu.LaunchKernel(m->fn[i], G, 1, 1, (unsigned)m->launch[i].threads, 1, 1, 0,
+					NULL, args, NULL);
+	return r ? fail(m, r, d, "cuLaunchKernel") : 0;
+}
+
+/* The error slot is cleared once, every kernel of the n runs is queued, then one
+ * synchronisation and one read of the slot: the first error since the clear. */
+static int cuda_launch(BeModule *m, int n, Diag *d)
+{
+	if (!m->raw) {
+		diag_set(d, 3, "cuda backend: launch before alloc");
+		return -1;
+	}
+	CUresult r;
+	if (scratch_for(m, d))
+		return -1;
 	if ((r = m->cu.MemsetD8(m->err, 0, 16)))
 		return fail(m, r, d, "cuMemsetD8 (error slot)");
-	r = m->cu.LaunchKernel(m->fn[i], G, 1, 1, (unsigned)m->launch[i].threads, 1, 1, 0, NULL, args,
-			       NULL);
-	if (r)
-		return fail(m, r, d, "cuLaunchKernel");
+	for (int run = 0; run < n; run++)
+		for (int i = 0; i < m->k->nk; i++)
+			if (run_kernel(m, i, d))
+				return -1;
 	if ((r = m->cu.CtxSynchronize()))
-		return fail(m, r, d, "the kernel failed");
+		return fail(m, r, d, "the kernels failed");
 	unsigned long long err[2];
 	if ((r = m->cu.MemcpyDtoH(err, m->err, sizeof err)))
 		return fail(m, r, d, "cuMemcpyDtoH (error slot)");
@@ -383,18 +415,6 @@ static int run_kernel(BeModule *m, int i, Diag *d)
 		be_runtime_error(m->k, (int64_t)err[0] - 1, (int64_t)err[1], d);
 		return -1;
 	}
-	return 0;
-}
-
-static int cuda_launch(BeModule *m, Diag *d)
-{
-	if (!m->raw) {
-		diag_set(d, 3, "cuda backend: launch before alloc");
-		return -1;
-	}
-	for (int i = 0; i < m->k->nk; i++)
-		if (run_kernel(m, i, d))
-			return -1;
 	return 0;
 }
 

@@ -25,7 +25,8 @@
  * device's base address alignment), the data reached through a sub-buffer; the guards are
  * filled with 0xa5 and read back by guards(). Launch: kernels run in order on one in-order
  * queue; a kernel's items are launched in chunks (bounded by the scratch buffer's size and
- * by a cap on work-items per launch); after each kernel the error slot is read back.
+ * by a cap on work-items per launch); the error slot is cleared before a launch's n runs
+ * of the program and read back once after them.
  */
 #include <ctype.h>
 #include <dlfcn.h>
@@ -732,23 +733,29 @@ static int run_kernel(BeModule *m, int i, Diag *d)
 	return 0;
 }
 
-static int ocl_launch(BeModule *m, Diag *d)
+/* The error slot is cleared once, every kernel of the n runs is queued in order, then
+ * one blocking read of the slot (the in-order queue finishes them first): the first
+ * error since the clear. */
+static int ocl_launch(BeModule *m, int n, Diag *d)
 {
 	if (!m->raw) {
 		diag_set(d, 3, "opencl backend: launch before alloc");
 		return -1;
 	}
-	for (int i = 0; i < m->k->nk; i++) {
-		int32_t err[4] = {0, 0, 0, 0};
-		if (write_at(m, m->err, 0, sizeof err, err, d) || run_kernel(m, i, d) ||
-		    read_at(m, m->err, 0, sizeof err, err, d))
-			return -1;
-		if (err[0]) {
-			int64_t v;
-			memcpy(&v, &err[2], sizeof v);
-			runtime_error(m, err[0] - 1, v, d);
-			return -1;
-		}
+	int32_t err[4] = {0, 0, 0, 0};
+	if (write_at(m, m->err, 0, sizeof err, err, d))
+		return -1;
+	for (int run = 0; run < n; run++)
+		for (int i = 0; i < m->k->nk; i++)
+			if (run_kernel(m, i, d))
+				return -1;
+	if (read_at(m, m->err, 0, sizeof err, err, d))
+		return -1;
+	if (err[0]) {
+		int64_t v;
+		memcpy(&v, &err[2], sizeof v);
+		runtime_error(m, err[0] - 1, v, d);
+		return -1;
 	}
 	return 0;
 }

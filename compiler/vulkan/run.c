@@ -610,7 +610,9 @@ static int record(BeModule *m, Diag *d)
 	VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
 					  .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
 	VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-	VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+	/* simultaneous use: a launch of n runs submits the one command buffer n times */
+	VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+				       .flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT};
 	VkResult rc = r->CreateCommandPool(r->dev, &pi, NULL, &m->cp);
 	ai.commandPool = m->cp;
 	if (rc == VK_SUCCESS)
@@ -649,7 +651,10 @@ static int record(BeModule *m, Diag *d)
 	return 0;
 }
 
-static int vk_launch(BeModule *m, Diag *d)
+/* The error slots are cleared once, the command buffer is submitted once per run (one
+ * submission: each run's last barrier orders it before the next run's dispatches), then
+ * one fence wait and one read of the slots: each kernel's first error since the clear. */
+static int vk_launch(BeModule *m, int n, Diag *d)
 {
 	VkRt *r = &m->r;
 	if (!m->map) {
@@ -660,13 +665,18 @@ static int vk_launch(BeModule *m, Diag *d)
 		return -1;
 	uint32_t *err = (uint32_t *)(m->map + m->off[m->k->nbufs]);
 	memset(err, 0, m->bytes[m->k->nbufs]);
-	VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-			   .pCommandBuffers = &m->cb};
+	VkCommandBuffer *cbs = malloc((size_t)n * sizeof *cbs);
+	IR_ASSERT(cbs);
+	for (int i = 0; i < n; i++)
+		cbs[i] = m->cb;
+	VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = (uint32_t)n,
+			   .pCommandBuffers = cbs};
 	VkResult rc = r->ResetFences(r->dev, 1, &m->fence);
 	if (rc == VK_SUCCESS)
 		rc = r->QueueSubmit(r->queue, 1, &si, m->fence);
 	if (rc == VK_SUCCESS)
 		rc = r->WaitForFences(r->dev, 1, &m->fence, VK_TRUE, UINT64_MAX);
+	free(cbs);
 	if (rc != VK_SUCCESS) {
 		diag_set(d, 3, "vulkan backend: the kernels failed on %s (VkResult %d%s)",
 			 r->props.deviceName, (int)rc, rc == VK_ERROR_DEVICE_LOST ? ": device lost" : "");

@@ -3,8 +3,8 @@
  * compile sends the module and its launch manifest (emit.c's //! lines) to the helper,
  * which compiles it with Tint and makes a compute pipeline per kernel; alloc makes one
  * GPU buffer per program buffer with WGSL_GUARD pattern bytes on each side (and the error
- * slot); launch runs every kernel in order in one compute pass and reads the error slot:
- * the first error claims it, and the kernels after the first failing one run on
+ * slot); launch runs every kernel in order, n times, in one compute pass and reads the
+ * error slot once: the first error claims it, and the kernels after the first failing one run on
  * (harmlessly: every index they use is clamped by its check) but their results are not
  * used. An error at a site past the program's sites is an i32 overflow of kernel
  * site - nsites (WGSL has no i64: plan.c), reported as the graph's error "an integer value
@@ -363,7 +363,9 @@ static void runtime_error(const BeModule *m, int64_t site, int64_t v, Diag *d)
 	be_runtime_error(m->k, site, v, d);
 }
 
-static int wg_launch(BeModule *m, Diag *d)
+/* One request: the helper runs the program n times in one compute pass and reads the
+ * error slot once (its reply says how many runs it made, checked). */
+static int wg_launch(BeModule *m, int n, Diag *d)
 {
 	if (!m->alloced) {
 		diag_set(d, 3, "wgsl backend: launch before alloc");
@@ -371,14 +373,18 @@ static int wg_launch(BeModule *m, Diag *d)
 	}
 	drop_raw(m);
 	char head[128];
-	snprintf(head, sizeof head, "{\"cmd\":\"launch\",\"id\":%d}", m->id);
+	snprintf(head, sizeof head, "{\"cmd\":\"launch\",\"id\":%d,\"n\":%d}", m->id, n);
 	WgslReply r;
 	if (request(head, NULL, 0, &r, d))
 		return -1;
 	char *err = wgsl_json_str(r.head, "err");
 	long long site1 = 0, v = 0;
-	if (!err || sscanf(err, "[%lld,%lld]", &site1, &v) != 2) {
-		diag_set(d, 3, "wgsl backend: the helper's launch reply has no error slot");
+	double runs = -1;
+	if (!wgsl_json_num(r.head, "runs", &runs))
+		runs = -1;
+	if (!err || sscanf(err, "[%lld,%lld]", &site1, &v) != 2 || runs != n) {
+		diag_set(d, 3, "wgsl backend: the helper's launch reply has %s",
+			 runs != n ? "another number of runs than asked" : "no error slot");
 		free(err);
 		wgsl_reply_free(&r);
 		return -1;

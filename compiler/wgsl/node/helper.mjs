@@ -22,9 +22,10 @@
 //           sbind + 1 its uniform entry (first work-group, work-groups, stride, 0: u32),
 //           entries CHUNK_STRIDE bytes apart (compiler/wgsl/wgsl.h, "Scratch")
 //   upload  {id, buf} + data      writes data at the buffer's data offset
-//   launch  {id}                  -> {err: [slot0, slot1], ms}: every kernel in order in
-//                                    one compute pass (a dispatch sees the writes of the
-//                                    ones before it), then the error slot
+//   launch  {id, n}               -> {err: [slot0, slot1], runs, ms}: n runs (default 1)
+//                                    of every kernel in order in one compute pass (a
+//                                    dispatch sees the writes of the ones before it), the
+//                                    error slot zeroed once before them and read once after
 //   read    {id, buf}             -> the whole buffer, guards included, as the payload
 //   free    {id}
 // The process ends at end of input (its parent is gone or done).
@@ -318,23 +319,25 @@ async function launch(req) {
 	const enc = dev.createCommandEncoder();
 	const pass = enc.beginComputePass();
 	const maxDim = dev.limits.maxComputeWorkgroupsPerDimension;
-	m.kernels.forEach((k, i) => {
-		if (k.groups <= 0)
-			return;
-		pass.setPipeline(k.pipe);
-		for (const [, n, group] of m.groups[i]) {
-			pass.setBindGroup(0, group);
-			const x = Math.min(n, maxDim), y = Math.ceil(n / x);
-			if (y > maxDim)
-				throw new Failure('error', `kernel ${i}: ${n} work-groups are more than a dispatch holds`);
-			pass.dispatchWorkgroups(x, y);
-		}
-	});
+	const runs = Number.isInteger(req.n) && req.n > 0 ? req.n : 1;
+	for (let run = 0; run < runs; run++)
+		m.kernels.forEach((k, i) => {
+			if (k.groups <= 0)
+				return;
+			pass.setPipeline(k.pipe);
+			for (const [, n, group] of m.groups[i]) {
+				pass.setBindGroup(0, group);
+				const x = Math.min(n, maxDim), y = Math.ceil(n / x);
+				if (y > maxDim)
+					throw new Failure('error', `kernel ${i}: ${n} work-groups are more than a dispatch holds`);
+				pass.dispatchWorkgroups(x, y);
+			}
+		});
 	pass.end();
 	dev.queue.submit([enc.finish()]);
 	const err = new Int32Array((await readBack(dev, m.bufs[0], 16)).buffer);
 	await popScopes(dev, 'launch');
-	return { err: [err[0], err[1]], ms: performance.now() - t0 };
+	return { err: [err[0], err[1]], runs, ms: performance.now() - t0 };
 }
 
 async function read(req) {

@@ -37,7 +37,8 @@
  * Without a pool, a fresh worker serves the one run and exits.
  *
  * Confirmation (spec/cli.md v2). A crash or a timeout counts only once a re-run of the same
- * kernel alone, in a fresh worker, with CONFIRM_FACTOR times the limits, gives it again; a
+ * kernel alone, in a fresh worker, with CONFIRM_FACTOR times the limits (a timeout's up to 4
+ * times more on a loaded machine: confirm_factor), gives it again; a
  * re-run that finishes is what is judged, and the caller records it as flaky when it
  * passes (WorkerResult.first_status says what the first run did). The fresh worker also
  * settles a crash that a damaged persistent worker might have caused.
@@ -1022,6 +1023,27 @@ static int env_probe(const Backend *b, const WorkerOpts *o, const WorkerResult *
 	return 0;
 }
 
+/* The factor of the limits a timeout's confirming re-run gets: CONFIRM_FACTOR, and on a
+ * machine busier than its processors (the 1-minute load average per online processor, a
+ * campaign's own jobs included) that much more, up to 4 times more: a re-run "alone" is not
+ * alone there, and a kernel whose driver compiles it at its first launch (lavapipe) needs
+ * CPU time that a loaded machine gives it only slowly. A crash's re-run needs no more time.
+ * ASSAY_TEST_LOADAVG stands in for the load average in tests. */
+static double confirm_factor(WorkerStatus first)
+{
+	if (first != WK_TIMEOUT)
+		return CONFIRM_FACTOR;
+	double load = 0;
+	const char *fake = getenv("ASSAY_TEST_LOADAVG");
+	if (fake)
+		load = strtod(fake, NULL);
+	else if (getloadavg(&load, 1) != 1)
+		load = 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	double busy = cpus > 0 ? load / (double)cpus : 1;
+	return CONFIRM_FACTOR * (busy > 4 ? 4 : busy > 1 ? busy : 1);
+}
+
 int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
 		  const HostTensor *inputs, const WorkerOpts *o, WorkerResult *r, Diag *d)
 {
@@ -1032,7 +1054,8 @@ int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
 		/* confirmed only if a re-run alone, in a fresh worker, with longer limits, does
 		 * it again; what that re-run gives is the result */
 		WorkerResult first = *r;
-		if (run_once(b, g, s, inputs, o, NULL, CONFIRM_FACTOR, r, d)) {
+		double factor = confirm_factor(first.status);
+		if (run_once(b, g, s, inputs, o, NULL, factor, r, d)) {
 			vf_worker_free(g, &first);
 			return -1;
 		}
@@ -1040,7 +1063,7 @@ int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
 		r->first_status = first.status;
 		r->first_reason = first.reason;
 		r->first_wall_s = first.wall_s;
-		r->confirm_factor = CONFIRM_FACTOR;
+		r->confirm_factor = factor;
 		first.reason = NULL;
 		vf_worker_free(g, &first);
 		if (r->status == WK_CRASH && r->signal == SIGKILL) {

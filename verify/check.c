@@ -649,6 +649,13 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, int si,
 		}
 		if (w)
 			rerun_note(w, reason, sizeof reason);
+		/* an unclaimed special value where the device keeps no infinities: say so */
+		if (w && w->status == WK_OK && !w->facts.specials && r.m.n_special > 0 &&
+		    r.m.n_special == r.m.n_special_unbounded) {
+			size_t len = strlen(reason);
+			snprintf(reason + len, sizeof reason - len, "; %s's facts keep no infinities "
+				 "or NaNs on this device (BeFacts.specials), so none is claimed", b->name);
+		}
 		c->failed += vf_verdict_fails(r.verdict);
 		if (c->o->sink)
 			c->o->sink(c->o->ctx, &r);

@@ -58,6 +58,11 @@
  *   the kernel's inf there is a legitimate consequence of flushing (docs/oracle.md).
  * Unbounded values (possible inf or NaN, divisors around 0, functions at the edge of their
  * domains, functions a backend promises nothing for) give +inf budgets.
+ * - Infinities (docs/oracle.md "Infinities in budgets"): where the run's facts keep them
+ *   (BeFacts.specials), an infinite input or literal and an overflow every allowed
+ *   computation makes are definite infinities (bval.h), followed through the rules; an
+ *   element whose computed and oracle values are the same infinity gets 0, a finite one
+ *   computed through an infinity its finite bound.
  */
 #include <math.h>
 #include <stdio.h>
@@ -76,17 +81,21 @@ typedef struct {
  * Backend struct, never its name): the formats whose subnormals it may flush to zero as
  * operands and results of its floating-point arithmetic (not of loads, stores, selections
  * or bit casts, which every specification keeps exact), and whether it propagates NaN and
- * keeps zero signs. The budget knows a backend, not a device: it reads the facts every
- * device of the backend promises (Backend.facts), not the refinements of one device
- * (Backend.device_facts), so a flush is allowed wherever one is permitted, whatever a
- * given device does: lavapipe, and Dawn on lavapipe, happen to keep subnormals; NVIDIA's
- * Vulkan driver flushes f32 subnormals (vkrt_describe: "f32 denormals not guaranteed"),
- * and so does Dawn's WGSL on it. c, cuda and opencl never flush (c is built without
- * -ffast-math, cuda with --ftz=false, opencl never passes -cl-denorms-are-zero); an OpenCL
- * device whose CL_DEVICE_SINGLE_FP_CONFIG lacks CL_FP_DENORM may still flush f32 (its
- * device facts say so, compiler/opencl/run.c's device description too: "f32 denormals
- * flushed"; NVIDIA's and PoCL's have it), which the budget does not model. The
- * pseudo-backend "emul" (and NULL) is the emulating interpreter: IEEE, no flush. */
+ * keeps zero signs. For flushes, NaNs and zero signs the budget knows a backend, not a
+ * device: it reads the facts every device of the backend promises (Backend.facts), not the
+ * refinements of one device (Backend.device_facts), so a flush is allowed wherever one is
+ * permitted, whatever a given device does (infinities and the roundings that make them
+ * read the run's facts instead, orc_budget_facts: a Vulkan device with
+ * SignedZeroInfNanPreserve keeps them): lavapipe, and Dawn on lavapipe, happen to keep
+ * subnormals; NVIDIA's Vulkan driver flushes f32 subnormals (vkrt_describe: "f32
+ * denormals not guaranteed"), and so does Dawn's WGSL on it. c, cuda and opencl never flush
+ * (c is built without -ffast-math, cuda with --ftz=false, opencl never passes
+ * -cl-denorms-are-zero); an OpenCL device whose CL_DEVICE_SINGLE_FP_CONFIG lacks
+ * CL_FP_DENORM may still flush f32 (its device facts say so, compiler/opencl/run.c's device
+ * description too: "f32 denormals flushed"; NVIDIA's and PoCL's have it), which the budget
+ * does not model. The pseudo-backend "emul" (and NULL) is the emulating interpreter: IEEE,
+ * no flush.
+ */
 static const BeFacts emul_facts = BE_FACTS_IEEE;
 
 static const BeFacts *facts_of(const char *backend)

@@ -40,6 +40,43 @@ static const struct {
 	{"cuda", DT_F16, DT_F32}, {"cuda", DT_BF16, DT_F32},
 };
 
+/* Functions at an infinite argument (bval.c's rules for definite infinities): where a
+ * backend takes their values from C Annex F (F.10: exp, exp2 +inf -> +inf, -inf -> +0;
+ * expm1 -inf -> -1; log, log2, log1p, sqrt +inf -> +inf; tanh, erf +-inf -> +-1; the
+ * helpers rsqrt = 1/sqrt(x), +inf -> +0, and sigmoid = 1/(1 + exp(-x)), +inf -> 1,
+ * -inf -> +0, follow from them), their values there are claimed like any other; a
+ * backend absent here (vulkan: GLSL.std.450 and the Vulkan precision table say nothing of
+ * infinite arguments; wgsl: WGSL may assume no infinity at all) gets no claim. */
+#define FN_ALL (BE_OP(OP_EXP) | BE_OP(OP_EXP2) | BE_OP(OP_EXPM1) | BE_OP(OP_LOG) | \
+	BE_OP(OP_LOG2) | BE_OP(OP_LOG1P) | BE_OP(OP_SQRT) | BE_OP(OP_RSQRT) | BE_OP(OP_TANH) | \
+	BE_OP(OP_ERF) | BE_OP(OP_SIGMOID))
+static const struct {
+	const char *backend;
+	uint64_t ops;
+	const char *source;
+} fn_specials[] = {
+	{"emul", FN_ALL, "the emulating interpreter: MPFR's functions at +-inf"},
+	{"c", FN_ALL, "C11 Annex F F.10 (glibc conforms); rsqrt and sigmoid are c/emit.c's "
+		"1/sqrt(x) and 1/(1 + exp(-x))"},
+	{"cuda", FN_ALL, "CUDA Math API, each function's special cases (expf(-inf) = +0, "
+		"rsqrtf(+inf) = +0, tanhf(+-inf) = +-1, ...); sigmoid is cuda/emit.c's "
+		"1/(1 + exp(-x))"},
+	{"opencl", FN_ALL & ~BE_OP(OP_RSQRT), "OpenCL C 3.0 'Edge Case Behavior': the math "
+		"functions conform to F.9 of C99 TC2 (no -cl-fast-relaxed-math, no "
+		"-cl-finite-math-only); sigmoid is prelude.c's 1/(1 + exp(-x)); rsqrt, OpenCL's "
+		"own builtin and no C function, lists no value at +inf: not claimed"},
+};
+
+uint64_t al_fn_specials(int be)
+{
+	if (be < 0 || be >= (int)ARRAY_LEN(backends))
+		return 0;
+	for (size_t i = 0; i < ARRAY_LEN(fn_specials); i++)
+		if (strcmp(fn_specials[i].backend, backends[be]) == 0)
+			return fn_specials[i].ops;
+	return 0;
+}
+
 int orc_nallowances(void)
 {
 	return (int)ARRAY_LEN(table);

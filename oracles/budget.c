@@ -58,6 +58,11 @@
  *   the kernel's inf there is a legitimate consequence of flushing (docs/oracle.md).
  * Unbounded values (possible inf or NaN, divisors around 0, functions at the edge of their
  * domains, functions a backend promises nothing for) give +inf budgets.
+ * - Infinities (docs/oracle.md "Infinities in budgets"): where the run's facts keep them
+ *   (BeFacts.specials), an infinite input or literal and an overflow every allowed
+ *   computation makes are definite infinities (bval.h), followed through the rules; an
+ *   element whose computed and oracle values are the same infinity gets 0, a finite one
+ *   computed through an infinity its finite bound.
  */
 #include <math.h>
 #include <stdio.h>
@@ -76,17 +81,21 @@ typedef struct {
  * Backend struct, never its name): the formats whose subnormals it may flush to zero as
  * operands and results of its floating-point arithmetic (not of loads, stores, selections
  * or bit casts, which every specification keeps exact), and whether it propagates NaN and
- * keeps zero signs. The budget knows a backend, not a device: it reads the facts every
- * device of the backend promises (Backend.facts), not the refinements of one device
- * (Backend.device_facts), so a flush is allowed wherever one is permitted, whatever a
- * given device does: lavapipe, and Dawn on lavapipe, happen to keep subnormals; NVIDIA's
- * Vulkan driver flushes f32 subnormals (vkrt_describe: "f32 denormals not guaranteed"),
- * and so does Dawn's WGSL on it. c, cuda and opencl never flush (c is built without
- * -ffast-math, cuda with --ftz=false, opencl never passes -cl-denorms-are-zero); an OpenCL
- * device whose CL_DEVICE_SINGLE_FP_CONFIG lacks CL_FP_DENORM may still flush f32 (its
- * device facts say so, compiler/opencl/run.c's device description too: "f32 denormals
- * flushed"; NVIDIA's and PoCL's have it), which the budget does not model. The
- * pseudo-backend "emul" (and NULL) is the emulating interpreter: IEEE, no flush. */
+ * keeps zero signs. For flushes, NaNs and zero signs the budget knows a backend, not a
+ * device: it reads the facts every device of the backend promises (Backend.facts), not the
+ * refinements of one device (Backend.device_facts), so a flush is allowed wherever one is
+ * permitted, whatever a given device does (infinities and the roundings that make them
+ * read the run's facts instead, orc_budget_facts: a Vulkan device with
+ * SignedZeroInfNanPreserve keeps them): lavapipe, and Dawn on lavapipe, happen to keep
+ * subnormals; NVIDIA's Vulkan driver flushes f32 subnormals (vkrt_describe: "f32
+ * denormals not guaranteed"), and so does Dawn's WGSL on it. c, cuda and opencl never flush
+ * (c is built without -ffast-math, cuda with --ftz=false, opencl never passes
+ * -cl-denorms-are-zero); an OpenCL device whose CL_DEVICE_SINGLE_FP_CONFIG lacks
+ * CL_FP_DENORM may still flush f32 (its device facts say so, compiler/opencl/run.c's device
+ * description too: "f32 denormals flushed"; NVIDIA's and PoCL's have it), which the budget
+ * does not model. The pseudo-backend "emul" (and NULL) is the emulating interpreter: IEEE,
+ * no flush.
+ */
 static const BeFacts emul_facts = BE_FACTS_IEEE;
 
 static const BeFacts *facts_of(const char *backend)
@@ -201,13 +210,20 @@ static Bv int_real(Ba *b, Bi v, Dtype f)
 	return bv_round(&b->c, r, f);
 }
 
+/* An input element's or literal's value as the backend's facts let it be claimed: an
+ * infinity is a definite one only where the kernels keep infinities (BvCtx.inf_claims). */
+static Bv leaf(const Ba *b, Bv v)
+{
+	return v.inf && !b->c.inf_claims ? bv_unbounded(v.tie) : v;
+}
+
 /* A literal's exact value, not yet rounded. */
-static Bv lit_exact(const Lit *l)
+static Bv lit_exact(const Ba *b, const Lit *l)
 {
 	if (isnan(l->approx))
 		return bv_nan(false);
 	if (!isfinite(l->approx))
-		return bv_unbounded(false);
+		return leaf(b, bv_exact(l->approx, DT_NONE));
 	Bv r = bv_exact(l->approx, DT_NONE);
 	if (!l->exact) {
 		r.lo = nextafter(l->approx, -INFINITY);
@@ -277,6 +293,8 @@ static Bv cast_const(Ba *b, Bv x, Dtype g)
 	r.hi = bv_fmt_round(g, x.hi);
 	r.e = 0;
 	r.fmt = (int8_t)g;
+	if (isinf(r.lo) && r.lo == r.hi)   /* f16(1e5): the exact value is the infinity */
+		return leaf(b, bv_inf(r.lo > 0 ? 1 : -1, r.lo, r.hi, x.tie));
 	if (!isfinite(r.lo) || !isfinite(r.hi))
 		return bv_unbounded(x.tie);
 	if (bv_within(g, b->opf))
@@ -322,7 +340,7 @@ static Bv op_real(Ba *b, const Node *n)
 	if (cf != DT_NONE) {
 		const Node *a = ir_node(g, n->a[0]);
 		if (a->kind == NK_NUM)
-			return cast_const(b, lit_exact(&g->lits[a->u.lit]), cf);
+			return cast_const(b, lit_exact(b, &g->lits[a->u.lit]), cf);
 		if (a->ty == TY_INT) {
 			Bi v = ev_int(b, n->a[0]);
 			Bv x = int_real(b, v, DT_F64);
@@ -358,7 +376,7 @@ static Bv ev_real(Ba *b, Ref r)
 	if (n->ty == TY_INT)
 		return int_real(b, ev_int(b, r), b->opf);
 	switch (n->kind) {
-	case NK_NUM: return bv_round(&b->c, lit_exact(&g->lits[n->u.lit]), b->opf);
+	case NK_NUM: return bv_round(&b->c, lit_exact(b, &g->lits[n->u.lit]), b->opf);
 	case NK_READ: return read_real(b, n);
 	case NK_OP: return op_real(b, n);
 	default:
@@ -637,7 +655,7 @@ static Bv lse(Ba *b, const Bv *t, size_t n)
 	}
 	mlo = bv_add_dn(mlo, -slack);
 	mhi = bv_add_up(mhi, slack);
-	Bv m = {mlo, mhi, 0, (int8_t)b->opf, tie, false};
+	Bv m = {mlo, mhi, 0, (int8_t)b->opf, tie, false, 0};
 	Bv *x = malloc(n * sizeof *x);
 	IR_ASSERT(x);
 	for (size_t i = 0; i < n; i++) {
@@ -807,7 +825,7 @@ static void topk_values(Ba *b, int t, int64_t e, int64_t K, double slack)
 	qsort(hi, n, sizeof *hi, cmp_desc);
 	for (int64_t k = 0; k < K; k++) {
 		Bv v = ok ? (Bv){lo[k], hi[k], slack > 0 ? (emax + slack) * INFL : emax,
-				 (int8_t)b->opf, tie, false} : bv_unbounded(tie);
+				 (int8_t)b->opf, tie, false, 0} : bv_unbounded(tie);
 		b->rv[t][e * K + k] = bv_round(&b->c, v, b->stf);
 	}
 	free(lo);
@@ -939,14 +957,20 @@ static void ba_free(Ba *b)
 	bv_free(&b->c);
 }
 
-static int ba_init(Ba *b, const Graph *g, const Schedule *s, int be, const HostTensor *in,
-		   Diag *d)
+static int ba_init(Ba *b, const Graph *g, const Schedule *s, int be, const char *backend,
+		   const BeFacts *facts, const HostTensor *in, Diag *d)
 {
 	memset(b, 0, sizeof *b);
 	b->g = g;
 	b->s = s;
 	b->d = d;
 	bv_init(&b->c, be);
+	bv_set_ftz(&b->c, facts_of(backend)->flush);
+	b->c.nan_claims = nan_claims(backend);
+	const BeFacts *f = facts ? facts : facts_of(backend);
+	b->c.inf_claims = f->specials;
+	b->c.fn_inf = f->specials ? al_fn_specials(be) : 0;
+	memcpy(b->c.rn, f->exact, sizeof b->c.rn);
 	size_t nt = (size_t)g->ntensors + 1;
 	b->rv = calloc(nt, sizeof *b->rv);
 	b->iv = calloc(nt, sizeof *b->iv);
@@ -983,7 +1007,7 @@ static int ba_init(Ba *b, const Graph *g, const Schedule *s, int be, const HostT
 			if (b->iv[t])
 				b->iv[t][i] = (int64_t)ht_get(h, i);
 			else
-				b->rv[t][i] = bv_exact(ht_get(h, i), (Dtype)T->dtype);
+				b->rv[t][i] = leaf(b, bv_exact(ht_get(h, i), (Dtype)T->dtype));
 		}
 	}
 	return 0;
@@ -1034,7 +1058,7 @@ static int deliver(Ba *b, int k, HostTensor *out, uint8_t **ties, Diag *d)
 				tie[i] = b->itie[o->tensor][i];
 		} else {
 			const Bv *v = &b->rv[o->tensor][i];
-			bud[i] = v->nan && !b->c.nan_claims ? INFINITY : bv_budget(v, o->dtype);
+			bud[i] = v->nan && !b->c.nan_claims ? INFINITY : bv_budget(&b->c, v, o->dtype);
 			/* a zero's sign is claimed by a bound of 0: not where the backend may ignore
 			 * it (nan_claims' reading: SPIR-V without SignedZeroInfNanPreserve lets
 			 * lavapipe fold 0.0 - x into -x, so 0 - (+0) came back -0; WGSL likewise) */
@@ -1052,6 +1076,13 @@ static int deliver(Ba *b, int k, HostTensor *out, uint8_t **ties, Diag *d)
 int orc_budget_ties(const Graph *g, const Schedule *s, const char *backend,
 		    const HostTensor *inputs, HostTensor *budgets, uint8_t **ties, Diag *d)
 {
+	return orc_budget_facts(g, s, backend, NULL, inputs, budgets, ties, d);
+}
+
+int orc_budget_facts(const Graph *g, const Schedule *s, const char *backend,
+		     const BeFacts *facts, const HostTensor *inputs, HostTensor *budgets,
+		     uint8_t **ties, Diag *d)
+{
 	int be = al_backend(backend);
 	if (be < 0) {
 		diag_set(d, 2, "budget: unknown backend '%s' (known: emul, c, opencl, vulkan, wgsl, "
@@ -1068,10 +1099,8 @@ int orc_budget_ties(const Graph *g, const Schedule *s, const char *backend,
 	mpfr_set_emax(mpfr_get_emax_max());
 	Ba b;
 	int rc = -1, nout = 0;
-	if (ba_init(&b, g, s, be, inputs, d) < 0)
+	if (ba_init(&b, g, s, be, backend, facts, inputs, d) < 0)
 		goto out;
-	bv_set_ftz(&b.c, facts_of(backend)->flush);
-	b.c.nan_claims = nan_claims(backend);
 	if (run_defs(&b) < 0)
 		goto out;
 	for (; nout < g->noutputs; nout++)

@@ -25,11 +25,23 @@
  *   max(e, the largest |exact| within t + e of zero) (ftz_reach), nothing where the
  *   computed range stays clear of (-t, t). A divisor or a log argument that may be
  *   flushed then holds 0 in its computed range: no bound, as for any such range.
+ * - definite infinities (bval.h Bv.inf), on a backend whose facts keep infinities
+ *   (BvCtx.inf_claims): an input or literal infinity, and an overflow that every allowed
+ *   computation makes (the computed value before rounding beyond the format's overflow
+ *   threshold, rounded to nearest: BvCtx.rn; an allowance's function is never taken to
+ *   overflow certainly), is followed through + - * / fma, max/min, negation, abs, floor,
+ *   ceil, the casts, comparisons and selections as IEEE 754 computes them, and through
+ *   the functions of BvCtx.fn_inf as C Annex F does: a finite result (1/inf, exp(-inf),
+ *   min(inf, x)) is bounded again, its bound the distance between the kernel's value and
+ *   the exact enclosure; an infinite one stays definite; one that may be NaN (inf - inf,
+ *   inf * a range holding 0, inf / inf) or whose operand is unbounded is unbounded.
  * Enclosures of exact values use directed rounding: TwoSum and fma residuals for + - * /,
  * MPFR at 53 bits with RNDD/RNDU for the other functions (the caller sets MPFR's widest
  * exponent range).
  */
+#include <float.h>
 #include <math.h>
+#include <string.h>
 #include "bval.h"
 
 #define BIG 0x1p-900   /* below this, residuals of * and / may underflow: widen instead */
@@ -37,6 +49,9 @@
 void bv_init(BvCtx *c, int be)
 {
 	c->be = be;
+	c->nan_claims = c->inf_claims = false;
+	c->fn_inf = 0;
+	memset(c->rn, 0, sizeof c->rn);
 	bv_set_ftz(c, 0);
 	mpfr_inits2(53, c->x, c->y, c->z, (mpfr_ptr)0);
 }
@@ -125,22 +140,34 @@ static double two_sum_err(double a, double b, double s)
 	return (a - (s - bb)) + (b - bb);
 }
 
+/* r, the result of a directed operation on finite operands x and y, rounded to nearest:
+ * an overflow to the infinity the rounding direction leads away from becomes the largest
+ * finite double (a real number beyond it is not that infinity: the enclosure stays sound). */
+static double no_ovf(double r, double x, double y, bool up)
+{
+	if (isinf(r) && isfinite(x) && isfinite(y) && (r > 0) != up)
+		return up ? -DBL_MAX : DBL_MAX;
+	return r;
+}
+
 double bv_add_dn(double a, double b)
 {
 	double s = a + b;
-	return isfinite(s) && two_sum_err(a, b, s) < 0 ? ndn(s) : s;
+	return isfinite(s) ? (two_sum_err(a, b, s) < 0 ? ndn(s) : s) : no_ovf(s, a, b, false);
 }
 
 double bv_add_up(double a, double b)
 {
 	double s = a + b;
-	return isfinite(s) && two_sum_err(a, b, s) > 0 ? nup(s) : s;
+	return isfinite(s) ? (two_sum_err(a, b, s) > 0 ? nup(s) : s) : no_ovf(s, a, b, true);
 }
 
 static double mul_dir(double a, double b, bool up)
 {
 	double p = a * b;
-	if (!isfinite(p) || a == 0 || b == 0)
+	if (!isfinite(p))
+		return no_ovf(p, a, b, up);
+	if (a == 0 || b == 0)
 		return p;
 	if (fabs(p) < BIG)   /* the residual may underflow (p == 0 included): widen */
 		return up ? nup(p) : ndn(p);
@@ -152,7 +179,7 @@ static double div_dir(double a, double b, bool up)
 {
 	double q = a / b;
 	if (!isfinite(q))
-		return q;
+		return b != 0 ? no_ovf(q, a, b, up) : q;
 	if ((fabs(q) < BIG || fabs(a) < BIG) && a != 0)
 		return up ? nup(q) : ndn(q);
 	double r = fma(-q, b, a);   /* a - q*b exactly: the sign of a/b - q is r's times b's */
@@ -222,7 +249,7 @@ static double pow_dir(BvCtx *c, double x, double y, bool up)
 
 Bv bv_unbounded(bool tie)
 {
-	return (Bv){-INFINITY, INFINITY, INFINITY, DT_NONE, tie, false};
+	return (Bv){-INFINITY, INFINITY, INFINITY, DT_NONE, tie, false, 0};
 }
 
 Bv bv_nan(bool tie)
@@ -232,13 +259,18 @@ Bv bv_nan(bool tie)
 	return r;
 }
 
+Bv bv_inf(int sign, double lo, double hi, bool tie)
+{
+	return (Bv){lo, hi, INFINITY, DT_NONE, tie, false, (int8_t)(sign > 0 ? 1 : -1)};
+}
+
 Bv bv_exact(double x, Dtype f)
 {
 	if (isnan(x))
 		return bv_nan(false);
 	if (!isfinite(x))
-		return bv_unbounded(false);
-	return (Bv){x, x, 0, (int8_t)f, false, false};
+		return bv_inf(x > 0 ? 1 : -1, x, x, false);
+	return (Bv){x, x, 0, (int8_t)f, false, false, 0};
 }
 
 static bool point(const Bv *a)
@@ -256,6 +288,74 @@ static Bv fin(Bv r, double e)
 {
 	r.e = e * INFL;
 	return bv_bounded(&r) ? r : bv_unbounded(r.tie);
+}
+
+/* ------------------------------------------------------------ definite infinities */
+
+/* Whether the infinity rules know a: bounded or a definite infinity. */
+static bool known(const Bv *a)
+{
+	return a->inf || bv_bounded(a);
+}
+
+/* The exact value is that infinity (not a finite value whose computation overflowed). */
+static bool exact_inf(const Bv *a)
+{
+	return a->inf && isinf(a->lo) && a->lo == a->hi;
+}
+
+/* The range [*cl, *ch] of a's computed values (a known). */
+static void computed(const Bv *a, double *cl, double *ch)
+{
+	if (a->inf) {
+		*cl = *ch = a->inf > 0 ? INFINITY : -INFINITY;
+		return;
+	}
+	*cl = bv_add_dn(a->lo, -a->e);
+	*ch = bv_add_up(a->hi, a->e);
+}
+
+/* A value whose exact value lies in [xl, xh] and whose computed value in [kl, kh] (both
+ * finite, else unbounded); sign_unknown: a computed zero's sign may differ from the
+ * exact one's (the least nonzero bound, as bv_budget explains). */
+static Bv between(double xl, double xh, double kl, double kh, bool tie, bool sign_unknown)
+{
+	Bv r = {xl, xh, 0, DT_NONE, tie, false, 0};
+	double e = fmax(fmax(bv_add_up(kh, -xl), bv_add_up(xh, -kl)), 0);
+	if (sign_unknown)
+		e = fmax(e, 0x1p-1074);
+	return fin(r, e);
+}
+
+/* Whether op rounds to nearest even in format f on this backend (BvCtx.rn). */
+static bool rn(const BvCtx *c, Op op, Dtype f)
+{
+	return f >= 0 && f < DT__COUNT && (c->rn[f] & BE_OP(op));
+}
+
+/* The cast op into format f (conversions into f round as it does). */
+static Op cast_into(Dtype f)
+{
+	for (int op = 0; op < OP__COUNT; op++)
+		if (op_cast_dtype((Op)op) == f)
+			return (Op)op;
+	return OP__COUNT;
+}
+
+/* The result of op in format f whose computed value before rounding lies within prop of
+ * r's enclosure, and which may overflow: a definite infinity where every such value rounds
+ * to the same one (at or beyond the format's overflow threshold, rounded to nearest), else
+ * unbounded (a value near the threshold, a rounding mode not known, no claims). */
+static Bv overflow(const BvCtx *c, const Bv *r, double prop, Op op, Dtype f)
+{
+	if (c->inf_claims && op != OP__COUNT && rn(c, op, f) && isfinite(prop)) {
+		double m = ovf(dt_info(f));
+		if (bv_add_dn(r->lo, -prop) >= m)
+			return bv_inf(1, r->lo, r->hi, r->tie);
+		if (bv_add_up(r->hi, prop) <= -m)
+			return bv_inf(-1, r->lo, r->hi, r->tie);
+	}
+	return bv_unbounded(r->tie);
 }
 
 /* ------------------------------------------------------------ flushed subnormals */
@@ -334,10 +434,12 @@ static double local(BvCtx *c, Op op, Dtype f, double xlo, double xhi, double yma
 
 Bv bv_round(BvCtx *c, Bv a, Dtype f)
 {
-	(void)c;
+	/* an infinity, NaN or unbounded value rounds to itself */
 	if (!bv_bounded(&a) || (a.fmt != DT_NONE && bv_within((Dtype)a.fmt, f)))
 		return a;
 	double loc = bv_half_ulp(f, mag(&a) + a.e);
+	if (isinf(loc))
+		return overflow(c, &a, a.e, cast_into(f), f);
 	if (a.e == 0) {
 		/* computed = exact, so the result is R(exact): when both ends round alike, that
 		 * is the value, and its error is known to the enclosure's width */
@@ -350,23 +452,57 @@ Bv bv_round(BvCtx *c, Bv a, Dtype f)
 	return fin(a, e + loc);
 }
 
+/* a + b or a - b where one is a definite infinity: that infinity, or NaN from opposite
+ * ones (certainly NaN only when both exact values are those infinities too). */
+static Bv inf_add(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f, bool sub, bool tie)
+{
+	if (!known(a0) || !known(b0))
+		return bv_unbounded(tie);
+	Bv a = bv_flush(c, *a0, f), b = bv_flush(c, *b0, f);
+	int sb = sub ? -b.inf : b.inf;
+	if (a.inf && sb && a.inf != sb)
+		return exact_inf(&a) && exact_inf(&b) ? bv_nan(tie) : bv_unbounded(tie);
+	double bl = sub ? -b.hi : b.lo, bh = sub ? -b.lo : b.hi;
+	return bv_inf(a.inf ? a.inf : sb, bv_add_dn(a.lo, bl), bv_add_up(a.hi, bh), tie);
+}
+
 Bv bv_add(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f, bool sub)
 {
 	bool tie = a0->tie || b0->tie;
 	if (a0->nan || b0->nan)
 		return bv_nan(tie);
+	if (a0->inf || b0->inf)
+		return inf_add(c, a0, b0, f, sub, tie);
 	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
 	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
 	const Bv *a = &fa, *b = &fb;
 	double bl = sub ? -b->hi : b->lo, bh = sub ? -b->lo : b->hi;
-	Bv r = {bv_add_dn(a->lo, bl), bv_add_up(a->hi, bh), 0, (int8_t)f, tie, false};
+	Bv r = {bv_add_dn(a->lo, bl), bv_add_up(a->hi, bh), 0, (int8_t)f, tie, false, 0};
 	double prop = a->e + b->e, loc;
 	if (point(a) && point(b) && r.lo == r.hi)
 		loc = exact_local(f, r.lo);
 	else
 		loc = local(c, sub ? OP_SUB : OP_ADD, f, 0, 0, mag(&r) + prop);
+	if (isinf(loc))
+		return overflow(c, &r, prop, sub ? OP_SUB : OP_ADD, f);
 	return fin_f(c, r, prop + loc, f);
+}
+
+/* a * b where one is a definite infinity: an infinity, unless a factor's computed range
+ * holds 0 (inf * 0 is NaN: unbounded). */
+static Bv inf_mul(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f, bool tie)
+{
+	if (!known(a0) || !known(b0))
+		return bv_unbounded(tie);
+	Bv a = bv_flush(c, *a0, f), b = bv_flush(c, *b0, f);
+	double al, ah, bl, bh, lo, hi;
+	computed(&a, &al, &ah);
+	computed(&b, &bl, &bh);
+	if ((al <= 0 && ah >= 0) || (bl <= 0 && bh >= 0))
+		return bv_unbounded(tie);
+	corners(false, a.lo, a.hi, b.lo, b.hi, &lo, &hi);
+	return bv_inf((al > 0) == (bl > 0) ? 1 : -1, lo, hi, tie);
 }
 
 Bv bv_mul(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
@@ -374,18 +510,49 @@ Bv bv_mul(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 	bool tie = a0->tie || b0->tie;
 	if (a0->nan || b0->nan)
 		return bv_nan(tie);
+	if (a0->inf || b0->inf)
+		return inf_mul(c, a0, b0, f, tie);
 	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
 	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
 	const Bv *a = &fa, *b = &fb;
-	Bv r = {0, 0, 0, (int8_t)f, tie, false};
+	Bv r = {0, 0, 0, (int8_t)f, tie, false, 0};
 	corners(false, a->lo, a->hi, b->lo, b->hi, &r.lo, &r.hi);
 	double prop = mag(a) * b->e + mag(b) * a->e + a->e * b->e, loc;
 	if (point(a) && point(b) && r.lo == r.hi)
 		loc = exact_local(f, r.lo);
 	else
 		loc = local(c, OP_MUL, f, 0, 0, mag(&r) + prop);
+	if (isinf(loc))
+		return overflow(c, &r, prop, OP_MUL, f);
 	return fin_f(c, r, prop + loc, f);
+}
+
+/* a / b where one is a definite infinity: finite / inf is a zero (its sign known where
+ * the dividend's computed sign is), inf / finite an infinity unless the divisor's computed
+ * range holds 0, inf / inf NaN. */
+static Bv inf_div(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f, bool tie)
+{
+	if (!known(a0) || !known(b0))
+		return bv_unbounded(tie);
+	Bv a = bv_flush(c, *a0, f), b = bv_flush(c, *b0, f);
+	double al, ah, bl, bh, lo = 0, hi = 0;
+	computed(&a, &al, &ah);
+	computed(&b, &bl, &bh);
+	if (a.inf && b.inf)
+		return exact_inf(&a) && exact_inf(&b) ? bv_nan(tie) : bv_unbounded(tie);
+	if (b.inf) {
+		/* an exact infinite divisor makes the exact quotient exactly a zero */
+		if (!exact_inf(&b))
+			corners(true, a.lo, a.hi, b.lo, b.hi, &lo, &hi);
+		Bv r = between(lo, hi, 0, 0, tie, !point(&a) && al <= 0 && ah >= 0);
+		r.fmt = (int8_t)f;
+		return r;
+	}
+	if (bl <= 0 && bh >= 0)
+		return bv_unbounded(tie);
+	corners(true, a.lo, a.hi, b.lo, b.hi, &lo, &hi);
+	return bv_inf((a.inf > 0) == (bl > 0) ? 1 : -1, lo, hi, tie);
 }
 
 Bv bv_div(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
@@ -393,6 +560,8 @@ Bv bv_div(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 	bool tie = a0->tie || b0->tie;
 	if (a0->nan || b0->nan)
 		return bv_nan(tie);
+	if (a0->inf || b0->inf)
+		return inf_div(c, a0, b0, f, tie);
 	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
 	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
@@ -400,7 +569,7 @@ Bv bv_div(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 	double bl = bv_add_dn(b->lo, -b->e), bh = bv_add_up(b->hi, b->e);
 	if (bl <= 0 && bh >= 0)
 		return bv_unbounded(tie);
-	Bv r = {0, 0, 0, (int8_t)f, tie, false};
+	Bv r = {0, 0, 0, (int8_t)f, tie, false, 0};
 	corners(true, a->lo, a->hi, b->lo, b->hi, &r.lo, &r.hi);
 	double bmin = fmin(fabs(bl), fabs(bh));
 	double prop = a->e == 0 && b->e == 0 ? 0 : (a->e + mag(&r) * b->e) / bmin, loc;
@@ -408,7 +577,29 @@ Bv bv_div(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 		loc = exact_local(f, r.lo);
 	else
 		loc = local(c, OP_DIV, f, bl, bh, mag(&r) + prop);
+	if (isinf(loc))
+		return overflow(c, &r, prop, OP_DIV, f);
 	return fin_f(c, r, prop + loc, f);
+}
+
+/* fma with a definite infinity: the exact product (inf_mul's rule, or a finite one), then
+ * inf_add's; the single rounding does not change an infinity. */
+static Bv inf_fma(BvCtx *c, const Bv *a0, const Bv *b0, const Bv *d0, Dtype f, bool tie)
+{
+	if (!known(a0) || !known(b0) || !known(d0))
+		return bv_unbounded(tie);
+	Bv p;
+	if (a0->inf || b0->inf) {
+		p = inf_mul(c, a0, b0, f, tie);
+	} else {
+		Bv a = bv_flush(c, *a0, f), b = bv_flush(c, *b0, f);
+		p = (Bv){0, 0, 0, DT_NONE, tie, false, 0};
+		corners(false, a.lo, a.hi, b.lo, b.hi, &p.lo, &p.hi);
+		p = fin(p, mag(&a) * b.e + mag(&b) * a.e + a.e * b.e);
+	}
+	if (!known(&p))
+		return bv_unbounded(tie);
+	return inf_add(c, &p, d0, f, false, tie);
 }
 
 Bv bv_fma(BvCtx *c, const Bv *a0, const Bv *b0, const Bv *d0, Dtype f)
@@ -416,19 +607,23 @@ Bv bv_fma(BvCtx *c, const Bv *a0, const Bv *b0, const Bv *d0, Dtype f)
 	bool tie = a0->tie || b0->tie || d0->tie;
 	if (a0->nan || b0->nan || d0->nan)
 		return bv_nan(tie);
+	if (a0->inf || b0->inf || d0->inf)
+		return inf_fma(c, a0, b0, d0, f, tie);
 	if (!bv_bounded(a0) || !bv_bounded(b0) || !bv_bounded(d0))
 		return bv_unbounded(tie);
 	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f), fd = bv_flush(c, *d0, f);
 	const Bv *a = &fa, *b = &fb, *d = &fd;
 	double pl, ph;
 	corners(false, a->lo, a->hi, b->lo, b->hi, &pl, &ph);
-	Bv r = {bv_add_dn(pl, d->lo), bv_add_up(ph, d->hi), 0, (int8_t)f, tie, false};
+	Bv r = {bv_add_dn(pl, d->lo), bv_add_up(ph, d->hi), 0, (int8_t)f, tie, false, 0};
 	double prop = mag(a) * b->e + mag(b) * a->e + a->e * b->e + d->e, loc;
 	if (point(a) && point(b) && point(d) && pl == ph && r.lo == r.hi &&
 	    al_is_cr(c->be, OP_FMA, f))
 		loc = exact_local(f, r.lo);
 	else
 		loc = local(c, OP_FMA, f, 0, 0, mag(&r) + prop);
+	if (isinf(loc))
+		return overflow(c, &r, prop, OP_FMA, f);
 	return fin_f(c, r, prop + loc, f);
 }
 
@@ -456,7 +651,7 @@ Bv bv_pow(BvCtx *c, const Bv *a0, const Bv *b0, Dtype f)
 		e.tie = e.tie || tie;
 		return e;
 	}
-	Bv r = {INFINITY, -INFINITY, 0, (int8_t)f, tie, false};
+	Bv r = {INFINITY, -INFINITY, 0, (int8_t)f, tie, false, 0};
 	double cl = INFINITY, ch = -INFINITY, prop = 0;
 	if (point(a) && point(b)) {
 		r.lo = cl = pow_dir(c, a->lo, b->lo, false);
@@ -488,7 +683,7 @@ static Bv trig(BvCtx *c, Op op, const Bv *a, Dtype f)
 	double m = a->lo == a->hi ? a->lo : a->lo / 2 + a->hi / 2;
 	double rad = fmax(bv_add_up(a->hi, -m), bv_add_up(m, -a->lo));
 	Bv r = {fmax(-1, bv_add_dn(fn(c, op, m, false), -rad)), fmin(1, bv_add_up(fn(c, op, m, true), rad)),
-		0, (int8_t)f, a->tie, false};
+		0, (int8_t)f, a->tie, false, 0};
 	double prop = point(a) ? 0 : fmin(a->e, 2);
 	double ymax = fmin(1, mag(&r) + prop);
 	double loc = local(c, op, f, bv_add_dn(a->lo, -a->e), bv_add_up(a->hi, a->e), ymax);
@@ -500,7 +695,7 @@ static Bv trig(BvCtx *c, Op op, const Bv *a, Dtype f)
 static Bv mono(BvCtx *c, Op op, const Bv *a, bool inc, double *ylo, double *yhi)
 {
 	double xl = bv_add_dn(a->lo, -a->e), xh = bv_add_up(a->hi, a->e);
-	Bv r = {0, 0, 0, DT_NONE, a->tie, false};
+	Bv r = {0, 0, 0, DT_NONE, a->tie, false, 0};
 	if (inc) {
 		r.lo = fn(c, op, a->lo, false);
 		r.hi = fn(c, op, a->hi, true);
@@ -527,11 +722,58 @@ static bool in_domain(Op op, double xl, double xh)
 	}
 }
 
+/* op of a definite infinity a: negation, abs, floor, ceil and the float casts keep an
+ * infinity (the exact value follows through the same op); the functions of BvCtx.fn_inf
+ * take C Annex F's values (exp(-inf) = +0, tanh(+inf) = 1, ...), which are bounded again;
+ * everything else (sin, cos, a NaN such as log(-inf), a cast to i32, a function the
+ * backend promises nothing for there) is unbounded. */
+static Bv inf_unary(BvCtx *c, Op op, const Bv *a, Dtype f)
+{
+	int s = a->inf;
+	bool tie = a->tie;
+	Dtype cd = op_cast_dtype(op);
+	switch (op) {
+	case OP_NEG: return bv_inf(-s, -a->hi, -a->lo, tie);
+	case OP_ABS: return bv_inf(1, fmin(fabs(a->lo), fabs(a->hi)), fmax(fabs(a->lo), fabs(a->hi)), tie);
+	case OP_FLOOR: return bv_inf(s, floor(a->lo), floor(a->hi), tie);
+	case OP_CEIL: return bv_inf(s, ceil(a->lo), ceil(a->hi), tie);
+	default: break;
+	}
+	if (cd != DT_NONE)
+		return cd == DT_I32 ? bv_unbounded(tie) :
+		       bv_inf(s, bv_fmt_round(cd, a->lo), bv_fmt_round(cd, a->hi), tie);
+	if (!(c->fn_inf & BE_OP(op)))
+		return bv_unbounded(tie);
+	double v;   /* the kernel's value */
+	switch (op) {
+	case OP_EXP: case OP_EXP2: v = s > 0 ? INFINITY : 0; break;
+	case OP_EXPM1: v = s > 0 ? INFINITY : -1; break;
+	case OP_LOG: case OP_LOG2: case OP_LOG1P: case OP_SQRT: v = INFINITY; break;
+	case OP_RSQRT: v = 0; break;
+	case OP_TANH: case OP_ERF: v = s; break;
+	case OP_SIGMOID: v = s > 0 ? 1 : 0; break;
+	default: return bv_unbounded(tie);
+	}
+	if (s < 0 && (op == OP_LOG || op == OP_LOG2 || op == OP_LOG1P || op == OP_SQRT ||
+		      op == OP_RSQRT))
+		return bv_unbounded(tie);   /* NaN */
+	/* every one of them is increasing but rsqrt; fn at +-inf is MPFR's limit */
+	bool inc = op != OP_RSQRT;
+	double xl = fn(c, op, inc ? a->lo : a->hi, false), xh = fn(c, op, inc ? a->hi : a->lo, true);
+	if (isinf(v))
+		return bv_inf(v > 0 ? 1 : -1, xl, xh, tie);
+	Bv r = between(xl, xh, v, v, tie, false);
+	r.fmt = (int8_t)f;
+	return r;
+}
+
 Bv bv_unary(BvCtx *c, Op op, const Bv *a0, Dtype f)
 {
 	Dtype cd = op_cast_dtype(op);
 	if (a0->nan && (op == OP_NEG || op == OP_ABS || (cd != DT_NONE && cd != DT_I32)))
 		return bv_nan(a0->tie);
+	if (a0->inf)
+		return inf_unary(c, op, a0, f);
 	if (!bv_bounded(a0))
 		return bv_unbounded(a0->tie);
 	/* every one of these may flush its operand (negation and abs too: SPIR-V's OpFNegate
@@ -558,9 +800,14 @@ Bv bv_unary(BvCtx *c, Op op, const Bv *a0, Dtype f)
 	if (!in_domain(op, xl, xh))
 		return bv_unbounded(a->tie);
 	r = mono(c, op, a, op != OP_RSQRT, &yl, &yh);
+	Dtype g = op_cast_dtype(op);
+	if (g != DT_NONE && g != DT_I32 && isinf(yl) && yl == yh && c->inf_claims &&
+	    rn(c, op, g))
+		/* a cast whose every computed argument overflows g (rounded to nearest): the
+		 * exact value is the cast's too (a rounding), which may itself be finite */
+		return bv_inf(yl > 0 ? 1 : -1, r.lo, r.hi, a->tie);
 	if (!isfinite(yl) || !isfinite(yh))
 		return bv_unbounded(a->tie);
-	Dtype g = op_cast_dtype(op);
 	if (g != DT_NONE || op == OP_FLOOR || op == OP_CEIL) {
 		/* exact operations: a cast is the rounding itself, floor and ceil of a value of
 		 * f are values of f */
@@ -575,17 +822,45 @@ Bv bv_unary(BvCtx *c, Op op, const Bv *a0, Dtype f)
 	return fin_f(c, r, r.e + local(c, op, f, xl, xh, fmax(fabs(yl), fabs(yh))), f);
 }
 
+/* max/min with a definite infinity: the infinity, or the other operand (max(-inf, x)),
+ * whose computed value is then the result's, its bound kept where the infinity's exact
+ * value is beyond the other's too. */
+static Bv inf_maxmin(BvCtx *c, const Bv *a0, const Bv *b0, bool max, Dtype f, bool tie)
+{
+	if (!known(a0) || !known(b0))
+		return bv_unbounded(tie);
+	Bv a = bv_flush(c, *a0, f), b = bv_flush(c, *b0, f);
+	double al, ah, bl, bh;
+	computed(&a, &al, &ah);
+	computed(&b, &bl, &bh);
+	double kl = max ? fmax(al, bl) : fmin(al, bl), kh = max ? fmax(ah, bh) : fmin(ah, bh);
+	double xl = max ? fmax(a.lo, b.lo) : fmin(a.lo, b.lo);
+	double xh = max ? fmax(a.hi, b.hi) : fmin(a.hi, b.hi);
+	if (isinf(kl) && kl == kh)
+		return bv_inf(kl > 0 ? 1 : -1, xl, xh, tie);
+	/* the finite operand x is delivered; the infinity i lost */
+	const Bv *x = a.inf ? &b : &a, *i = a.inf ? &a : &b;
+	Bv r = (max ? i->hi <= x->lo : i->lo >= x->hi) ? *x : between(xl, xh, kl, kh, tie, false);
+	r.tie = tie;
+	double sl = bv_ftz_slack(c, &r, f);
+	if (sl > 0)
+		r.e = (r.e + sl) * INFL;
+	return bv_bounded(&r) ? r : bv_unbounded(tie);
+}
+
 Bv bv_maxmin(BvCtx *c, const Bv *a0, const Bv *b0, bool max, Dtype f)
 {
 	bool tie = a0->tie || b0->tie;
 	if (a0->nan || b0->nan)
 		return bv_nan(tie);
+	if (a0->inf || b0->inf)
+		return inf_maxmin(c, a0, b0, max, f, tie);
 	if (!bv_bounded(a0) || !bv_bounded(b0))
 		return bv_unbounded(tie);
 	Bv fa = bv_flush(c, *a0, f), fb = bv_flush(c, *b0, f);
 	const Bv *a = &fa, *b = &fb;
 	Bv r = {max ? fmax(a->lo, b->lo) : fmin(a->lo, b->lo),
-		max ? fmax(a->hi, b->hi) : fmin(a->hi, b->hi), fmax(a->e, b->e), DT_NONE, tie, false};
+		max ? fmax(a->hi, b->hi) : fmin(a->hi, b->hi), fmax(a->e, b->e), DT_NONE, tie, false, 0};
 	if (a->fmt != DT_NONE && b->fmt != DT_NONE)
 		r.fmt = bv_within((Dtype)a->fmt, (Dtype)b->fmt) ? b->fmt :
 			bv_within((Dtype)b->fmt, (Dtype)a->fmt) ? a->fmt : DT_NONE;
@@ -617,11 +892,13 @@ static uint8_t rel(Op op, double al, double ah, double bl, double bh)
 B3 bv_cmp(Op op, const Bv *a, const Bv *b)
 {
 	B3 r = {2, 3, a->tie || b->tie};
-	if (!bv_bounded(a) || !bv_bounded(b))
+	if (!known(a) || !known(b))
 		return r;
 	r.ex = rel(op, a->lo, a->hi, b->lo, b->hi);
-	uint8_t cp = rel(op, bv_add_dn(a->lo, -a->e), bv_add_up(a->hi, a->e), bv_add_dn(b->lo, -b->e),
-			 bv_add_up(b->hi, b->e));
+	double al, ah, bl, bh;
+	computed(a, &al, &ah);
+	computed(b, &bl, &bh);
+	uint8_t cp = rel(op, al, ah, bl, bh);
 	r.cp = cp == 2 ? 3 : cp ? 2 : 1;
 	return r;
 }
@@ -629,9 +906,11 @@ B3 bv_cmp(Op op, const Bv *a, const Bv *b)
 Bv bv_select(const B3 *c, const Bv *a, const Bv *b)
 {
 	bool tie = c->tie || a->tie || b->tie;
+	if (a->inf && a->inf == b->inf)   /* the same infinity either way */
+		return bv_inf(a->inf, fmin(a->lo, b->lo), fmax(a->hi, b->hi), tie);
 	if (!bv_bounded(a) || !bv_bounded(b))
 		return bv_unbounded(tie);
-	Bv r = *a;   /* every field set below; nan is false (a is bounded) */
+	Bv r = *a;   /* every field set below; nan and inf are 0 (a is bounded) */
 	if (c->ex != 2) {
 		/* the exact value takes one branch; the computed one may take the other */
 		const Bv *x = c->ex ? a : b, *y = c->ex ? b : a;
@@ -648,15 +927,23 @@ Bv bv_select(const B3 *c, const Bv *a, const Bv *b)
 	return bv_bounded(&r) ? r : bv_unbounded(tie);
 }
 
-double bv_budget(const Bv *a, Dtype out)
+double bv_budget(const BvCtx *c, const Bv *a, Dtype out)
 {
 	if (a->nan)
 		return 0;
+	if (a->inf) {
+		double v = a->inf > 0 ? INFINITY : -INFINITY;
+		return bv_fmt_round(out, a->lo) == v && bv_fmt_round(out, a->hi) == v ? 0 : INFINITY;
+	}
 	if (!bv_bounded(a))
 		return INFINITY;
 	double cl = bv_add_dn(a->lo, -a->e), ch = bv_add_up(a->hi, a->e);
 	double rcl = bv_fmt_round(out, cl), rch = bv_fmt_round(out, ch);
 	double rxl = bv_fmt_round(out, a->lo), rxh = bv_fmt_round(out, a->hi);
+	/* every computed value and the exact one round to the same infinity in out (the
+	 * delivery's rounding to nearest: 80000 stored in f32, delivered in f16) */
+	if (isinf(rcl) && rcl == rch && rcl == rxl && rcl == rxh)
+		return c->inf_claims ? 0 : INFINITY;
 	if (!isfinite(rcl) || !isfinite(rch) || !isfinite(rxl) || !isfinite(rxh))
 		return INFINITY;
 	double b = fmax(fmax(bv_add_up(rch, -rxl), bv_add_up(rxh, -rcl)),

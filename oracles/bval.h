@@ -16,7 +16,15 @@
  *   (numerics.md section 4a). Real ?: conditions that may flip are folded into e instead.
  * A value is "bounded" when lo, hi and e are finite; otherwise nothing is known of it (it
  * may be infinite or NaN, exactly or as computed) and everything computed from it is
- * unbounded too.
+ * unbounded too, with two exceptions that the rules which know them take apart:
+ * - nan: certainly NaN (bv_nan);
+ * - inf (+1 or -1): a definite infinity: every correct kernel computes that infinity, and
+ *   [lo, hi] still encloses the exact value, which is that infinity (lo = hi = +-inf: an
+ *   input or literal infinity and what follows from it) or a finite number (a finite exact
+ *   value whose every allowed computation overflows: bv_round, the + - * / fma rules);
+ *   e is +inf, so a rule that does not know it sees an unbounded value. Definite
+ *   infinities exist only where the backend keeps infinities (BvCtx.inf_claims): budget.c
+ *   makes none of its inputs and literals otherwise, and the rules make none of overflows.
  */
 #ifndef ASSAY_BVAL_H
 #define ASSAY_BVAL_H
@@ -32,6 +40,7 @@ typedef struct {
 	int8_t fmt;
 	bool tie;
 	bool nan;   /* certainly NaN, exact and computed (an unbounded value besides: bv_nan) */
+	int8_t inf; /* a definite infinity (+1, -1) as computed, 0 otherwise (bv_inf) */
 } Bv;
 
 /* A boolean: its exact value (0, 1, or 2: undecided) and the values a correct kernel may
@@ -48,10 +57,19 @@ typedef struct {
 	int be;
 	double ftz[DT__COUNT];
 	bool nan_claims;   /* the backend propagates NaN through + - * / fma max min (bv_nan) */
+	/* The run's facts keep infinities (BeFacts.specials): definite infinities are made
+	 * and followed (Bv.inf); fn_inf: op's bit when a function's value at an infinite
+	 * argument follows C Annex F on this backend (al_fn_specials); rn[f]: the facts'
+	 * exact[f], the operations (a cast op for conversions into f) rounded to nearest even
+	 * in format f, whose overflow is certainly an infinity. */
+	bool inf_claims;
+	uint64_t fn_inf;
+	uint64_t rn[DT__COUNT];
 	mpfr_t x, y, z;
 } BvCtx;
 
-/* No format flushed until bv_set_ftz. */
+/* No format flushed until bv_set_ftz; no NaN or infinity claimed (the caller sets
+ * nan_claims, inf_claims, fn_inf and rn from the facts). */
 void bv_init(BvCtx *c, int be);
 /* The backend may flush the subnormals of the formats in `formats` (bit f for Dtype f;
  * budget.c's table) and so of every format computed through one of them (al_via). */
@@ -83,7 +101,10 @@ Bv bv_unbounded(bool tie);
  * budget (bv_budget) is 0 on a backend that claims NaNs, and the judge then holds a number
  * where the oracle has NaN against the kernel. */
 Bv bv_nan(bool tie);
-/* An exact value (an input element, an exact integer); computed exactly, in format f. */
+/* A definite infinity of sign `sign` whose exact value lies in [lo, hi] (see Bv.inf). */
+Bv bv_inf(int sign, double lo, double hi, bool tie);
+/* An exact value (an input element, an exact integer); computed exactly, in format f. An
+ * infinity is a definite one (bv_inf), a NaN bv_nan. */
 Bv bv_exact(double x, Dtype f);
 /* The value as computed, then rounded into f (a load into the op format, a store). */
 Bv bv_round(BvCtx *c, Bv a, Dtype f);
@@ -98,7 +119,8 @@ Bv bv_pow(BvCtx *c, const Bv *a, const Bv *b, Dtype f);
 Bv bv_unary(BvCtx *c, Op op, const Bv *a, Dtype f);
 /* max/min of two values computed in format f. */
 Bv bv_maxmin(BvCtx *c, const Bv *a, const Bv *b, bool max, Dtype f);
-/* A comparison op (OP_LT...) of two computed values (flushed first: bv_flush). */
+/* A comparison op (OP_LT...) of two computed values (flushed first: bv_flush), definite
+ * infinities included. */
 B3 bv_cmp(Op op, const Bv *a, const Bv *b);
 
 /* Flushed subnormals (FTZ, bval.c): on a backend that may flush the subnormals of the
@@ -116,8 +138,12 @@ double bv_ftz_slack(const BvCtx *c, const Bv *a, Dtype f);
 Bv bv_select(const B3 *c, const Bv *a, const Bv *b);
 
 /* The budget of an output element holding a (computed, stored) delivered in dtype out:
- * a bound on |R(computed) - R(exact)| and on |R(computed) - exact| (R: rounding into out). */
-double bv_budget(const Bv *a, Dtype out);
+ * a bound on |R(computed) - R(exact)| and on |R(computed) - exact| (R: rounding into out).
+ * A definite infinity gets 0 where R(exact) is that infinity too (the oracle's value is
+ * it: a kernel must deliver it), else +inf (the oracle's value is finite, a correct
+ * kernel's is the infinity: no claim); so does a bounded value whose every computed value
+ * and exact value round to the same infinity in out (c->inf_claims). */
+double bv_budget(const BvCtx *c, const Bv *a, Dtype out);
 
 /* An enclosure [*lo, *hi] of logsumexp of the exact values of t[0..n-1] (all bounded). */
 void bv_lse(BvCtx *c, const Bv *t, size_t n, double *lo, double *hi);
@@ -139,6 +165,9 @@ double al_local(int be, Op op, Dtype f, double xlo, double xhi, double ymax, boo
 bool al_is_cr(int be, Op op, Dtype f);
 /* The format backend be computes format f through (allowances.c's vias), or f itself. */
 Dtype al_via(int be, Dtype f);
+/* The functions (BE_OP bits) whose values at an infinite argument backend be takes from
+ * C Annex F (allowances.c's table, with its sources; 0 for a backend without one). */
+uint64_t al_fn_specials(int be);
 /* Whether backend be defines op in format f by a formula of other functions (a row with
  * AL_INHERITED: pow as exp2(y * log2(x))); al_local has no bound for it (INFINITY): the
  * caller composes the formula (bv_pow). */

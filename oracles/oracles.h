@@ -30,16 +30,31 @@
  *     |kernel - R(exact)| <= budget   and   |kernel - exact| <= budget
  * (the first is what verify compares with mp_exact's correctly rounded value). A finite
  * budget also means that the exact value and every correct kernel's value are finite
- * numbers there: a special value on either side is a real failure. +inf means no claim:
- * a correct kernel may deliver anything there, an infinity or a NaN included (the exact
- * value is infinite or NaN, an intermediate may overflow, a divisor's range holds 0, a
- * function may leave its domain, or the backend promises nothing for a function), so a
+ * numbers there: a special value on either side is a real failure. A budget of 0 where
+ * the oracle's value is an infinity or NaN claims it (orc_budget_facts, bval.h). +inf
+ * means no claim: a correct kernel may deliver anything there, an infinity or a NaN
+ * included (the value may be infinite or NaN, an intermediate may overflow, a divisor's
+ * range holds 0, a function may leave its domain, the backend keeps no infinities, or it
+ * promises nothing for a function), so a
  * special mismatch at such an element is not evidence of a wrong kernel. Integer outputs
  * get 0: they must match exactly, unless a near tie allows otherwise (orc_budget_ties).
  * Returns 0, or -1 with d (code 2: an unknown backend, an error of the graph such as an
  * indirect index out of range; code 3: internal). */
 int orc_budget(const Graph *g, const Schedule *s, const char *backend,
 	       const HostTensor *inputs, HostTensor *budgets, Diag *d);
+
+/* The same, judging infinities by `facts` (NULL: the backend's, Backend.facts): those of
+ * the device the kernel ran on (verify's WorkerResult.facts, Backend.device_facts), so
+ * that a device whose float controls keep infinities (Vulkan's SignedZeroInfNanPreserve)
+ * has them claimed. Where facts->specials holds, an element whose every allowed
+ * computation gives the same infinity, and the oracle's value is that infinity, gets
+ * budget 0 (a kernel's finite value, other infinity or NaN there is a failure), and an
+ * element computed from infinities to a finite value (1/inf, exp(-inf), min(inf, x)) is
+ * bounded like any other; elsewhere infinities claim nothing (+inf budgets), as
+ * orc_budget says. The flush and NaN claims always read the backend's facts. */
+int orc_budget_facts(const Graph *g, const Schedule *s, const char *backend,
+		     const BeFacts *facts, const HostTensor *inputs, HostTensor *budgets,
+		     uint8_t **ties, Diag *d);
 
 /* Whether backend may flush subnormal values of format f to zero (operands and results of
  * its arithmetic, comparisons and functions; f16 and bf16 as the f32 they are computed in),

@@ -12,7 +12,8 @@
  * sampled schedules, on normal, adversarial (mp_make_inputs) and "rough" inputs (wide magnitudes,
  * nearly cancelling pairs, exact ties, subnormals of the dtype; no overflow, so budgets
  * stay finite). Elements whose exact value is infinite or NaN are compared categorically
- * elsewhere and skipped here; elements flagged as near ties are skipped (counted).
+ * (where the budget claims them, 0, the kernel's must be the same special value);
+ * elements flagged as near ties are skipped (counted).
  * Unit tests check the propagation rules on tiny graphs against hand-computed bounds.
  * Compiled programs are cached in $TMPDIR/assay-test-oracles.
  */
@@ -438,6 +439,127 @@ START_TEST(nan_is_claimed)
 }
 END_TEST
 
+/* Infinities (bval.h Bv.inf): on a backend whose facts keep them (BeFacts.specials), a
+ * finite value computed through an infinity is bounded (1/inf, exp(-inf), min(inf, 2)),
+ * and an element whose every allowed computation gives the oracle's infinity gets budget
+ * 0 (inf + 2, the f16 cast of 80000, 80000 stored into an f16 output); an overflow the
+ * schedule's f16 store makes where the oracle's value (in f32) is finite, a value the
+ * budget lets fall either side of f16's overflow threshold (655200 * 0.1 = 65520, the
+ * rounding boundary, through the inexact literal) and a divisor that may be 0 stay +inf.
+ * Without specials (vulkan's and wgsl's own facts) nothing involving an infinity is
+ * claimed, as before; with the facts a Vulkan device's float controls give (lavapipe's:
+ * specials, + - * and casts rounded to nearest) vulkan's are, but exp(-inf) (the Vulkan
+ * tables say nothing of infinite arguments) and the zero's sign of 1/inf (no zero signs
+ * on vulkan: the least nonzero bound) are not. */
+START_TEST(infinities_are_claimed)
+{
+	Graph *g = parse("input x : f32[6]\nr[i:1] = 1 / x[0]\ne[i:1] = exp(x[1])\n"
+			 "m[i:1] = min(x[0], x[2])\na[i:1] = x[0] + x[2]\nh[i:1] = f16(x[3] * 2)\n"
+			 "q[i:1] = x[3] * 2\nw[i:1] = x[3] * 2\np[i:1] = x[4] * 0.1\n"
+			 "u[i:1] = x[5] / (x[2] - 2)\n"
+			 "output r : f32, e : f32, m : f32, a : f32, h : f32, q : f16, w : f32, "
+			 "p : f16, u : f32\n");
+	Schedule s;
+	schedule(g, "store w : f16\n", &s);
+	HostTensor *in = inputs_of(g, (double[]){INFINITY, -INFINITY, 2, 40000, 655200, 1});
+	/* Z: budget 0; T: the least nonzero one (the value, not the zero's sign); I: +inf */
+	enum { Z, T, I };
+	BeFacts lavapipe = be_find("vulkan")->facts;
+	lavapipe.specials = true;
+	lavapipe.minmax = BE_MINMAX_IEEE;
+	lavapipe.exact[DT_F32] |= BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OP(OP_CAST_F32);
+	lavapipe.exact[DT_F16] |= BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OP(OP_CAST_F16);
+	static const int claimed[9] = {Z, Z, Z, Z, Z, Z, I, I, I};
+	static const int vk_claimed[9] = {T, I, Z, Z, Z, Z, I, I, I};
+	static const int none[9] = {I, I, I, I, I, I, I, I, I};
+	const struct {
+		const char *be;
+		const BeFacts *facts;
+		const int *want;
+	} cases[] = {
+		{"c", NULL, claimed}, {"opencl", NULL, claimed}, {"cuda", NULL, claimed},
+		{"emul", NULL, claimed}, {"vulkan", NULL, none}, {"wgsl", NULL, none},
+		{"vulkan", &lavapipe, vk_claimed}, {"c", &be_find("wgsl")->facts, none},
+	};
+	for (size_t k = 0; k < ARRAY_LEN(cases); k++) {
+		HostTensor *b = calloc(10, sizeof *b);
+		Diag d = {0};
+		ck_assert_msg(orc_budget_facts(g, &s, cases[k].be, cases[k].facts, in, b, NULL, &d) == 0,
+			      "%s", d.msg);
+		for (int o = 0; o < 9; o++) {
+			double v = ht_get(&b[o], 0);
+			int w = cases[k].want[o];
+			ck_assert_msg(w == Z ? v == 0 : w == T ? v == 0x1p-1074 : isinf(v),
+				      "case %zu (%s), output %s: budget %a", k, cases[k].be,
+				      g->tensors[g->outputs[o].tensor].name, v);
+		}
+		free_tensors(b, 9);
+	}
+	/* and the oracle agrees with the claims: +0, +0, 2, inf, inf, inf where they are 0 */
+	HostTensor *x = exact(g, in);
+	static const double want[6] = {0, 0, 2, INFINITY, INFINITY, INFINITY};
+	for (int o = 0; o < 6; o++)
+		ck_assert_msg(ht_get(&x[o], 0) == want[o] && !signbit(ht_get(&x[o], 0)), "output %d: %g",
+			      o, ht_get(&x[o], 0));
+	ck_assert(ht_get(&x[6], 0) == 80000);
+	/* a correct kernel gives them too: the emulator and c, bit for bit where claimed */
+	HostTensor *e = emulate(g, &s, in), *c = run_c(g, &s, in);
+	for (int o = 0; o < 6; o++) {
+		double ev = ht_get(&e[o], 0), cv = c ? ht_get(&c[o], 0) : want[o];
+		ck_assert_msg(memcmp(&ev, &want[o], sizeof ev) == 0, "emulator output %d: %g", o, ev);
+		ck_assert_msg(memcmp(&cv, &want[o], sizeof cv) == 0, "c output %d: %g", o, cv);
+	}
+	ck_assert(isinf(ht_get(&e[6], 0)));   /* w: the f16 store overflows, the oracle is finite */
+	free_tensors(x, 9);
+	free_tensors(e, 9);
+	free_tensors(c, 9);
+	free_tensors(in, 1);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
+/* Infinities claimed only where they must be: a sum whose infinite term a decided select
+ * masks, an overflow in a branch no computation takes, and a comparison with inf are
+ * bounded; inf - inf of an infinite input is a NaN (claimed on c); inf * a range that
+ * holds 0 is not claimed; an overflow in the branch the exact value does not take but a
+ * computed one may (0.1 * 10 < 1 may go either way in f32) leaves the select unbounded. */
+START_TEST(infinities_in_branches)
+{
+	Graph *g = parse("input x : f32[4]\n"
+			 "s[i:1] = sum(j:4) j < 3 ? x[j] : 0\n"
+			 "b[i:1] = x[1] < x[2] ? 1 : x[3] * 4\n"
+			 "c[i:1] = x[1] < inf ? x[1] : 0\n"
+			 "n[i:1] = x[3] - x[3] * 1\n"
+			 "z[i:1] = x[3] * (x[1] - 1)\n"
+			 "output s : f32, b : f16, c : f32, n : f32, z : f32\n");
+	Schedule s;
+	schedule(g, NULL, &s);
+	HostTensor *in = inputs_of(g, (double[]){1, 1, 2, INFINITY});
+	HostTensor *b = budget(g, &s, "c", in, NULL);
+	ck_assert_msg(ht_get(&b[0], 0) < 1e-6, "s: %a", ht_get(&b[0], 0));
+	ck_assert_msg(ht_get(&b[1], 0) == 0, "b: %a", ht_get(&b[1], 0));
+	ck_assert_msg(ht_get(&b[2], 0) == 0, "c: %a", ht_get(&b[2], 0));
+	ck_assert_msg(ht_get(&b[3], 0) == 0, "n (NaN): %a", ht_get(&b[3], 0));
+	ck_assert_msg(isinf(ht_get(&b[4], 0)), "z: %a", ht_get(&b[4], 0));
+	free_tensors(b, 5);
+	Graph *h = parse("input x : f32[2]\nb[i:1] = x[0] * 0.1 < 1 ? 1 : x[1] * 4\n"
+			 "output b : f16\n");
+	Schedule t;
+	schedule(h, NULL, &t);
+	HostTensor *in2 = inputs_of(h, (double[]){10, 40000});
+	HostTensor *b2 = budget(h, &t, "c", in2, NULL);
+	ck_assert_msg(isinf(ht_get(&b2[0], 0)), "flippable b: %a", ht_get(&b2[0], 0));
+	free_tensors(b2, 1);
+	free_tensors(in2, 1);
+	sched_free(&t);
+	ir_free(h);
+	free_tensors(in, 1);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
 /* The allowance table: every row cites a source and names a known backend; lookups pick
  * domains (Vulkan's sin promises nothing outside [-pi, pi]); unknown backends fail. */
 START_TEST(allowance_table)
@@ -712,6 +834,10 @@ static void check_output(const char *what, const Graph *g, int k, const HostTens
 	for (int64_t i = 0; i < got->n; i++) {
 		double w = ht_get(want, i), v = ht_get(got, i), bud = ht_get(b, i);
 		if (!isfinite(w)) {
+			/* a claimed infinity or NaN (budget 0): the kernel's is the same */
+			ck_assert_msg(bud != 0 || ties[i] || (isnan(w) ? isnan(v) : v == w),
+				      "%s: output %d [%lld]: got %g where the oracle's %g is claimed",
+				      what, k, (long long)i, v, w);
 			t->special++;
 			continue;
 		}
@@ -1068,6 +1194,8 @@ static Suite *suite(void)
 	tcase_add_test(t, casts_are_monotone);
 	tcase_add_test(t, underflowed_zero_sign_not_claimed);
 	tcase_add_test(t, nan_is_claimed);
+	tcase_add_test(t, infinities_are_claimed);
+	tcase_add_test(t, infinities_in_branches);
 	tcase_add_test(t, allowance_table);
 	tcase_add_test(t, flushed_subnormals);
 	tcase_add_test(t, split_emulation_matches_c);

@@ -327,6 +327,7 @@ typedef struct {
 	uint64_t x1[64], ident[64];     /* firings of "x*1 -> x", "i+0, i*1, i*0, i-i" */
 	bool has_cov[64];               /* the record carries the compiler's coverage */
 	bool partial[64];               /* which reached lower_tile_partial */
+	VfClass cls[64];                /* the record's class (vf_class) */
 } Got;
 
 static uint64_t fired(const RwStats *st, const char *rule)
@@ -352,6 +353,7 @@ static void collect(void *ctx, const VfRecord *r)
 	g->ident[g->n] = fired(r->rules, "i+0, i*1, i*0, i-i");
 	g->has_cov[g->n] = r->cov != NULL;
 	g->partial[g->n] = r->cov && r->cov[COV_lower_tile_partial] > 0;
+	g->cls[g->n] = vf_class(r->verdict, &r->m, r->sampled, &r->m64);
 	g->n++;
 }
 
@@ -391,6 +393,8 @@ static struct {
 	VfPool *pool;
 	bool no_confirm;
 	const char *cache;      /* the backends' cache (NULL: cache_dir()) */
+	int (*budget)(const Graph *g, const Schedule *s, const char *backend,
+		      const HostTensor *inputs, HostTensor *budgets, Diag *d);   /* or NULL */
 } extra;
 
 /* Checks a graph on the c backend; fills got and returns vf_check's value. */
@@ -416,7 +420,8 @@ static int run(const Run *r, Got *got)
 		      extra.compile_timeout, extra.pool, extra.no_confirm},
 		.threads = 1, .max_exact = r->max_exact, .nsample = r->nsample, .seed = 1,
 		.dist = "normal", .out_dir = r->out_dir,
-		.budget = r->real_budget ? NULL : local_budget, .sink = collect, .ctx = got,
+		.budget = extra.budget ? extra.budget : r->real_budget ? NULL : local_budget,
+		.sink = collect, .ctx = got,
 	};
 	int rc = vf_check(g, in, &b, 1, sc, ns, &o, &failed, &d);
 	ck_assert_msg(rc == 0, "vf_check: %s", d.msg ? d.msg : "?");
@@ -552,6 +557,99 @@ START_TEST(source_override)
 	expect_all(&got, 1, V_OVER_BUDGET, NULL);
 	run(&r, &got);
 	expect_all(&got, 1, V_PASS, NULL);
+}
+END_TEST
+
+/* A program that stores `value` into the first store of buffer b<buf> of graph src under
+ * schedule sched, written to path (ASSAY_SOURCE_C's file). */
+static void store_override(const char *src, const char *sched, int buf, const char *value,
+			   const char *path)
+{
+	Graph *g = tu_parse(src);
+	Schedule s;
+	Diag d = {0};
+	if (*sched)
+		ck_assert_int_eq(ir_parse_schedule(g, sched, strlen(sched), "t.sched", &d), 0);
+	ck_assert_int_eq(sched_build(g, &s, &d), 0);
+	Kernels *k = kir_lower(g, &s, NULL, &d);
+	ck_assert_ptr_nonnull(k);
+	char *text = be_find("c")->emit(k, &d), name[16];
+	ck_assert_ptr_nonnull(text);
+	snprintf(name, sizeof name, "b%d[", buf);
+	char *at = strstr(text, name);
+	ck_assert_ptr_nonnull(at);
+	char *eq = strstr(at, "= "), *semi = eq ? strchr(eq, ';') : NULL;
+	ck_assert_ptr_nonnull(semi);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%.*s= %s%s", (int)(eq - text), text, value, semi);
+	fclose(f);
+	free(text);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+}
+
+/* Budgets for a backend whose facts keep no infinities (wgsl's), the c backend's rows. */
+static int no_inf_budget(const Graph *g, const Schedule *s, const char *backend,
+			 const HostTensor *inputs, HostTensor *budgets, Diag *d)
+{
+	return orc_budget_facts(g, s, backend, &be_find("wgsl")->facts, inputs, budgets, NULL, d);
+}
+
+/* Wrong infinities are failures (issue 13). y = x + 1e5 delivered in f16 is +inf at every
+ * element (a definite infinity: budget 0): a kernel storing 7 is a special-mismatch of
+ * class failure, where before the budget made no claim (+inf: unclaimed-special), as it
+ * still does for facts that keep no infinities. y = 1 / t with t = x + 1e5 stored in f16
+ * (an overflow of the schedule's format: t is +inf) is 0 as computed, 1e-5 exactly: within
+ * its finite budget, so a kernel storing 7 is over budget and one storing inf a special
+ * mismatch, both failures; before, the budget there was +inf, and 7 passed every budget
+ * (on c the emulation check still saw it; on a backend without bit-exact facts nothing). */
+START_TEST(wrong_infinities_fail)
+{
+	static const char inf_src[] = "graph infs\nsize N = 5\ninput x : f32[N]\n"
+				      "y[i:N] = x[i] + 1e5\noutput y : f16\n";
+	static const char thru_src[] = "graph thru\nsize N = 5\ninput x : f32[N]\n"
+				       "t[i:N] = x[i] + 1e5\ny[i:N] = 1 / t[i]\noutput y : f32\n";
+	char path[600];
+	snprintf(path, sizeof path, "%s/override-inf-%ld.c", cache_dir(), (long)getpid());
+	mkdir(cache_dir(), 0777);
+	Got got;
+	Run r = {inf_src, "", 0, 0, 0, 0, true, 0, 0, NULL};
+	run(&r, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+	store_override(inf_src, "", 1, "7", path);
+	setenv("ASSAY_SOURCE_C", path, 1);
+	run(&r, &got);
+	expect_all(&got, 1, V_SPECIAL_MISMATCH, "special-value mismatches");
+	ck_assert_msg(got.cls[0] == VC_FAILURE && !strstr(got.reason[0], "no claim"), "%s: %s",
+		      vf_class_name(got.cls[0]), got.reason[0]);
+	extra.budget = no_inf_budget;
+	run(&r, &got);
+	expect_all(&got, 1, V_SPECIAL_MISMATCH, "no claim");
+	ck_assert_int_eq(got.cls[0], VC_UNCLAIMED);
+	ck_assert(!strstr(got.reason[0], "keep no infinities"));   /* c's device keeps them */
+	extra.budget = NULL;
+	unsetenv("ASSAY_SOURCE_C");
+
+	Run t = {thru_src, "store t : f16\n", 0, 0, 0, 0, true, 0, 0, NULL};
+	run(&t, &got);
+	expect_all(&got, 1, V_PASS, NULL);
+	store_override(thru_src, t.sched, 2, "7", path);
+	setenv("ASSAY_SOURCE_C", path, 1);
+	run(&t, &got);
+	expect_all(&got, 1, V_OVER_BUDGET, NULL);
+	ck_assert_int_eq(got.cls[0], VC_FAILURE);
+	extra.budget = no_inf_budget;   /* only the emulation check, where it applies, sees it */
+	run(&t, &got);
+	expect_all(&got, 1, V_EMULATION_MISMATCH, "every budget holds");
+	extra.budget = NULL;
+	store_override(thru_src, t.sched, 2, "INFINITY", path);
+	run(&t, &got);
+	expect_all(&got, 1, V_SPECIAL_MISMATCH, NULL);
+	ck_assert_int_eq(got.cls[0], VC_FAILURE);
+	unsetenv("ASSAY_SOURCE_C");
+	unlink(path);
 }
 END_TEST
 
@@ -977,6 +1075,7 @@ static Suite *suite(void)
 	tcase_add_test(w, corrupt_cache_rebuilt);
 	tcase_add_test(w, full_disk_is_environment);
 	tcase_add_test(w, source_override);
+	tcase_add_test(w, wrong_infinities_fail);
 	tcase_add_test(w, sampled_outputs);
 	tcase_add_test(w, records_and_files);
 	tcase_add_test(w, rewrite_recorded);

@@ -19,8 +19,9 @@
  * The oracle runs under VfOpts' limits (one deadline for all of its calls, the memory cap);
  * one that stops at a limit makes vf_check return -2 before any worker runs.
  *
- * Budgets come from orc_budget_ties (per element, per backend and schedule) after the worker
- * has run: a crash costs no budget computation. A verdict is never an error: only a
+ * Budgets come from orc_budget_facts (per element, per backend and schedule) after the
+ * worker has run, with the facts of the device it ran on (infinities are claimed where
+ * they keep them): a crash costs no budget computation. A verdict is never an error: only a
  * failure of the oracle or of the budgets (the toolkit's own) stops the run, with -1.
  *
  * Integer (i32) outputs must match the oracle exactly, except at the elements
@@ -648,6 +649,13 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, int si,
 		}
 		if (w)
 			rerun_note(w, reason, sizeof reason);
+		/* an unclaimed special value where the device keeps no infinities: say so */
+		if (w && w->status == WK_OK && !w->facts.specials && r.m.n_special > 0 &&
+		    r.m.n_special == r.m.n_special_unbounded) {
+			size_t len = strlen(reason);
+			snprintf(reason + len, sizeof reason - len, "; %s's facts keep no infinities "
+				 "or NaNs on this device (BeFacts.specials), so none is claimed", b->name);
+		}
 		c->failed += vf_verdict_fails(r.verdict);
 		if (c->o->sink)
 			c->o->sink(c->o->ctx, &r);
@@ -657,12 +665,14 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, int si,
 	return 0;
 }
 
-static int budgets_of(Ctx *c, const Backend *b, const VfSched *vs, HostTensor *budgets,
-		      uint8_t **ties, Diag *d)
+/* The budgets judge infinities by the facts of the device the kernel ran on (w->facts). */
+static int budgets_of(Ctx *c, const Backend *b, const VfSched *vs, const WorkerResult *w,
+		      HostTensor *budgets, uint8_t **ties, Diag *d)
 {
 	const Graph *g = c->g;
 	int rc = c->o->budget ? c->o->budget(g, &vs->s, b->name, c->inputs, budgets, d) :
-				orc_budget_ties(g, &vs->s, b->name, c->inputs, budgets, ties, d);
+				orc_budget_facts(g, &vs->s, b->name, &w->facts, c->inputs, budgets,
+						 ties, d);
 	if (rc)
 		return -1;
 	for (int k = 0; k < g->noutputs; k++)
@@ -691,7 +701,7 @@ static int run_case(Ctx *c, const Backend *b, int si, Diag *d)
 		goto out_budgets;
 	if (w.status == WK_OK) {
 		double t0 = now();
-		if (budgets_of(c, b, vs, budgets, ties, d))
+		if (budgets_of(c, b, vs, &w, budgets, ties, d))
 			goto out_worker;
 		budget_s = now() - t0;
 	}

@@ -22,9 +22,10 @@
  * as 16-bit patterns (uint16_t under GL_EXT_shader_16bit_storage when the runtime says the
  * device has it, else two per uint, stored with atomicAnd/atomicOr so neighbours never
  * race) and are converted by lib.c's integer code; no native half arithmetic is used (an
- * f16 op format computes in f32 and rounds each result, as the kernel IR states). The op
- * table below is the one place GLSL spellings live; an op GLSL cannot express in a type
- * is refused with the reason (code 2, "unsupported"), never approximated silently.
+ * f16 op format computes in f32 and rounds each result, as the kernel IR states). Ops are
+ * spelled by ops.def's C-family base with GLSL's overrides below (glsl_ops); an op GLSL
+ * cannot express in a type is refused with the reason (code 2, "unsupported"), never
+ * approximated silently.
  */
 #include <math.h>
 #include <stdio.h>

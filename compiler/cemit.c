@@ -223,8 +223,8 @@ void ce_op(CEmit *e, const KExpr *x, CForm form, const char *s)
 
 CSType ce_spell_type(const CEmit *e, const KExpr *x)
 {
-	KType t = (op_info((Op)x->op)->flags & OPF_CMP) ? (KType)e->k->x[x->a[0]].type : (KType)x->type;
-	switch (t) {
+	bool cmp = op_info((Op)x->op)->flags & OPF_CMP;
+	switch (cmp ? (KType)e->k->x[x->a[0]].type : (KType)x->type) {
 	case KT_F64: return CS_F64;
 	case KT_INT: return CS_INT;
 	case KT_BOOL: return CS_BOOL;
@@ -284,7 +284,8 @@ void ce_cop(CEmit *e, const KExpr *x)
 	CSpelt sp;
 	CSType t = ce_spell_type(e, x);
 	if (!ce_spell(e->L, (Op)x->op, t, &sp)) {
-		ce_internal(e, "no spelling for %s on %s", op_info((Op)x->op)->name, kt_name((KType)x->type));
+		ce_internal(e, "no spelling for %s on %s", op_info((Op)x->op)->name,
+			    kt_name((KType)x->type));
 		return;
 	}
 	ce_op(e, x, (CForm)sp.form, sp.s);

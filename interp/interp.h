@@ -168,7 +168,8 @@ double mp_round_to(Dtype f, double x);
  * ops, SELECT, MAX and MIN, SIGMOID, casts). Each computes op(x...) into y correctly
  * rounded in direction rnd at y's precision and returns MPFR's ternary value. The
  * interpreter's evaluators (emulation, intervals) and the oracles' bounds (oracles/bval.c)
- * all take their functions from here, so an op is mapped once. */
+ * all take their functions from here, so an op is mapped once. mp_op_fn returns a row of a
+ * static table (never NULL, never freed); an op out of range is a bug (IR_ASSERT). */
 typedef struct {
 	int (*f1)(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd);
 	int (*f2)(mpfr_ptr y, mpfr_srcptr x, mpfr_srcptr x2, mpfr_rnd_t rnd);

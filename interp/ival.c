@@ -583,24 +583,25 @@ static bool can_odd(IvCtx *c, const Iv *y)
 /* x^y for a point integer y and an interval x. */
 static void powint(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 {
+	Fn2 pw = mp_op_fn(OP_POW)->f2;
 	bool even = !odd_int(c, y->lo);
 	bool neg_y = mpfr_sgn(y->lo) < 0;
 	bool nonneg = mpfr_sgn(x->lo) >= 0, nonpos = mpfr_sgn(x->hi) <= 0;
 	if (neg_y) {
 		if (mpfr_sgn(x->hi) < 0)
-			corners(c, r, x, y, mpfr_pow);   /* monotone on the negative side */
+			corners(c, r, x, y, pw);   /* monotone on the negative side */
 		else
 			iv_set_und(r);
 		return;
 	}
 	if (nonneg || nonpos || !even) {
-		corners(c, r, x, y, mpfr_pow);
+		corners(c, r, x, y, pw);
 		return;
 	}
 	/* even power over an interval around zero */
 	mpfr_set_zero(r->lo, 1);
-	mpfr_pow(r->hi, x->lo, y->lo, RU);
-	mpfr_pow(c->t[0], x->hi, y->lo, RU);
+	pw(r->hi, x->lo, y->lo, RU);
+	pw(c->t[0], x->hi, y->lo, RU);
 	c->ops += 2;
 	if (mpfr_cmp(c->t[0], r->hi) > 0)
 		mpfr_set(r->hi, c->t[0], RN);
@@ -642,6 +643,7 @@ static bool pow_special(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 
 static void power(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 {
+	Fn2 pw = mp_op_fn(OP_POW)->f2;
 	if ((y->pt && mpfr_zero_p(y->lo)) ||
 	    (x->pt && !mpfr_nan_p(x->lo) && mpfr_cmp_ui(x->lo, 1) == 0)) {
 		iv_set_ui(r, 1);   /* pow(x, +-0) = 1 and pow(1, y) = 1, even for NaN */
@@ -650,7 +652,7 @@ static void power(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 	if (x->und || y->und) {
 		iv_set_und(r);
 	} else if (x->pt && y->pt) {
-		fin(r, mpfr_pow(r->lo, x->lo, y->lo, RN));
+		fin(r, pw(r->lo, x->lo, y->lo, RN));
 		c->ops++;
 	} else if (iv_isnan(x)) {
 		if (can0(y))
@@ -667,7 +669,7 @@ static void power(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 	} else if (mpfr_sgn(x->lo) > 0 || (mpfr_zero_p(x->lo) && !mpfr_signbit(x->lo))) {
 		/* on [+0, inf] pow is monotone in x for each y and in y for each x (the IEEE
 		 * values at +0 and +inf are the limits), so the corners bound it */
-		corners(c, r, x, y, mpfr_pow);
+		corners(c, r, x, y, pw);
 	} else if (y->pt && mpfr_integer_p(y->lo) && !mpfr_inf_p(y->lo)) {
 		powint(c, r, x, y);
 	} else if (mpfr_number_p(x->lo) && mpfr_sgn(iv_hi(x)) < 0 && mpfr_number_p(y->lo) &&
@@ -791,7 +793,7 @@ void iv_fma(IvCtx *c, Iv *r, const Iv *a, const Iv *b, const Iv *d)
 		return;
 	}
 	if (a->pt && b->pt && d->pt) {
-		fin(r, mpfr_fma(r->lo, a->lo, b->lo, d->lo, RN));
+		fin(r, mp_op_fn(OP_FMA)->f3(r->lo, a->lo, b->lo, d->lo, RN));
 		c->ops++;
 		return;
 	}

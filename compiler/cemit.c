@@ -221,35 +221,74 @@ void ce_op(CEmit *e, const KExpr *x, CForm form, const char *s)
 	IR_ASSERT(!"ce_op: no form");
 }
 
+CSType ce_spell_type(const CEmit *e, const KExpr *x)
+{
+	bool cmp = op_info((Op)x->op)->flags & OPF_CMP;
+	switch (cmp ? (KType)e->k->x[x->a[0]].type : (KType)x->type) {
+	case KT_F64: return CS_F64;
+	case KT_INT: return CS_INT;
+	case KT_BOOL: return CS_BOOL;
+	default: return CS_F32;
+	}
+}
+
+/* Whether op has a spelling in type t (cemit.h, "op spellings"). */
+static bool spelled_in(Op op, CSType t)
+{
+	unsigned fl = op_info(op)->flags;
+	if (fl & OPF_CAST)
+		return false;
+	switch (t) {
+	case CS_INT: return fl & (OPF_INT_OK | OPF_INT_ONLY | OPF_CMP);
+	case CS_BOOL: return (fl & (OPF_BOOL_IN | OPF_CMP)) || op == OP_SELECT;
+	default: return !(fl & (OPF_INT_ONLY | OPF_BOOL_IN));
+	}
+}
+
+/* out = form with text a b. */
+static bool spelt(CSpelt *out, CForm form, const char *a, const char *b)
+{
+	out->form = (uint8_t)form;
+	snprintf(out->s, sizeof out->s, "%s%s", a, b);
+	return true;
+}
+
+bool ce_spell(const CLang *L, Op op, CSType t, CSpelt *out)
+{
+	const OpInfo *oi = op_info(op);
+	out->form = CF_NONE;
+	out->s[0] = 0;
+	if (L->ops) {
+		const COpSpell *o = &L->ops[op];
+		const char *s = t == CS_F32 ? o->f : t == CS_F64 ? o->d : t == CS_INT ? o->i : o->b;
+		if (s)
+			return spelt(out, (CForm)o->form, s, "");
+	}
+	if (!spelled_in(op, t))
+		return false;
+	if (op == OP_SELECT)
+		return spelt(out, CF_SELECT, "?:", "");
+	if (oi->flags & (OPF_INFIX | OPF_PREFIX)) {
+		if (oi->c)
+			return spelt(out, oi->flags & OPF_INFIX ? CF_INFIX : CF_PREFIX, oi->c, "");
+	} else if (oi->c && t != CS_INT) {
+		return spelt(out, CF_CALL, oi->c, t == CS_F32 && L->fsfx ? L->fsfx : "");
+	}
+	if (!oi->helper || t == CS_BOOL)
+		return false;
+	return spelt(out, CF_CALL, oi->helper, t == CS_F32 ? "_f" : t == CS_F64 ? "_d" : "_i");
+}
+
 void ce_cop(CEmit *e, const KExpr *x)
 {
-	Op op = (Op)x->op;
-	const OpInfo *oi = op_info(op);
-	KType t = (KType)x->type;
-	bool ints = t == KT_INT;
-	if (op == OP_SELECT) {
-		ce_op(e, x, CF_SELECT, NULL);
+	CSpelt sp;
+	CSType t = ce_spell_type(e, x);
+	if (!ce_spell(e->L, (Op)x->op, t, &sp)) {
+		ce_internal(e, "no spelling for %s on %s", op_info((Op)x->op)->name,
+			    kt_name((KType)x->type));
 		return;
 	}
-	if ((oi->flags & OPF_CAST) || (ints && !(oi->flags & (OPF_INT_OK | OPF_INT_ONLY))) ||
-	    (!ints && (oi->flags & OPF_INT_ONLY))) {
-		ce_internal(e, "no spelling for %s on %s", oi->name, kt_name(t));
-		return;
-	}
-	char fn[32];
-	if (op == OP_RSQRT && e->L->rsqrt) {
-		snprintf(fn, sizeof fn, "%s%s", e->L->rsqrt, t == KT_F32 ? e->L->fsfx : "");
-	} else if (!oi->c || (op == OP_ABS && ints)) {
-		/* a helper of the program, by type */
-		snprintf(fn, sizeof fn, "%s_%c", op == OP_IDIV ? "fdiv" : op == OP_MOD ? "fmod" : oi->spelling,
-			 t == KT_F32 ? 'f' : t == KT_F64 ? 'd' : 'i');
-	} else if (oi->flags & (OPF_INFIX | OPF_PREFIX)) {
-		ce_op(e, x, oi->flags & OPF_INFIX ? CF_INFIX : CF_PREFIX, oi->c);
-		return;
-	} else {
-		snprintf(fn, sizeof fn, "%s%s", oi->c, t == KT_F32 ? e->L->fsfx : "");
-	}
-	ce_call(e, fn, x, oi->arity);
+	ce_op(e, x, (CForm)sp.form, sp.s);
 }
 
 static bool temp_c(CEmit *e, int32_t id)

@@ -37,6 +37,35 @@ typedef enum {
 	CF_NOTEQ,    /* (!(a == b)): an unordered != (true for a NaN) */
 } CForm;
 
+/* ------------------------------------------------------------ op spellings
+ *
+ * How each language spells an op comes from compiler/ops.def, as tinygrad's code_for_op: a
+ * C-family base, which a language overrides only in the entries it spells differently (its
+ * CLang's ops). The base (ce_spell): SELECT is (c ? a : b); an op whose ops.def c column is
+ * an operator is that operator in every type it has; a function is c, with the language's
+ * f32 suffix (fsfx) on f32; a type c does not spell (c NULL, or abs of an integer) is the
+ * program's helper <helper>_f, _d or _i. An op is spelled in the types it has: integer if
+ * OPF_INT_OK, OPF_INT_ONLY or a comparison; boolean if OPF_BOOL_IN, a comparison or SELECT;
+ * f32 and f64 unless OPF_INT_ONLY or OPF_BOOL_IN; casts in none (KX_CVT/KX_ROUND carry
+ * them). */
+
+/* The types an op is spelled by: its result's, but a comparison's operands'. */
+typedef enum { CS_F32, CS_F64, CS_INT, CS_BOOL, CS__COUNT } CSType;
+
+/* A language's spelling of one op where it differs from the base: in each type whose text
+ * is not NULL, the op is written in form with that text; the other types keep the base's.
+ * A zero entry overrides nothing. */
+typedef struct {
+	uint8_t form;                   /* CForm */
+	const char *f, *d, *i, *b;      /* f32, f64, integer, boolean */
+} COpSpell;
+
+/* A resolved spelling: the form and its text (an operator or a function's name). */
+typedef struct {
+	uint8_t form;                   /* CForm; CF_NONE: the op has none in that type */
+	char s[32];
+} CSpelt;
+
 typedef struct {
 	const char *name;               /* the backend, for messages: "opencl" */
 	const char *type[KT__COUNT];    /* types of temporaries and locals */
@@ -47,9 +76,10 @@ typedef struct {
 	/* real constants, [0] f32 and [1] f64: NaN, +inf, -inf; others in hex, f32 ones with
 	 * an f suffix, a negative one in parentheses */
 	const char *nan[2], *inf[2], *ninf[2];
-	/* functions of ops.def's C spelling (ce_cop): the f32 suffix (expf), and the rsqrt
-	 * built-in (NULL: the program's helper rsqrt_f/rsqrt_d) */
-	const char *fsfx, *rsqrt;
+	/* op spellings (ce_spell): the f32 suffix of the base's functions (expf), and the
+	 * overrides of the base, indexed by Op (NULL: none) */
+	const char *fsfx;
+	const COpSpell *ops;
 	const char *ivar, *ivar_end;    /* around a loop variable's name when it is declared */
 	const char *forever;            /* the head of an endless loop: "for (;;) {" */
 	bool braces;                    /* a conditional statement is always braced */
@@ -108,9 +138,13 @@ void ce_ref(CEmit *e, int32_t id);
 void ce_args(CEmit *e, const KExpr *x, int n);                /* operands 0..n-1, comma-separated */
 void ce_call(CEmit *e, const char *fn, const KExpr *x, int n); /* fn(operands) */
 void ce_op(CEmit *e, const KExpr *x, CForm form, const char *spelling);
-/* The op of x spelled from ops.def's C spelling (C, OpenCL, CUDA): operators as they are,
- * functions with L->fsfx on f32, the ops whose C spelling is NULL as the program's helpers
- * <name>_f, _d or _i (fdiv_i, max_d, sigmoid_f), abs of an integer abs_i. */
+/* The type op x is spelled by (CSType): its result's, a comparison's operands'. */
+CSType ce_spell_type(const CEmit *e, const KExpr *x);
+/* Op op in type t in language L: L->ops's override where it has one, else the base (see
+ * "op spellings" above). false (out->form CF_NONE): the op has no spelling in t. */
+bool ce_spell(const CLang *L, Op op, CSType t, CSpelt *out);
+/* The op of x as ce_spell spells it in x's type (the default op of C, OpenCL and CUDA);
+ * a type without a spelling is an emitter bug (ce_internal). */
 void ce_cop(CEmit *e, const KExpr *x);
 /* chk(<err>v, lo, hi, guard, site) of check expression x: the default of L->check. */
 void ce_check(CEmit *e, const KExpr *x);

@@ -115,7 +115,7 @@ enum {
 };
 
 typedef enum {
-#define X(name, spelling, arity, flags, c) OP_##name,
+#define X(name, spelling, arity, flags, c, helper, mpfr) OP_##name,
 #include "ops.def"
 #undef X
 	OP__COUNT
@@ -126,7 +126,8 @@ typedef struct {
 	const char *spelling;  /* "+" / "exp" */
 	int arity;
 	unsigned flags;
-	const char *c;         /* C backend spelling or NULL */
+	const char *c;         /* C-family base spelling (an operator or function) or NULL */
+	const char *helper;    /* stem of the program's helper (<helper>_f, _d, _i) or NULL */
 } OpInfo;
 
 const OpInfo *op_info(Op op);

@@ -45,7 +45,8 @@ Dtype dt_parse(const char *s, size_t len)
 }
 
 static const OpInfo ops[] = {
-#define X(name, spelling, arity, flags, c) [OP_##name] = {#name, spelling, arity, flags, c},
+#define X(name, spelling, arity, flags, c, helper, mpfr) \
+	[OP_##name] = {#name, spelling, arity, flags, c, helper},
 #include "ops.def"
 #undef X
 };

@@ -201,38 +201,15 @@ static double op_raw(Scratch *s, Op op, Dtype f, double a, double b, double c)
 	if (arity > 2)
 		mpfr_set_d(xc, c, R);
 	s->ops++;
-	switch (op) {
-	case OP_NEG: t = mpfr_neg(y, x, R); break;
-	case OP_ADD: t = mpfr_add(y, x, xb, R); break;
-	case OP_SUB: t = mpfr_sub(y, x, xb, R); break;
-	case OP_MUL: t = mpfr_mul(y, x, xb, R); break;
-	case OP_DIV: t = mpfr_div(y, x, xb, R); break;
-	case OP_EXP: t = mpfr_exp(y, x, R); break;
-	case OP_EXP2: t = mpfr_exp2(y, x, R); break;
-	case OP_EXPM1: t = mpfr_expm1(y, x, R); break;
-	case OP_LOG: t = mpfr_log(y, x, R); break;
-	case OP_LOG2: t = mpfr_log2(y, x, R); break;
-	case OP_LOG1P: t = mpfr_log1p(y, x, R); break;
-	case OP_SQRT: t = mpfr_sqrt(y, x, R); break;
-	case OP_RSQRT:
-		if (mpfr_zero_p(x)) {   /* the spec: rsqrt(-0) = -inf (MPFR gives +inf) */
-			mpfr_set_inf(y, mpfr_signbit(x) ? -1 : 1);
-			t = 0;
-		} else {
-			t = mpfr_rec_sqrt(y, x, R);
-		}
-		break;
-	case OP_ABS: t = mpfr_abs(y, x, R); break;
-	case OP_SIN: t = mpfr_sin(y, x, R); break;
-	case OP_COS: t = mpfr_cos(y, x, R); break;
-	case OP_TANH: t = mpfr_tanh(y, x, R); break;
-	case OP_ERF: t = mpfr_erf(y, x, R); break;
-	case OP_FLOOR: t = mpfr_rint_floor(y, x, R); break;
-	case OP_CEIL: t = mpfr_rint_ceil(y, x, R); break;
-	case OP_POW: t = mpfr_pow(y, x, xb, R); break;
-	case OP_FMA: t = mpfr_fma(y, x, xb, xc, R); break;
-	default: IR_ASSERT(!"emulation: not a real operation");
-	}
+	const MpOpFn *m = mp_op_fn(op);   /* ops.def's mpfr column */
+	/* not a real operation: the ops above, or none of the emulator's */
+	IR_ASSERT(arity == 1 ? m->f1 != NULL : arity == 2 ? m->f2 != NULL : m->f3 != NULL);
+	if (arity == 1)
+		t = m->f1(y, x, R);
+	else if (arity == 2)
+		t = m->f2(y, x, xb, R);
+	else
+		t = m->f3(y, x, xb, xc, R);
 	return finish(s, f, t);
 }
 

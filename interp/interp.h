@@ -29,6 +29,7 @@
 #ifndef ASSAY_INTERP_H
 #define ASSAY_INTERP_H
 
+#include <mpfr.h>
 #include "../compiler/compiler.h"
 
 /* What a long evaluation reports about itself (MpOpts.progress). Work counts the terms of
@@ -161,6 +162,23 @@ int mp_emulate(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
 double mp_emul_op(Op op, Dtype f, double a, double b, double c);
 /* Rounds x (exact double) into format f with round-to-nearest-even, subnormals, overflow. */
 double mp_round_to(Dtype f, double x);
+
+/* The MPFR function of an op (compiler/ops.def's mpfr column): the one of the op's arity is
+ * set, or none where no single MPFR function is the op (comparisons, integer and boolean
+ * ops, SELECT, MAX and MIN, SIGMOID, casts). Each computes op(x...) into y correctly
+ * rounded in direction rnd at y's precision and returns MPFR's ternary value. The
+ * interpreter's evaluators (emulation, intervals) and the oracles' bounds (oracles/bval.c)
+ * all take their functions from here, so an op is mapped once. mp_op_fn returns a row of a
+ * static table (never NULL, never freed); an op out of range is a bug (IR_ASSERT). */
+typedef struct {
+	int (*f1)(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd);
+	int (*f2)(mpfr_ptr y, mpfr_srcptr x, mpfr_srcptr x2, mpfr_rnd_t rnd);
+	int (*f3)(mpfr_ptr y, mpfr_srcptr x, mpfr_srcptr x2, mpfr_srcptr x3, mpfr_rnd_t rnd);
+} MpOpFn;
+const MpOpFn *mp_op_fn(Op op);
+/* rsqrt as the graph format defines it: 1/sqrt(x) correctly rounded, rsqrt(+-0) = +-inf
+ * (mpfr_rec_sqrt gives +inf for both). */
+int mp_rsqrt(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd);
 
 /* The graph's integer arithmetic as the emulator evaluates it (and the budgets with it):
  * op (OP_NEG, OP_ABS, OP_ADD, OP_SUB, OP_MUL, OP_MAX, OP_MIN, OP_IDIV: floor division,

@@ -273,17 +273,8 @@ static void dec1(IvCtx *c, Iv *r, const Iv *a, Fn1 f)
 
 /* ------------------------------------------------------ one argument */
 
-static int floor_(mpfr_ptr r, mpfr_srcptr x, mpfr_rnd_t d) { return mpfr_rint_floor(r, x, d); }
-static int ceil_(mpfr_ptr r, mpfr_srcptr x, mpfr_rnd_t d) { return mpfr_rint_ceil(r, x, d); }
-
-static int rsqrt_(mpfr_ptr r, mpfr_srcptr x, mpfr_rnd_t d)
-{
-	if (mpfr_zero_p(x)) {   /* rsqrt(+-0) = +-inf (MPFR gives +inf for both) */
-		mpfr_set_inf(r, mpfr_signbit(x) ? -1 : 1);
-		return 0;
-	}
-	return mpfr_rec_sqrt(r, x, d);
-}
+/* The functions are ops.def's (interp.h mp_op_fn); each is monotone (increasing, or
+ * decreasing) on its domain, or handled by a method of its own below. */
 
 /* sigmoid(x) = 1 / (1 + exp(-x)) rounded in direction d (RD or RU) by rounding each step
  * the way that moves the result in direction d. Returns 0 when every step was exact. */
@@ -325,12 +316,13 @@ static void domain(IvCtx *c, Iv *r, const Iv *a, long lo, Fn1 f, bool increasing
 		iv_set_und(r);
 }
 
-static void rsqrt(IvCtx *c, Iv *r, const Iv *a)
+/* rsqrt (f: mp_rsqrt, rsqrt(+-0) = +-inf): decreasing on [+0, inf]. */
+static void rsqrt(IvCtx *c, Iv *r, const Iv *a, Fn1 f)
 {
 	if (a->pt)
-		inc1(c, r, a, rsqrt_);
+		inc1(c, r, a, f);
 	else if (mpfr_sgn(a->lo) > 0 || (mpfr_zero_p(a->lo) && !mpfr_signbit(a->lo)))
-		dec1(c, r, a, rsqrt_);
+		dec1(c, r, a, f);
 	else if (mpfr_sgn(a->hi) < 0)
 		iv_set_nan(r);
 	else
@@ -385,7 +377,7 @@ static int dsign(IvCtx *c, mpfr_srcptr x, bool is_cos)
  * derivative's signs at the ends tell whether it has one and which kind. */
 static void trig(IvCtx *c, Iv *r, const Iv *a, bool is_cos)
 {
-	Fn1 f = is_cos ? mpfr_cos : mpfr_sin;
+	Fn1 f = mp_op_fn(is_cos ? OP_COS : OP_SIN)->f1;
 	if (a->pt) {
 		inc1(c, r, a, f);
 		return;
@@ -438,21 +430,17 @@ void iv_unary(IvCtx *c, Op op, Iv *r, const Iv *a)
 		iv_set_und(r);
 		return;
 	}
+	Fn1 f = mp_op_fn(op)->f1;   /* ops.def's mpfr column */
 	switch (op) {
 	case OP_NEG: neg(r, a); return;
 	case OP_ABS: absval(r, a); return;
-	case OP_EXP: inc1(c, r, a, mpfr_exp); return;
-	case OP_EXP2: inc1(c, r, a, mpfr_exp2); return;
-	case OP_EXPM1: inc1(c, r, a, mpfr_expm1); return;
-	case OP_TANH: inc1(c, r, a, mpfr_tanh); return;
-	case OP_ERF: inc1(c, r, a, mpfr_erf); return;
-	case OP_FLOOR: inc1(c, r, a, floor_); return;
-	case OP_CEIL: inc1(c, r, a, ceil_); return;
-	case OP_LOG: domain(c, r, a, 0, mpfr_log, true); return;
-	case OP_LOG2: domain(c, r, a, 0, mpfr_log2, true); return;
-	case OP_LOG1P: domain(c, r, a, -1, mpfr_log1p, true); return;
-	case OP_SQRT: domain(c, r, a, 0, mpfr_sqrt, true); return;
-	case OP_RSQRT: rsqrt(c, r, a); return;
+	case OP_EXP: case OP_EXP2: case OP_EXPM1: case OP_TANH: case OP_ERF: case OP_FLOOR:
+	case OP_CEIL:
+		inc1(c, r, a, f);   /* increasing everywhere */
+		return;
+	case OP_LOG: case OP_LOG2: case OP_SQRT: domain(c, r, a, 0, f, true); return;
+	case OP_LOG1P: domain(c, r, a, -1, f, true); return;
+	case OP_RSQRT: rsqrt(c, r, a, f); return;
 	case OP_SIGMOID: sigmoid(c, r, a); return;
 	case OP_SIN: trig(c, r, a, false); return;
 	case OP_COS: trig(c, r, a, true); return;
@@ -468,7 +456,7 @@ void iv_unary(IvCtx *c, Op op, Iv *r, const Iv *a)
 
 static void add(IvCtx *c, Iv *r, const Iv *a, const Iv *b, bool sub)
 {
-	Fn2 f = sub ? mpfr_sub : mpfr_add;
+	Fn2 f = mp_op_fn(sub ? OP_SUB : OP_ADD)->f2;
 	if (a->pt && b->pt) {
 		fin(r, f(r->lo, a->lo, b->lo, RN));
 		c->ops++;
@@ -595,24 +583,25 @@ static bool can_odd(IvCtx *c, const Iv *y)
 /* x^y for a point integer y and an interval x. */
 static void powint(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 {
+	Fn2 pw = mp_op_fn(OP_POW)->f2;
 	bool even = !odd_int(c, y->lo);
 	bool neg_y = mpfr_sgn(y->lo) < 0;
 	bool nonneg = mpfr_sgn(x->lo) >= 0, nonpos = mpfr_sgn(x->hi) <= 0;
 	if (neg_y) {
 		if (mpfr_sgn(x->hi) < 0)
-			corners(c, r, x, y, mpfr_pow);   /* monotone on the negative side */
+			corners(c, r, x, y, pw);   /* monotone on the negative side */
 		else
 			iv_set_und(r);
 		return;
 	}
 	if (nonneg || nonpos || !even) {
-		corners(c, r, x, y, mpfr_pow);
+		corners(c, r, x, y, pw);
 		return;
 	}
 	/* even power over an interval around zero */
 	mpfr_set_zero(r->lo, 1);
-	mpfr_pow(r->hi, x->lo, y->lo, RU);
-	mpfr_pow(c->t[0], x->hi, y->lo, RU);
+	pw(r->hi, x->lo, y->lo, RU);
+	pw(c->t[0], x->hi, y->lo, RU);
 	c->ops += 2;
 	if (mpfr_cmp(c->t[0], r->hi) > 0)
 		mpfr_set(r->hi, c->t[0], RN);
@@ -654,6 +643,7 @@ static bool pow_special(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 
 static void power(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 {
+	Fn2 pw = mp_op_fn(OP_POW)->f2;
 	if ((y->pt && mpfr_zero_p(y->lo)) ||
 	    (x->pt && !mpfr_nan_p(x->lo) && mpfr_cmp_ui(x->lo, 1) == 0)) {
 		iv_set_ui(r, 1);   /* pow(x, +-0) = 1 and pow(1, y) = 1, even for NaN */
@@ -662,7 +652,7 @@ static void power(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 	if (x->und || y->und) {
 		iv_set_und(r);
 	} else if (x->pt && y->pt) {
-		fin(r, mpfr_pow(r->lo, x->lo, y->lo, RN));
+		fin(r, pw(r->lo, x->lo, y->lo, RN));
 		c->ops++;
 	} else if (iv_isnan(x)) {
 		if (can0(y))
@@ -679,7 +669,7 @@ static void power(IvCtx *c, Iv *r, const Iv *x, const Iv *y)
 	} else if (mpfr_sgn(x->lo) > 0 || (mpfr_zero_p(x->lo) && !mpfr_signbit(x->lo))) {
 		/* on [+0, inf] pow is monotone in x for each y and in y for each x (the IEEE
 		 * values at +0 and +inf are the limits), so the corners bound it */
-		corners(c, r, x, y, mpfr_pow);
+		corners(c, r, x, y, pw);
 	} else if (y->pt && mpfr_integer_p(y->lo) && !mpfr_inf_p(y->lo)) {
 		powint(c, r, x, y);
 	} else if (mpfr_number_p(x->lo) && mpfr_sgn(iv_hi(x)) < 0 && mpfr_number_p(y->lo) &&
@@ -803,7 +793,7 @@ void iv_fma(IvCtx *c, Iv *r, const Iv *a, const Iv *b, const Iv *d)
 		return;
 	}
 	if (a->pt && b->pt && d->pt) {
-		fin(r, mpfr_fma(r->lo, a->lo, b->lo, d->lo, RN));
+		fin(r, mp_op_fn(OP_FMA)->f3(r->lo, a->lo, b->lo, d->lo, RN));
 		c->ops++;
 		return;
 	}

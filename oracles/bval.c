@@ -202,36 +202,28 @@ static void corners(bool div, double al, double ah, double bl, double bh, double
 		}
 }
 
-/* A function of ops.def at x rounded down or up to a double (MPFR at 53 bits). */
+/* A function of ops.def at x rounded down or up to a double (MPFR at 53 bits): the MPFR
+ * function of ops.def's mpfr column (interp.h mp_op_fn), but for sigmoid, floor, ceil and
+ * casts. (rsqrt's: x > 0 here, in_domain.) */
 static double fn(BvCtx *c, Op op, double x, bool up)
 {
 	mpfr_rnd_t r = up ? MPFR_RNDU : MPFR_RNDD, rr = up ? MPFR_RNDD : MPFR_RNDU;
 	mpfr_set_d(c->x, x, MPFR_RNDN);
 	switch (op) {
-	case OP_EXP: mpfr_exp(c->y, c->x, r); break;
-	case OP_EXP2: mpfr_exp2(c->y, c->x, r); break;
-	case OP_EXPM1: mpfr_expm1(c->y, c->x, r); break;
-	case OP_LOG: mpfr_log(c->y, c->x, r); break;
-	case OP_LOG2: mpfr_log2(c->y, c->x, r); break;
-	case OP_LOG1P: mpfr_log1p(c->y, c->x, r); break;
-	case OP_SQRT: mpfr_sqrt(c->y, c->x, r); break;
-	case OP_RSQRT: mpfr_rec_sqrt(c->y, c->x, r); break;
-	case OP_SIN: mpfr_sin(c->y, c->x, r); break;
-	case OP_COS: mpfr_cos(c->y, c->x, r); break;
-	case OP_TANH: mpfr_tanh(c->y, c->x, r); break;
-	case OP_ERF: mpfr_erf(c->y, c->x, r); break;
 	case OP_SIGMOID:   /* 1 / (1 + exp(-x)): the denominator rounded the other way */
 		mpfr_neg(c->x, c->x, MPFR_RNDN);
 		mpfr_exp(c->y, c->x, rr);
 		mpfr_add_ui(c->y, c->y, 1, rr);
 		mpfr_ui_div(c->y, 1, c->y, r);
 		break;
-	case OP_FLOOR: return floor(x);
+	case OP_FLOOR: return floor(x);   /* exact in double */
 	case OP_CEIL: return ceil(x);
+	case OP_CAST_F64: case OP_CAST_F32: case OP_CAST_F16: case OP_CAST_BF16:
+		return bv_fmt_round(op_cast_dtype(op), x);
 	default: {
-		Dtype g = op_cast_dtype(op);
-		IR_ASSERT(g != DT_NONE);
-		return bv_fmt_round(g, x);
+		const MpOpFn *m = mp_op_fn(op);
+		IR_ASSERT(op_info(op)->arity == 1 && m->f1 != NULL);
+		m->f1(c->y, c->x, r);
 	}
 	}
 	return mpfr_get_d(c->y, r);
@@ -241,7 +233,7 @@ static double pow_dir(BvCtx *c, double x, double y, bool up)
 {
 	mpfr_set_d(c->x, x, MPFR_RNDN);
 	mpfr_set_d(c->z, y, MPFR_RNDN);
-	mpfr_pow(c->y, c->x, c->z, up ? MPFR_RNDU : MPFR_RNDD);
+	mp_op_fn(OP_POW)->f2(c->y, c->x, c->z, up ? MPFR_RNDU : MPFR_RNDD);
 	return mpfr_get_d(c->y, up ? MPFR_RNDU : MPFR_RNDD);
 }
 

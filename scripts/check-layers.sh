@@ -31,8 +31,9 @@ for dir in compiler interp oracles verify fuzz reports cli tests bench; do
 					echo "$f:${line%%:*}: includes $path: $dir/ may not use $top/"; echo x >>.layers.fail ;;
 				esac
 			fi
-			# only a folder's public header may be included from outside it
-			case "$base" in "$top.h") ;; *)
+			# only a folder's public header may be included from outside it, and
+			# compiler/ops.def, the op table, whose mpfr column interp/mpop.c expands
+			case "$top/$base" in "$top/$top.h"|compiler/ops.def) ;; *)
 				echo "$f:${line%%:*}: includes private header $path of $top/"; echo x >>.layers.fail ;;
 			esac
 		done

@@ -5,11 +5,11 @@
 #
 #   scripts/emit-golden.sh ASSAY OUTDIR [GRAPH.tg...]
 #
-# Graphs: examples/*.tg, tests/regress/*.tg and any given. Each graph on every backend
-# under its own schedule and SAMPLES (default 6) sampled ones, the cuda backend also in
-# both ASSAY_CUDA_MODEs, and softmax with a row too long for the c backend's stack. One
-# file per case: the text or the error message, then the exit status (an unsupported
-# graph is a result too). Deterministic: the same binary gives the same files.
+# Graphs: examples/*.tg, tests/regress/*.tg, tests/ops/*.tg (every op in every type) and
+# any given. Each graph on every backend under its own schedule and SAMPLES (default 6)
+# sampled ones, the cuda backend also in both ASSAY_CUDA_MODEs, and softmax with a row too
+# long for the c backend's stack. One file per case: the text or the error message, then
+# the exit status (an unsupported graph is a result too). Deterministic: the same binary gives the same files.
 set -u
 [ $# -ge 2 ] || { echo "usage: $0 ASSAY OUTDIR [GRAPH.tg...]" >&2; exit 2; }
 A=$1; O=$2; shift 2
@@ -28,7 +28,7 @@ one() {
 	echo "rc=$?" >>"$f"
 }
 
-for g in examples/*.tg tests/regress/*.tg "$@"; do
+for g in examples/*.tg tests/regress/*.tg tests/ops/*.tg "$@"; do
 	n=$(basename "$g" .tg)
 	for b in c opencl cuda vulkan wgsl; do
 		one "$n" "$g" "$b" default

@@ -854,6 +854,56 @@ START_TEST(stream_matches_buffer)
 }
 END_TEST
 
+/* ops.def's mpfr column (mp_op_fn): every real operation that is one MPFR function has it,
+ * in the member of its arity and no other, and the emulator computes the op through it
+ * (here in f64, where that is the function at 53 bits rounded to nearest). */
+START_TEST(mpfr_table)
+{
+	static const Op none[] = {
+		OP_NOT, OP_IDIV, OP_MOD, OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_AND, OP_OR,
+		OP_SELECT, OP_SIGMOID, OP_MAX, OP_MIN, OP_CAST_F64, OP_CAST_F32, OP_CAST_F16, OP_CAST_BF16,
+	};
+	const double a[3] = {1.375, 0.625, -2.25};
+	mpfr_t x[3], y;
+	for (int i = 0; i < 3; i++) {
+		mpfr_init2(x[i], 53);
+		mpfr_set_d(x[i], a[i], MPFR_RNDN);
+	}
+	mpfr_init2(y, 53);
+	int mapped = 0;
+	for (int op = 0; op < OP__COUNT; op++) {
+		const MpOpFn *m = mp_op_fn((Op)op);
+		int n = op_info((Op)op)->arity;
+		bool real = true;
+		for (size_t i = 0; i < ARRAY_LEN(none); i++)
+			real &= none[i] != (Op)op;
+		const char *name = op_info((Op)op)->name;
+		ck_assert_msg((m->f1 != NULL) == (real && n == 1), "%s: f1", name);
+		ck_assert_msg((m->f2 != NULL) == (real && n == 2), "%s: f2", name);
+		ck_assert_msg((m->f3 != NULL) == (real && n == 3), "%s: f3", name);
+		if (!real)
+			continue;
+		mapped++;
+		if (n == 1)
+			m->f1(y, x[0], MPFR_RNDN);
+		else if (n == 2)
+			m->f2(y, x[0], x[1], MPFR_RNDN);
+		else
+			m->f3(y, x[0], x[1], x[2], MPFR_RNDN);
+		double want = mpfr_get_d(y, MPFR_RNDN), got = mp_emul_op((Op)op, DT_F64, a[0], a[1], a[2]);
+		ck_assert_msg(want == got, "%s: %a vs %a", name, want, got);
+	}
+	ck_assert_int_eq(mapped, OP__COUNT - (int)ARRAY_LEN(none));
+	/* the spec's rsqrt, not MPFR's: rsqrt(-0) = -inf */
+	mpfr_set_zero(x[0], -1);
+	mp_op_fn(OP_RSQRT)->f1(y, x[0], MPFR_RNDN);
+	ck_assert(mpfr_inf_p(y) && mpfr_signbit(y));
+	for (int i = 0; i < 3; i++)
+		mpfr_clear(x[i]);
+	mpfr_clear(y);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("emul");
@@ -866,6 +916,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, round_spot, 0, ARRAY_LEN(round_cases));
 	tcase_add_test(t, round_random);
 	tcase_add_test(t, functions);
+	tcase_add_test(t, mpfr_table);
 	suite_add_tcase(s, t);
 	TCase *gr = tcase_create("graphs");
 	tcase_set_timeout(gr, 30);

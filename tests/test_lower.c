@@ -1672,6 +1672,87 @@ START_TEST(back_to_back)
 }
 END_TEST
 
+/* The text of tests/ops/FILE (every op of ops.def) as backend b emits it. */
+static char *emit_ops(const char *b, const char *file)
+{
+	char path[256];
+	snprintf(path, sizeof path, "tests/ops/%s", file);
+	Diag d = {0};
+	Graph *g = ir_parse_file(path, NULL, 0, &d);
+	ck_assert_msg(g != NULL, "%s: %s", path, d.msg);
+	Schedule s;
+	sched_default(g, &s);
+	char *src = bt_emit_of(be_find(b), g, &s);
+	sched_free(&s);
+	ir_free(g);
+	return src;
+}
+
+/* Every function a temporary of src calls whose name is a helper's (<stem>_f, _d, _i or
+ * _ck) is defined in src: at the start of a line, after its return type. Returns the
+ * number of helper calls seen. */
+static int helpers_defined(const char *b, const char *src)
+{
+	int calls = 0;
+	for (const char *p = src; (p = strstr(p, " = ")) != NULL; p += 3) {
+		const char *n = p + 3, *e = n;
+		while ((*e >= 'a' && *e <= 'z') || (*e >= '0' && *e <= '9') || *e == '_')
+			e++;
+		size_t len = (size_t)(e - n);
+		if (*e != '(' || len < 3 || len > 40)
+			continue;
+		bool helper = (len > 2 && n[len - 2] == '_' && strchr("fdi", n[len - 1])) ||
+			      (len > 3 && memcmp(n + len - 3, "_ck", 3) == 0);
+		if (!helper)
+			continue;
+		calls++;
+		char name[48];
+		snprintf(name, sizeof name, " %.*s(", (int)len, n);
+		bool found = false;
+		for (const char *q = src; !found && (q = strstr(q, name)) != NULL; q++) {
+			const char *l = q;
+			while (l > src && l[-1] != '\n')
+				l--;
+			found = *l != '\t' && *l != ' ' && memchr(l, '=', (size_t)(q - l)) == NULL;
+		}
+		ck_assert_msg(found, "%s: %s is called but not defined", b, name);
+	}
+	return calls;
+}
+
+/* Each language's spelling of the ops (compiler/ops.def's C-family base, the overrides in
+ * each emitter): the overrides show, and every helper a program calls is in it (for
+ * vulkan: vk_lib_need finds the helper of every spelling). */
+START_TEST(op_spellings)
+{
+	static const struct {
+		const char *b, *file;
+		const char *has[8], *lacks[3];
+	} cases[] = {
+		{"c", "all_f32.tg", {"expf(", "fabsf(", "rsqrt_f(", "sigmoid_f(", "max_f(", "abs_i(", " != t"}, {"rsqrtf("}},
+		{"c", "all_f64.tg", {"= exp(", "fabs(", "rsqrt_d(", "sigmoid_d(", "min_d(", "fma("}, {"= expf("}},
+		{"cuda", "all_f32.tg", {"expf(", "rsqrtf(", "sigmoid_f(", "max_f(", "erff("}, {"rsqrt_f("}},
+		{"cuda", "all_f64.tg", {"= rsqrt(", "= exp(", "pow("}, {"rsqrt_d("}},
+		{"opencl", "all_f32.tg", {"rsqrt(", "exp(", "fabs(", "sigmoid_f("}, {"expf(", "rsqrt_f("}},
+		{"opencl", "all_f64.tg", {"rsqrt(", "log1p(", "max_d("}, {"rsqrt_d("}},
+		{"vulkan", "all_f32.tg", {"inversesqrt(", "expm1_f(", "= exp(", "abs(", "(!(", "tanh_f(", "pow_f("}, {"fabs(", " != t"}},
+		{"vulkan", "all_f64.tg", {"exp_d(", "sin_d(", "cos_d(", "erf_d(", "inversesqrt(", "= sqrt(", "= fma("}, {"= exp(", "= sin("}},
+		{"wgsl", "all_f32_wgsl.tg", {"div_f(", "select(", "exp_f(", "rsqrt_f(", "(!(", "= abs(", "= max("}, {" / t", "= exp("}},
+	};
+	for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
+		char *src = emit_ops(cases[c].b, cases[c].file);
+		for (int i = 0; i < 8 && cases[c].has[i]; i++)
+			ck_assert_msg(strstr(src, cases[c].has[i]), "%s %s: no %s", cases[c].b, cases[c].file,
+				      cases[c].has[i]);
+		for (int i = 0; i < 3 && cases[c].lacks[i]; i++)
+			ck_assert_msg(!strstr(src, cases[c].lacks[i]), "%s %s: %s", cases[c].b, cases[c].file,
+				      cases[c].lacks[i]);
+		ck_assert_int_gt(helpers_defined(cases[c].b, src), 3);
+		free(src);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("lower");
@@ -1711,6 +1792,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, driver_failures);
 	tcase_add_test(tc, driver_timing);
 	tcase_add_test(tc, back_to_back);
+	tcase_add_test(tc, op_spellings);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -16,8 +16,9 @@
  * integer helpers (here and in compiler/chelp.c: round to nearest even, subnormals,
  * overflow to inf, NaN kept NaN), so no toolkit header is needed. f16/bf16 arithmetic is
  * f32 arithmetic rounded by KX_ROUND (kir.h), which for + - * / sqrt equals the native half
- * operation. Functions are CUDA's math library, spelled as ops.def's C spelling (float
- * versions with an f suffix, ce_cop); rsqrt is rsqrtf/rsqrt (2 and 1 ulp), sigmoid
+ * operation. Functions are CUDA's math library, spelled by ops.def's C-family base (float
+ * versions with an f suffix, ce_cop); rsqrt is rsqrtf/rsqrt (2 and 1 ulp; the one override,
+ * ops below), sigmoid
  * 1/(1+exp(-x)), max/min IEEE 754-2019 helpers. KS_TREE runs iteratively with an explicit
  * stack (no recursion on the GPU) over exactly the tree of kir.h.
  */
@@ -349,6 +350,12 @@ static int32_t stmt(CEmit *c, int32_t id)
 	return id;
 }
 
+/* CUDA's spellings where they differ from the C-family base: rsqrtf and rsqrt are
+ * built-ins. */
+static const COpSpell ops[OP__COUNT] = {
+	[OP_RSQRT] = {CF_CALL, "rsqrtf", "rsqrt", NULL, NULL},
+};
+
 static const CLang lang = {
 	.name = "cuda",
 	.type = {[KT_BOOL] = "int", [KT_INT] = "long long", [KT_F32] = "float", [KT_F64] = "double"},
@@ -358,7 +365,7 @@ static const CLang lang = {
 	.nan = {"__int_as_float(0x7fc00000)", "__longlong_as_double(0x7ff8000000000000LL)"},
 	.inf = {"__int_as_float(0x7f800000)", "__longlong_as_double(0x7ff0000000000000LL)"},
 	.ninf = {"__int_as_float((int)0xff800000u)", "__longlong_as_double((long long)0xfff0000000000000ull)"},
-	.fsfx = "f", .rsqrt = "rsqrt",
+	.fsfx = "f", .ops = ops,
 	.ivar = "long long ", .ivar_end = "",
 	.forever = "for (;;) {",
 	.err = "err, ", .truth = "1", .site = "",

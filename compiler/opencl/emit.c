@@ -14,8 +14,9 @@
  * once; / and sqrt are correctly rounded when the device supports
  * -cl-fp32-correctly-rounded-divide-sqrt (run.c asks for it then), else within OpenCL's
  * 2.5 and 3 ulp (oracles/allowances.def models that worse case). Built-in functions are
- * OpenCL's, with the full profile's ulp bounds (allowances.def "opencl" rows), spelled as
- * ops.def's C spelling (overloaded: no f suffix, ce_cop); rsqrt is OpenCL's rsqrt; sigmoid
+ * OpenCL's, with the full profile's ulp bounds (allowances.def "opencl" rows), spelled by
+ * ops.def's C-family base (overloaded: no f suffix, ce_cop); rsqrt is OpenCL's rsqrt (the
+ * one override, ops below); sigmoid
  * is 1/(1+exp(-x)). exp, exp2, expm1, tanh, floor, ceil and sigmoid give a NaN argument
  * back (a + a) without calling the built-in (nan_guarded: PoCL 3.1's are poison at a NaN
  * constant). Integer floor division and remainder by a constant 2^k are a shift and
@@ -469,6 +470,12 @@ static int32_t stmt(CEmit *c, int32_t s)
 	return s;
 }
 
+/* OpenCL C's spellings where they differ from the C-family base: rsqrt is a built-in
+ * (overloaded, as every function: no f32 suffix). */
+static const COpSpell ops[OP__COUNT] = {
+	[OP_RSQRT] = {CF_CALL, "rsqrt", "rsqrt", NULL, NULL},
+};
+
 static const CLang lang = {
 	.name = "opencl",
 	.type = {[KT_BOOL] = "int", [KT_INT] = "long", [KT_F32] = "float", [KT_F64] = "double"},
@@ -478,7 +485,7 @@ static const CLang lang = {
 	.nan = {"NAN", "((double)NAN)"},
 	.inf = {"INFINITY", "((double)INFINITY)"},
 	.ninf = {"(-INFINITY)", "(-((double)INFINITY))"},
-	.fsfx = "", .rsqrt = "rsqrt",
+	.fsfx = "", .ops = ops,
 	.ivar = "long ", .ivar_end = "",
 	.forever = "for (;;) {",
 	.err = "err, ", .truth = "1", .site = "",

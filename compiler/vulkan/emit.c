@@ -22,9 +22,10 @@
  * as 16-bit patterns (uint16_t under GL_EXT_shader_16bit_storage when the runtime says the
  * device has it, else two per uint, stored with atomicAnd/atomicOr so neighbours never
  * race) and are converted by lib.c's integer code; no native half arithmetic is used (an
- * f16 op format computes in f32 and rounds each result, as the kernel IR states). The op
- * table below is the one place GLSL spellings live; an op GLSL cannot express in a type
- * is refused with the reason (code 2, "unsupported"), never approximated silently.
+ * f16 op format computes in f32 and rounds each result, as the kernel IR states). Ops are
+ * spelled by ops.def's C-family base with GLSL's overrides below (glsl_ops); an op GLSL
+ * cannot express in a type is refused with the reason (code 2, "unsupported"), never
+ * approximated silently.
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,56 +34,28 @@
 #include "../cemit.h"
 #include "vulkan.h"
 
-typedef struct {
-	uint8_t form;
-	const char *f, *d, *i;   /* float, double, int64 spellings (NULL: not in that type) */
-	unsigned hf, hd, hi;     /* the helpers (VH_*) each needs */
-} Spell;
-
-static const Spell spell[] = {
-	[OP_NEG] = {CF_PREFIX, "-", "-", "-", 0, 0, 0},
-	[OP_NOT] = {CF_PREFIX, "!", NULL, NULL, 0, 0, 0},
-	[OP_ADD] = {CF_INFIX, "+", "+", "+", 0, 0, 0},
-	[OP_SUB] = {CF_INFIX, "-", "-", "-", 0, 0, 0},
-	[OP_MUL] = {CF_INFIX, "*", "*", "*", 0, 0, 0},
-	[OP_DIV] = {CF_INFIX, "/", "/", NULL, 0, 0, 0},
-	[OP_IDIV] = {CF_CALL, NULL, NULL, "fdiv_i", 0, 0, VH_IDIV},
-	[OP_MOD] = {CF_CALL, NULL, NULL, "fmod_i", 0, 0, VH_IMOD},
-	[OP_EQ] = {CF_INFIX, "==", "==", "==", 0, 0, 0},
-	[OP_NE] = {CF_NOTEQ, "==", "==", "==", 0, 0, 0},
-	[OP_LT] = {CF_INFIX, "<", "<", "<", 0, 0, 0},
-	[OP_LE] = {CF_INFIX, "<=", "<=", "<=", 0, 0, 0},
-	[OP_GT] = {CF_INFIX, ">", ">", ">", 0, 0, 0},
-	[OP_GE] = {CF_INFIX, ">=", ">=", ">=", 0, 0, 0},
-	[OP_AND] = {CF_INFIX, "&&", NULL, NULL, 0, 0, 0},
-	[OP_OR] = {CF_INFIX, "||", NULL, NULL, 0, 0, 0},
-	[OP_SELECT] = {CF_SELECT, "?:", "?:", "?:", 0, 0, 0},
-	[OP_EXP] = {CF_CALL, "exp", "exp_d", NULL, 0, VH_EXP_D, 0},
-	[OP_EXP2] = {CF_CALL, "exp2", "exp2_d", NULL, 0, VH_EXP2_D, 0},
-	[OP_EXPM1] = {CF_CALL, "expm1_f", "expm1_d", NULL, VH_EXPM1, VH_EXPM1_D, 0},
-	[OP_LOG] = {CF_CALL, "log", "log_d", NULL, 0, VH_LOG_D, 0},
-	[OP_LOG2] = {CF_CALL, "log2", "log2_d", NULL, 0, VH_LOG2_D, 0},
-	[OP_LOG1P] = {CF_CALL, "log1p_f", "log1p_d", NULL, VH_LOG1P, VH_LOG1P_D, 0},
-	[OP_SQRT] = {CF_CALL, "sqrt", "sqrt", NULL, 0, 0, 0},
-	[OP_RSQRT] = {CF_CALL, "inversesqrt", "inversesqrt", NULL, 0, 0, 0},
-	[OP_ABS] = {CF_CALL, "abs", "abs", "abs_i", 0, 0, VH_IMINMAX},
-	[OP_SIN] = {CF_CALL, "sin", "sin_d", NULL, 0, VH_SINCOS_D, 0},
-	[OP_COS] = {CF_CALL, "cos", "cos_d", NULL, 0, VH_SINCOS_D, 0},
-	[OP_TANH] = {CF_CALL, "tanh_f", "tanh_d", NULL, VH_TANH, VH_TANH_D, 0},
-	[OP_SIGMOID] = {CF_CALL, "sigmoid_f", "sigmoid_d", NULL, VH_SIGMOID, VH_SIGMOID_D, 0},
-	[OP_ERF] = {CF_CALL, "erf_f", "erf_d", NULL, VH_ERF, VH_ERF_D, 0},
-	[OP_FLOOR] = {CF_CALL, "floor", "floor", NULL, 0, 0, 0},
-	[OP_CEIL] = {CF_CALL, "ceil", "ceil", NULL, 0, 0, 0},
-	[OP_POW] = {CF_CALL, "pow_f", "pow_d", NULL, VH_POW, VH_POW_D, 0},
-	[OP_MAX] = {CF_CALL, "max_f", "max_d", "max_i", VH_FMINMAX, VH_DMINMAX, VH_IMINMAX},
-	[OP_MIN] = {CF_CALL, "min_f", "min_d", "min_i", VH_FMINMAX, VH_DMINMAX, VH_IMINMAX},
-	[OP_FMA] = {CF_CALL, "fma", "fma", NULL, 0, 0, 0},
-	[OP_CAST_F64] = {CF_NONE, NULL, NULL, NULL, 0, 0, 0},
-	[OP_CAST_F32] = {CF_NONE, NULL, NULL, NULL, 0, 0, 0},
-	[OP_CAST_F16] = {CF_NONE, NULL, NULL, NULL, 0, 0, 0},
-	[OP_CAST_BF16] = {CF_NONE, NULL, NULL, NULL, 0, 0, 0},
+/* GLSL's spellings where they differ from the C-family base of ops.def (cemit.h, "op
+ * spellings"): != is written !(a == b) (unordered, whatever the driver's != is); abs and
+ * inversesqrt are built-ins in both float types; the functions GLSL.std.450 lacks (expm1,
+ * log1p, erf), defines too loosely (tanh, pow) or defines for 16- and 32-bit floats only
+ * (every f64 one but sqrt, floor, ceil, fma) are lib.c's helpers, which a shader gets when
+ * it calls them (vk_lib_need). */
+static const COpSpell glsl_ops[OP__COUNT] = {
+	[OP_NE] = {CF_NOTEQ, "==", "==", "==", "=="},
+	[OP_EXP] = {CF_CALL, NULL, "exp_d", NULL, NULL},
+	[OP_EXP2] = {CF_CALL, NULL, "exp2_d", NULL, NULL},
+	[OP_EXPM1] = {CF_CALL, "expm1_f", "expm1_d", NULL, NULL},
+	[OP_LOG] = {CF_CALL, NULL, "log_d", NULL, NULL},
+	[OP_LOG2] = {CF_CALL, NULL, "log2_d", NULL, NULL},
+	[OP_LOG1P] = {CF_CALL, "log1p_f", "log1p_d", NULL, NULL},
+	[OP_RSQRT] = {CF_CALL, "inversesqrt", "inversesqrt", NULL, NULL},
+	[OP_ABS] = {CF_CALL, "abs", "abs", NULL, NULL},
+	[OP_SIN] = {CF_CALL, NULL, "sin_d", NULL, NULL},
+	[OP_COS] = {CF_CALL, NULL, "cos_d", NULL, NULL},
+	[OP_TANH] = {CF_CALL, "tanh_f", "tanh_d", NULL, NULL},
+	[OP_ERF] = {CF_CALL, "erf_f", "erf_d", NULL, NULL},
+	[OP_POW] = {CF_CALL, "pow_f", "pow_d", NULL, NULL},
 };
-_Static_assert(ARRAY_LEN(spell) == OP__COUNT, "one GLSL spelling row per op");
 
 typedef struct {
 	CEmit c;
@@ -156,23 +129,21 @@ static void op_text(CEmit *c, const KExpr *x)
 {
 	Op op = (Op)x->op;
 	const OpInfo *oi = op_info(op);
-	const Spell *sp = &spell[op];
-	/* comparisons are typed by their operands, the rest by their result */
-	KType t = (oi->flags & OPF_CMP) ? (KType)c->k->x[x->a[0]].type : (KType)x->type;
-	const char *s = t == KT_F64 ? sp->d : t == KT_INT ? sp->i : sp->f;
-	if (t == KT_BOOL && (op == OP_EQ || op == OP_NE))
-		s = sp->i;
-	if (!s) {
+	CSType t = ce_spell_type(c, x);
+	CSpelt sp;
+	if (!ce_spell(c->L, op, t, &sp)) {
 		COV(vk_no_spelling);
-		if (t == KT_F64)
+		if (t == CS_F64)
 			ce_unsupported(c, "%s in f64: GLSL has no 64-bit %s (GLSL.std.450 defines it for "
 				       "16- and 32-bit floats only)", oi->name, oi->spelling);
 		else
-			ce_unsupported(c, "%s on %s operands has no GLSL spelling", oi->name, kt_name(t));
+			ce_unsupported(c, "%s on %s operands has no GLSL spelling", oi->name,
+				       kt_name((oi->flags & OPF_CMP) ? (KType)c->k->x[x->a[0]].type : (KType)x->type));
 		return;
 	}
-	((E *)c)->need |= t == KT_F64 ? sp->hd : t == KT_INT ? sp->hi : t == KT_F32 ? sp->hf : 0;
-	ce_op(c, x, (CForm)sp->form, s);
+	if (sp.form == CF_CALL)
+		((E *)c)->need |= vk_lib_need(sp.s);
+	ce_op(c, x, (CForm)sp.form, sp.s);
 }
 
 /* buffer b's element i */
@@ -305,6 +276,7 @@ static void local_elem(CEmit *c, int32_t v, int32_t idx)
 		.name = "vulkan",                                                              \
 		.type = {[KT_BOOL] = "bool", [KT_INT] = INT, [KT_F32] = "float", [KT_F64] = "double"}, \
 		.imin = IMIN, .imax = IMAX, .ipre = "", .isfx = ISFX, .ivar = INT " ", .ivar_end = "", \
+		.fsfx = "", .ops = glsl_ops,                                                      \
 		.forever = "for (;;) {", .err = "", .truth = "true", .site = "u", .temp = temp,  \
 		.fconst = fconst, .elem = local_elem, .load = load_text, .op = op_text,           \
 		.cvt = cvt_text, .round = round_text, .check = check_text,                        \

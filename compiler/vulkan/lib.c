@@ -38,6 +38,7 @@
  * with |y log x|. Vulkan requires f64 + - * / and sqrt only "at least as precise as f32";
  * lavapipe and NVIDIA do them in IEEE double.
  */
+#include <string.h>
 #include "vulkan.h"
 
 typedef struct {
@@ -717,6 +718,31 @@ static const Helper helpers[] = {
 	 "\treturn neg && yodd ? -r : r;\n"
 	 "}\n"},
 };
+
+/* The helpers an op's spelling calls (compiler/vulkan/emit.c's glsl_ops and ops.def's
+ * helper column), by name. */
+static const struct {
+	const char *fn;
+	unsigned need;
+} calls[] = {
+	{"fdiv_i", VH_IDIV}, {"fmod_i", VH_IMOD},
+	{"abs_i", VH_IMINMAX}, {"max_i", VH_IMINMAX}, {"min_i", VH_IMINMAX},
+	{"max_f", VH_FMINMAX}, {"min_f", VH_FMINMAX}, {"max_d", VH_DMINMAX}, {"min_d", VH_DMINMAX},
+	{"expm1_f", VH_EXPM1}, {"log1p_f", VH_LOG1P}, {"tanh_f", VH_TANH}, {"erf_f", VH_ERF},
+	{"pow_f", VH_POW}, {"sigmoid_f", VH_SIGMOID},
+	{"exp_d", VH_EXP_D}, {"exp2_d", VH_EXP2_D}, {"expm1_d", VH_EXPM1_D}, {"log_d", VH_LOG_D},
+	{"log2_d", VH_LOG2_D}, {"log1p_d", VH_LOG1P_D}, {"sin_d", VH_SINCOS_D},
+	{"cos_d", VH_SINCOS_D}, {"tanh_d", VH_TANH_D}, {"sigmoid_d", VH_SIGMOID_D},
+	{"erf_d", VH_ERF_D}, {"pow_d", VH_POW_D},
+};
+
+unsigned vk_lib_need(const char *fn)
+{
+	for (size_t i = 0; i < ARRAY_LEN(calls); i++)
+		if (strcmp(calls[i].fn, fn) == 0)
+			return calls[i].need;
+	return 0;
+}
 
 void vk_lib(unsigned need, void (*put)(void *ctx, const char *text), void *ctx)
 {

@@ -125,6 +125,9 @@ enum {
 	VH_ERF_D = 1 << 29,
 	VH_POW_D = 1 << 30,
 };
+/* The VH_ bit of the helper that defines function fn (an op's spelling: "exp_d"), or 0 for
+ * a name the library does not define (a GLSL built-in: "exp"). */
+unsigned vk_lib_need(const char *fn);
 /* Passes the text of every helper in need (and their dependencies), in a fixed order. */
 void vk_lib(unsigned need, void (*put)(void *ctx, const char *text), void *ctx);
 

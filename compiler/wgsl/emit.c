@@ -36,8 +36,9 @@
  * in c/emit.c); a store outside the distributed loops of a WM_GROUP/WM_LANES kernel is
  * made by invocation 0 only (the others compute the same value).
  *
- * Ops: one table (spell[], indexed by Op) gives the f32 and i32 spellings; casts are not
- * ops of the kernel IR (KX_CVT/KX_ROUND carry them).
+ * Ops are spelled by ops.def's C-family base with WGSL's overrides (wgsl_ops) and the
+ * checked i32 forms (checked); casts are not ops of the kernel IR (KX_CVT/KX_ROUND carry
+ * them).
  *
  * Local arrays are private (`var v3: array<f32, 12>;`) unless plan.c puts them in scratch
  * (wgsl.h, "Scratch"): then their elements are words of `scr` in the invocation's column,
@@ -52,58 +53,36 @@
 #include "../cemit.h"
 #include "wgsl.h"
 
-typedef struct {
-	uint8_t form;
-	const char *f;      /* f32 (and boolean) spelling */
-	const char *i;      /* i32 spelling; NULL: not an integer op */
-	const char *ck;     /* i32 spelling when the result may leave i32: a checked call */
-	const char *why;    /* CF_NONE: why the op has no spelling */
-} Spell;
-
-static const Spell spell[] = {
-	[OP_NEG] = {CF_PREFIX, "-", "-", "neg_ck", NULL},
-	[OP_NOT] = {CF_PREFIX, "!", NULL, NULL, NULL},
-	[OP_ADD] = {CF_INFIX, "+", "+", "add_ck", NULL},
-	[OP_SUB] = {CF_INFIX, "-", "-", "sub_ck", NULL},
-	[OP_MUL] = {CF_INFIX, "*", "*", "mul_ck", NULL},
+/* WGSL's spellings where they differ from the C-family base of ops.def (cemit.h, "op
+ * spellings"; f64 values the backend holds are spelled as f32, f64kind): a float / and
+ * the functions lib.c writes out are helpers (div_f, exp_f, ...; WGSL's own are too loose
+ * or fold NaN away), select(if false, if true, condition) is the conditional, != of floats
+ * and booleans is written !(a == b) (unordered: Dawn's != is ordered on lavapipe), abs, max
+ * and min of i32 are built-ins. */
+static const COpSpell wgsl_ops[OP__COUNT] = {
 	[OP_DIV] = {CF_CALL, "div_f", NULL, NULL, NULL},
-	[OP_IDIV] = {CF_CALL, NULL, "fdiv_i", "fdiv_ck", NULL},
-	[OP_MOD] = {CF_CALL, NULL, "fmod_i", "fmod_i", NULL},
-	[OP_EQ] = {CF_INFIX, "==", "==", "==", NULL},
-	[OP_NE] = {CF_INFIX, "!=", "!=", "!=", NULL},
-	[OP_LT] = {CF_INFIX, "<", "<", "<", NULL},
-	[OP_LE] = {CF_INFIX, "<=", "<=", "<=", NULL},
-	[OP_GT] = {CF_INFIX, ">", ">", ">", NULL},
-	[OP_GE] = {CF_INFIX, ">=", ">=", ">=", NULL},
-	[OP_AND] = {CF_INFIX, "&&", NULL, NULL, NULL},
-	[OP_OR] = {CF_INFIX, "||", NULL, NULL, NULL},
-	[OP_SELECT] = {CF_SELECTF, "select", "select", "select", NULL},
+	[OP_NE] = {CF_NOTEQ, "==", NULL, NULL, "=="},
+	[OP_SELECT] = {CF_SELECTF, "select", NULL, "select", "select"},
 	[OP_EXP] = {CF_CALL, "exp_f", NULL, NULL, NULL},
 	[OP_EXP2] = {CF_CALL, "exp2_f", NULL, NULL, NULL},
 	[OP_EXPM1] = {CF_CALL, "expm1_f", NULL, NULL, NULL},
 	[OP_LOG] = {CF_CALL, "log_f", NULL, NULL, NULL},
 	[OP_LOG2] = {CF_CALL, "log2_f", NULL, NULL, NULL},
 	[OP_LOG1P] = {CF_CALL, "log1p_f", NULL, NULL, NULL},
-	[OP_SQRT] = {CF_CALL, "sqrt", NULL, NULL, NULL},
-	[OP_RSQRT] = {CF_CALL, "rsqrt_f", NULL, NULL, NULL},
-	[OP_ABS] = {CF_CALL, "abs", "abs", "abs_ck", NULL},
-	[OP_SIN] = {CF_CALL, "sin", NULL, NULL, NULL},
-	[OP_COS] = {CF_CALL, "cos", NULL, NULL, NULL},
+	[OP_ABS] = {CF_CALL, "abs", NULL, "abs", NULL},
 	[OP_TANH] = {CF_CALL, "tanh_f", NULL, NULL, NULL},
-	[OP_SIGMOID] = {CF_CALL, "sigmoid_f", NULL, NULL, NULL},
 	[OP_ERF] = {CF_CALL, "erf_f", NULL, NULL, NULL},
-	[OP_FLOOR] = {CF_CALL, "floor", NULL, NULL, NULL},
-	[OP_CEIL] = {CF_CALL, "ceil", NULL, NULL, NULL},
 	[OP_POW] = {CF_CALL, "pow_f", NULL, NULL, NULL},
-	[OP_MAX] = {CF_CALL, "max_f", "max", "max", NULL},
-	[OP_MIN] = {CF_CALL, "min_f", "min", "min", NULL},
-	[OP_FMA] = {CF_CALL, "fma", NULL, NULL, NULL},
-	[OP_CAST_F64] = {CF_NONE, NULL, NULL, NULL, "a conversion: the kernel IR carries it as KX_CVT/KX_ROUND"},
-	[OP_CAST_F32] = {CF_NONE, NULL, NULL, NULL, "a conversion: the kernel IR carries it as KX_CVT/KX_ROUND"},
-	[OP_CAST_F16] = {CF_NONE, NULL, NULL, NULL, "a conversion: the kernel IR carries it as KX_CVT/KX_ROUND"},
-	[OP_CAST_BF16] = {CF_NONE, NULL, NULL, NULL, "a conversion: the kernel IR carries it as KX_CVT/KX_ROUND"},
+	[OP_MAX] = {CF_CALL, NULL, NULL, "max", NULL},
+	[OP_MIN] = {CF_CALL, NULL, NULL, "min", NULL},
 };
-_Static_assert(ARRAY_LEN(spell) == OP__COUNT, "one WGSL spelling per op");
+
+/* The checked i32 spelling of the integer ops whose result may leave i32 (plan.c's
+ * xwide): a call that reports the kernel's overflow site (lib.c). */
+static const char *const checked[OP__COUNT] = {
+	[OP_NEG] = "neg_ck", [OP_ADD] = "add_ck", [OP_SUB] = "sub_ck", [OP_MUL] = "mul_ck",
+	[OP_IDIV] = "fdiv_ck", [OP_ABS] = "abs_ck",
+};
 
 typedef struct {
 	CEmit c;
@@ -254,33 +233,29 @@ static void op_text(CEmit *c, const KExpr *x)
 {
 	E *e = (E *)c;
 	Op op = (Op)x->op;
-	const Spell *s = &spell[op];
 	int n = op_info(op)->arity;
-	bool ints = x->type == KT_INT, wide = ints && e->pl->xwide[x - c->k->x];
-	const char *sp = ints ? (wide ? s->ck : s->i) : s->f;
-	if (s->form == CF_NONE || !sp) {
+	bool wide = x->type == KT_INT && e->pl->xwide[x - c->k->x];
+	CSType t = ce_spell_type(c, x);
+	CSpelt sp;
+	if (!ce_spell(c->L, op, t == CS_F64 ? CS_F32 : t, &sp)) {
 		ce_internal(c, "no spelling for %s on %s (%s)", op_info(op)->name, kt_name((KType)x->type),
-			    s->why ? s->why : "no such op");
+			    (op_info(op)->flags & OPF_CAST) ? "a conversion: the kernel IR carries it as KX_CVT/KX_ROUND"
+							     : "no such op");
 		return;
 	}
-	if (wide && s->ck != s->i && strcmp(sp, "fmod_i") != 0) {
+	if (wide && checked[op]) {
 		COV(wgsl_checked_op);
 		e->uses_err = true;   /* a checked call: the kernel's overflow site is nsites + ki */
-		ce_emit(c, "%s(", sp);
+		ce_emit(c, "%s(", checked[op]);
 		ce_args(c, x, n);
 		ce_emit(c, ", %di)", c->k->nsites + e->ki);
 		return;
 	}
-	if ((op_info(op)->flags & OPF_CMP) && c->k->x[x->a[0]].type == KT_F64 &&
-	    f64kind(c, x->a[0]) != f64kind(c, x->a[1])) {
+	if ((op_info(op)->flags & OPF_CMP) && t == CS_F64 && f64kind(c, x->a[0]) != f64kind(c, x->a[1])) {
 		cmp_mixed(c, x);
 		return;
 	}
-	if (op == OP_NE && c->k->x[x->a[0]].type != KT_INT) {
-		ce_op(c, x, CF_NOTEQ, NULL);   /* unordered: true for a NaN (Dawn's != is ordered on lavapipe) */
-		return;
-	}
-	ce_op(c, x, (CForm)s->form, sp);
+	ce_op(c, x, (CForm)sp.form, sp.s);
 }
 
 /* Buffer b's element at index expression idx, for a load. */
@@ -680,6 +655,7 @@ static int32_t stmt(CEmit *c, int32_t id)
 
 static const CLang lang = {
 	.name = "wgsl",
+	.ops = wgsl_ops,
 	.type = {[KT_BOOL] = "bool", [KT_INT] = "i32", [KT_F32] = "f32", [KT_F64] = "f64"},
 	.ivar = "var ", .ivar_end = ": i32",
 	.forever = "loop {",

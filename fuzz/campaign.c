@@ -144,6 +144,7 @@ typedef struct {
 	FzCov cov;             /* the coverage points of the cases logged */
 	FzBias *ep;            /* feedback: the bias of epochs 0 .. nep-1 */
 	int64_t nep, capep;
+	bool log_checked;      /* the log was checked line by line already (a merge's) */
 } Camp;
 
 /* SIGINT or SIGTERM received while a campaign runs (0: none): the loop stops, writes what
@@ -898,7 +899,7 @@ static int scan_log(Camp *C, Diag *d)
 		p = nl + 1;
 	}
 	int rc = 0;
-	if (text && fz_log_check(path, &C->c, text, good, d))
+	if (text && !C->log_checked && fz_log_check(path, &C->c, text, good, d))
 		rc = -1;
 	else if (!f && vf_write_text(path, "", d))   /* killed between the settings and the log */
 		rc = -1;
@@ -1381,7 +1382,8 @@ static void camp_free(Camp *C)
 		close(C->logfd);
 }
 
-int fz_campaign_summarize(const char *dir, double elapsed_s, FzSummary *sum, Diag *d)
+int fz_campaign_summarize(const char *dir, bool checked, double elapsed_s, FzSummary *sum,
+			  Diag *d)
 {
 	Camp C;
 	memset(&C, 0, sizeof C);
@@ -1393,6 +1395,7 @@ int fz_campaign_summarize(const char *dir, double elapsed_s, FzSummary *sum, Dia
 	C.sum = sum;
 	C.logfd = -1;
 	C.last_new_s = -1;
+	C.log_checked = checked;
 	int rc = -1;
 	if (fz_settings_read(dir, &C.c, d))
 		goto out;

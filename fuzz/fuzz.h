@@ -557,10 +557,12 @@ int fz_log_line(FzLogAt *at, const char *line, size_t n, Diag *d);
 void fz_empty_dir(const char *path);
 
 /* Recomputes DIR/summary.json of the campaign in dir from its settings, its log (which must
- * be whole: no torn case) and its failure folders, as a resume would count them, without
- * running anything; elapsed_s is recorded as the run's time. Rewrites each folder's
- * count. 0, or -1 with d. */
-int fz_campaign_summarize(const char *dir, double elapsed_s, FzSummary *sum, Diag *d);
+ * be whole: no torn case; checked as a resume checks it unless checked says the caller did,
+ * line by line) and its failure folders, as a resume would count them, without running
+ * anything; elapsed_s is recorded as the run's time. Rewrites each folder's count. 0, or
+ * -1 with d. */
+int fz_campaign_summarize(const char *dir, bool checked, double elapsed_s, FzSummary *sum,
+			  Diag *d);
 
 /* ================================================================ merging shards (merge.c) */
 

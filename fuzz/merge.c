@@ -420,13 +420,13 @@ static int merge(Merge *M, const char *out, int argc, char *const *argv, FzMerge
 	if (vf_mkdirs(M->tmp, d) || write_log(M, T, d) || copy_failures(M, d) ||
 	    copy_errors(M, &st->errors, d))
 		return -1;
-	FzCampaign *c = &M->sh[0].c;
+	FzCampaign *c = &M->sh[M->who[0]].c;   /* shard 0's settings, without the shard */
 	c->shard_i = c->shard_n = 0;
 	FzRun r;
 	FzSummary sum;
 	if (fz_settings_write(M->tmp, c, d) || fz_run_backends(&r, c->backends, d) ||
 	    vf_provenance_write(M->tmp, "merge", argc, argv, r.backends, r.nbackends, c->seed, d) ||
-	    fz_campaign_summarize(M->tmp, 0, &sum, d))
+	    fz_campaign_summarize(M->tmp, true, 0, &sum, d))   /* its lines: scan_shard's */
 		return -1;
 	if (rename(M->tmp, out)) {
 		diag_io(d, errno, "cannot rename %s to %s: %s", M->tmp, out, strerror(errno));

@@ -410,7 +410,7 @@ START_TEST(merge_refuses)
 	run_camp(whole, &cw, false);
 	run_camp(seed, &cs, false);
 	run_camp(of3, &c3, false);
-	char *before = tree_sum(s1);
+	char *untouched = tree_sum(s0);   /* every refusal below leaves the shards as they are */
 	{
 		const char *d[] = {s0, whole};
 		expect_refused(d, 2, out, "is not a shard");
@@ -475,6 +475,13 @@ START_TEST(merge_refuses)
 		expect_refused(d, 2, out, "already exists and is not empty");
 	}
 	unlink(junk);   /* an empty directory is taken */
+	/* errors/: every shard's (one made here: the cases of this campaign have none) */
+	char *errs = path_in(s1, "errors"), *err = path_in(errs, "case-3.tg");
+	ck_assert_int_eq(mkdir(errs, 0777), 0);
+	f = fopen(err, "w");
+	fputs("# the oracle failed\n", f);
+	fclose(f);
+	char *before = tree_sum(s1);
 	{
 		const char *d[] = {s1, s0};
 		FzMergeStats st;
@@ -482,11 +489,20 @@ START_TEST(merge_refuses)
 		char *argv[] = {"merge", NULL};
 		ck_assert_msg(fz_merge(d, 2, out, 1, argv, &st, &dg) == 0, "%s", dg.msg ? dg.msg : "");
 		ck_assert_int_eq(st.cases, 6);
+		ck_assert_int_eq(st.errors, 1);
 	}
-	char *after = tree_sum(s1);
+	char *copied = get(out, "errors/case-3.tg");
+	ck_assert_str_eq(copied, "# the oracle failed\n");
+	free(copied);
+	free(errs);
+	free(err);
+	char *after = tree_sum(s1), *after0 = tree_sum(s0);
 	ck_assert_str_eq(before, after);
+	ck_assert_str_eq(untouched, after0);
 	free(before);
 	free(after);
+	free(untouched);
+	free(after0);
 	free(junk);
 	free(log);
 	free(text);

@@ -1382,19 +1382,25 @@ static void camp_free(Camp *C)
 		close(C->logfd);
 }
 
-int fz_campaign_summarize(const char *dir, bool checked, double elapsed_s, FzSummary *sum,
-			  Diag *d)
+/* C for a campaign in dir, its summary sum zeroed (no time measured yet: -1). */
+static void camp_init(Camp *C, const char *dir, FzSummary *sum)
 {
-	Camp C;
-	memset(&C, 0, sizeof C);
+	memset(C, 0, sizeof *C);
 	memset(sum, 0, sizeof *sum);
 	sum->first_fail_s = sum->first_kill_s = -1;
 	sum->first_kill_case = -1;
 	sum->kill_defs = -1;
-	C.dir = dir;
-	C.sum = sum;
-	C.logfd = -1;
-	C.last_new_s = -1;
+	C->dir = dir;
+	C->sum = sum;
+	C->logfd = -1;
+	C->last_new_s = -1;
+}
+
+int fz_campaign_summarize(const char *dir, bool checked, double elapsed_s, FzSummary *sum,
+			  Diag *d)
+{
+	Camp C;
+	camp_init(&C, dir, sum);
 	C.log_checked = checked;
 	int rc = -1;
 	if (fz_settings_read(dir, &C.c, d))
@@ -1422,19 +1428,11 @@ int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *pro
 		    FzSummary *sum, Diag *d)
 {
 	Camp C;
-	memset(&C, 0, sizeof C);
-	memset(sum, 0, sizeof *sum);
-	sum->first_fail_s = sum->first_kill_s = -1;
-	sum->first_kill_case = -1;
-	sum->kill_defs = -1;
-	C.dir = dir;
+	camp_init(&C, dir, sum);
 	C.c = *c;
-	C.sum = sum;
 	C.progress = progress;
 	C.tty = progress && isatty(fileno(progress));
-	C.logfd = -1;
 	C.t0 = now();
-	C.last_new_s = -1;
 	C.cache = fmt("%s/cache", dir);
 	/* a job that dies closes its pipe: writing to it must be an error, not our death */
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old, on = {.sa_handler = on_signal},

@@ -61,34 +61,9 @@ static char *get(const char *dir, const char *name)
 	return t;
 }
 
-/* The log of dir without timings: records lose "timings", done lines their *_s members
- * (as tests/test_fuzz.c compares logs). */
 static char *log_of(const char *dir)
 {
-	char *t = get(dir, "results.jsonl"), *out = malloc(strlen(t) + 1), *o = out;
-	for (char *p = t; *p;) {
-		char *nl = strchr(p, '\n');
-		ck_assert_msg(nl, "a torn last line in %s", dir);
-		char *cut = strstr(p, ",\"timings\":{");
-		if (cut && cut < nl) {
-			memcpy(o, p, (size_t)(cut - p));
-			o += cut - p;
-			p = strchr(cut, '}') + 1;
-		}
-		cut = strncmp(p, "{\"done\":", 8) == 0 ? strstr(p, ",\"gen_s\":") : NULL;
-		if (cut && cut < nl) {
-			memcpy(o, p, (size_t)(cut - p));
-			o += cut - p;
-			*o++ = '}';
-			p = nl;
-		}
-		memcpy(o, p, (size_t)(nl + 1 - p));
-		o += nl + 1 - p;
-		p = nl + 1;
-	}
-	*o = 0;
-	free(t);
-	return out;
+	return tu_log_untimed(dir, false);
 }
 
 /* The output of a shell command (its exit status in *code). */

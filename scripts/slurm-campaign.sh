@@ -16,7 +16,8 @@
 # DIR/report/ and DIR/gate.txt. FUZZ_FLAGS go to `assay fuzz` for a new shard (--backends,
 # --seed, --inputs, --no-reduce, --variants, ...); a resumed shard keeps its settings.
 # --cases is required: the merge needs every case below it in some shard (a campaign cut
-# by time would leave shards of unequal lengths). --jobs J: job processes per task, and
+# by time would leave shards of unequal lengths). Slurm's MaxArraySize (1001 unless the
+# cluster raises it) caps --shards at 1000. --jobs J: job processes per task, and
 # the CPUs each task asks for (--cpus-per-task). ASSAY_FAULT and the rest of the
 # environment reach the tasks (sbatch exports it).
 #
@@ -58,7 +59,8 @@ isnum() { [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ]; }
 [ -n "$DIR" ] || die "-o DIR is required (a directory on a file system every node sees)"
 isnum "$SHARDS" || die "--shards expects a count of at least 1, got '$SHARDS'"
 isnum "$CASES" || die "--cases expects a count of at least 1, got '$CASES' (a sharded campaign is cut by cases)"
-isnum "$JOBS" || die "--jobs expects a count of at least 1, got '$JOBS'"
+isnum "$JOBS" && [ "$JOBS" -le 64 ] || die "--jobs expects a count in 1..64, got '$JOBS'"
+[ "$SHARDS" -le 1048576 ] || die "--shards: at most 1048576 shards, got $SHARDS"
 [ -z "$MAXRUN" ] || isnum "$MAXRUN" || die "--max-running expects a count of at least 1, got '$MAXRUN'"
 for f in "${FUZZ[@]}"; do
   case "$f" in

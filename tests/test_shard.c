@@ -346,6 +346,59 @@ START_TEST(merge_equals_unsharded)
 }
 END_TEST
 
+/* A baseline is per case: shards with a control campaign's failures as their baseline merge
+ * into the unsharded campaign with that baseline (the known failures counted, not saved). */
+START_TEST(merge_with_baseline)
+{
+	char *top = tu_mkdtemp("shard"), *ctl = path_in(top, "ctl"), *w = path_in(top, "whole");
+	char *s0 = path_in(top, "s0"), *s1 = path_in(top, "s1"), *m = path_in(top, "m");
+	FzCampaign control = camp(4, 1, KF_SKIP_LAST, 0, 0);
+	run_camp(ctl, &control, false);
+	FzCampaign whole = camp(8, 2, KF_SKIP_LAST, 0, 0), c0 = camp(8, 1, KF_SKIP_LAST, 0, 2);
+	FzCampaign c1 = camp(8, 1, KF_SKIP_LAST, 1, 2);
+	Diag d = {0};
+	ck_assert_int_eq(fz_baseline_load(ctl, whole.baseline, sizeof whole.baseline, &d), 0);
+	ck_assert_int_gt(fz_baseline_count(whole.baseline), 0);
+	snprintf(whole.baseline_from, sizeof whole.baseline_from, "%s", ctl);
+	FzCampaign *shards[] = {&c0, &c1};
+	for (int k = 0; k < 2; k++) {
+		memcpy(shards[k]->baseline, whole.baseline, sizeof whole.baseline);
+		memcpy(shards[k]->baseline_from, whole.baseline_from, sizeof whole.baseline_from);
+	}
+	run_camp(w, &whole, false);
+	run_camp(s0, &c0, false);
+	run_camp(s1, &c1, false);
+	const char *dirs[] = {s0, s1};
+	FzMergeStats st;
+	char *argv[] = {"merge", NULL};
+	ck_assert_msg(fz_merge(dirs, 2, m, 1, argv, &st, &d) == 0, "%s", d.msg ? d.msg : "");
+	char *lw = log_of(w), *lm = log_of(m);
+	ck_assert_str_eq(lw, lm);
+	FzSummary sw, sm;
+	ck_assert_int_eq(fz_campaign_summarize(w, false, 0, &sw, &d), 0);
+	ck_assert_int_eq(fz_campaign_summarize(m, false, 0, &sm, &d), 0);
+	ck_assert_int_gt(sw.known, 0);
+	ck_assert_int_eq(sw.known, sm.known);
+	ck_assert_int_eq(sw.distinct, sm.distinct);
+	ck_assert_int_eq(st.distinct, sm.distinct);
+	int code;
+	char *fw = sh(&code, "cd '%s' && ls failures 2>/dev/null", w);
+	char *fm = sh(&code, "cd '%s' && ls failures 2>/dev/null", m);
+	ck_assert_str_eq(fw, fm);   /* the known ones have no folder in either */
+	free(fw);
+	free(fm);
+	free(lw);
+	free(lm);
+	free(ctl);
+	free(w);
+	free(s0);
+	free(s1);
+	free(m);
+	tu_rm_rf(top);
+	free(top);
+}
+END_TEST
+
 /* Copies directory a to b (cp -a). */
 static void copy(const char *a, const char *b)
 {
@@ -550,6 +603,7 @@ static Suite *suite(void)
 	tc = tcase_create("merge");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, merge_equals_unsharded);
+	tcase_add_test(tc, merge_with_baseline);
 	tcase_add_test(tc, merge_refuses);
 	tcase_add_test(tc, cli_shard_and_merge);
 	suite_add_tcase(s, tc);

@@ -452,6 +452,10 @@ int fz_merge(const char *const *dirs, int ndirs, const char *out, int argc, char
 		diag_set(d, 2, "no shard given: a merge takes the N shard directories of a campaign");
 		return -1;
 	}
+	char *o = strdup(out);   /* "camp/merged/": the temporary directory goes beside it */
+	IR_ASSERT(o);
+	for (size_t n = strlen(o); n > 1 && o[n - 1] == '/';)
+		o[--n] = 0;
 	Merge M;
 	memset(&M, 0, sizeof M);
 	M.nsh = ndirs;
@@ -459,7 +463,7 @@ int fz_merge(const char *const *dirs, int ndirs, const char *out, int argc, char
 	IR_ASSERT(M.sh);
 	for (int k = 0; k < ndirs; k++)
 		M.sh[k].dir = dirs[k];
-	int rc = merge(&M, out, argc, argv, st, d);
+	int rc = merge(&M, o, argc, argv, st, d);
 	if (M.tmp)
 		rm_tree(M.tmp);
 	for (int k = 0; k < ndirs; k++) {
@@ -472,6 +476,7 @@ int fz_merge(const char *const *dirs, int ndirs, const char *out, int argc, char
 	free(M.who);
 	free(M.keys);
 	free(M.tmp);
+	free(o);
 	st->seconds = now() - t0;
 	return rc;
 }

@@ -577,8 +577,11 @@ START_TEST(cli_shard_and_merge)
 	ck_assert_msg(code == 0, "exit %d: %s", code, o);
 	free(o);
 	o = sh(&code, "%s fuzz --shard 0/2 --cases 4 --backends c --seed 3 --quiet -o '%s/s0' && "
-	       "%s merge '%s/s0' '%s/s1' -o '%s/m'", prog(), top, prog(), top, top, top);
+	       "%s merge '%s/s0' '%s/s1' -o '%s/m/'", prog(), top, prog(), top, top, top);
 	ck_assert_msg(code == 0 && strstr(o, "merged 2 shards: 4 cases"), "exit %d: %s", code, o);
+	free(o);
+	o = sh(&code, "ls -a '%s' '%s/m'", top, top);   /* m whole, nothing left beside or in it */
+	ck_assert_msg(!strstr(o, "merge-tmp") && strstr(o, "results.jsonl"), "%s", o);
 	free(o);
 	o = sh(&code, "%s merge '%s/s0' -o '%s/m2'", prog(), top, top);
 	ck_assert_msg(code == 2 && strstr(o, "assay merge: shard 1/2 is missing"), "exit %d: %s", code, o);

@@ -266,7 +266,7 @@ static int write_log(Merge *M, uint64_t T, Diag *d)
 			}
 		}
 	}
-	if (fflush(out) || fsync(fileno(out))) {
+	if (fflush(out) || ferror(out) || fsync(fileno(out))) {
 		diag_io(d, errno, "cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}

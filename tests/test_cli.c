@@ -468,9 +468,11 @@ START_TEST(campaign_baseline)
 {
 	char *t = tmpdir();
 	const char *fault = "ASSAY_FAULT=view_offset";
-	expect(run_in(t, fault, "fuzz --cases 3 --backends c --seed 7 --no-reduce --quiet -o %s/ctl",
+	/* seed 1: view_offset shows in case 0, and case 3 finds nothing cases 0-2 did not (the
+	 * generator of the 'inputs' merge left seed 7's first 3 cases without a failure) */
+	expect(run_in(t, fault, "fuzz --cases 3 --backends c --seed 1 --no-reduce --quiet -o %s/ctl",
 		      t), 1, NULL);
-	Ran r = run_in(t, fault, "fuzz --cases 3 --backends c --seed 7 --no-reduce --quiet "
+	Ran r = run_in(t, fault, "fuzz --cases 3 --backends c --seed 1 --no-reduce --quiet "
 		       "--until-failure --baseline %s/ctl -o %s/camp", t, t);
 	ck_assert_msg(strstr(r.out, "3 cases") && strstr(r.out, "0 distinct failures") &&
 		      strstr(r.out, " known (of the "), "%s", r.out);

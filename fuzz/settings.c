@@ -607,7 +607,10 @@ static int parse_got(const char *text, size_t n, FzCampaign *c, Got *got, Diag *
 	c->variants = G("variants").seen ? G("variants").x : 0;
 	c->shard_i = c->shard_n = 0;
 	Diag sd = {0};
-	if (G("shard").seen && fz_shard_parse(G("shard").s, &c->shard_i, &c->shard_n, &sd)) {
+	char canon[32] = "";
+	if (G("shard").seen && fz_shard_parse(G("shard").s, &c->shard_i, &c->shard_n, &sd) == 0)
+		snprintf(canon, sizeof canon, "%d/%d", c->shard_i, c->shard_n);
+	if (G("shard").seen && strcmp(canon, G("shard").s)) {   /* "01/4" is not what is written */
 		diag_set(d, 2, "member 'shard': expected \"I/N\" with 0 <= I < N <= %d, got \"%.40s\"",
 			 FZ_MAX_SHARDS, G("shard").s);
 		diag_clear(&sd);

@@ -177,7 +177,7 @@ START_TEST(shard_settings)
 	ck_assert_ptr_nonnull(strstr(d.msg, "member 'shard'"));
 	diag_clear(&d);
 	/* malformed members */
-	const char *bad[] = {"\"3/3\"", "\"x\"", "7", "\"0/0\""};
+	const char *bad[] = {"\"3/3\"", "\"x\"", "7", "\"0/0\"", "\"01/2\""};
 	for (size_t k = 0; k < ARRAY_LEN(bad); k++) {
 		char *p = path_in(a, "settings.json"), *t = NULL;
 		FzCampaign s = camp(12, 1, 0, 1, 2);

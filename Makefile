@@ -1,6 +1,6 @@
 # assay: plain Makefile in the QBE/musl manner.
 #   make          builds ./assay and build/libassay.a
-#   make check    runs the Check suites (tests/test_*.c)
+#   make check    runs the Check suites (tests/test_*.c), then tests/slurm.sh (a one-node Slurm)
 #   make san      the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench    runs the benchmarks (bench/*.c), each figure beside its anchor
 #   make gate     checks every example on every available backend, reports, gates it
@@ -79,6 +79,7 @@ layers:
 
 check: all $(TESTBIN)
 	@ASSAY=$(ASSAY) sh scripts/run-tests.sh $(B) $(TESTBIN)
+	@ASSAY=$(ASSAY) bash tests/slurm.sh
 
 san:
 	$(MAKE) B=build-san OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

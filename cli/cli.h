@@ -82,5 +82,6 @@ int cmd_fuzz(int argc, char **argv);
 int cmd_reduce(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif

@@ -13,6 +13,10 @@
  * campaign's setting, but for the stop rule (--seconds, --cases, --until-failure), --jobs
  * and --quiet. A backend unavailable here is refused up front: it would test nothing.
  *
+ * --shard I/N: the campaign runs only its cases n = I mod N, each as the unsharded campaign
+ * runs it (recorded in settings.json; a resume keeps it, and refuses another --shard), with
+ * no coverage feedback; `assay merge` (cli/merge.c) joins the N shards.
+ *
  * --baseline DIR|FILE: the failures already known (a control campaign's, or a list of
  * signature keys; fuzz/baseline.c), recorded in settings.json: a failure it lists is counted
  * as known, never reduced, and neither makes the exit code 1 nor stops --until-failure.
@@ -50,6 +54,8 @@ static const FlagSpec flags[] = {
 	{"max-defs", true, false, "N        definitions per generated graph at most (default 6, 1..24)"},
 	{"no-feedback", false, false, "         no coverage feedback: every case drawn from the generator's defaults"},
 	{"variants", true, false, "K        metamorphic variants checked per case, 0..8; a fraction is a chance (0.25, the default: one in a quarter of the cases; 0: none)"},
+	{"shard", true, false, "I/N      run only the cases n with n mod N = I, as the whole campaign runs them\n"
+	 "                          (no coverage feedback); `assay merge` joins the N shards"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
 	{"resume", true, false, "DIR      continue the campaign in DIR with its own settings"},
 	{"replay", true, false, "DIR      replay case CASE (the positional argument) of the campaign in DIR"},
@@ -98,6 +104,14 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 	if (cli_has(a, "no-feedback"))
 		c->feedback_epoch = 0;
 	c->variants = variants;
+	const char *shard = cli_get(a, "shard");
+	Diag sd = {0};
+	if (shard && fz_shard_parse(shard, &c->shard_i, &c->shard_n, &sd)) {
+		fprintf(stderr, "assay fuzz: ");
+		return cli_report(&sd);
+	}
+	if (shard)   /* a shard cannot see the others' coverage (docs/fuzz.md, "Shards") */
+		c->feedback_epoch = 0;
 	if (in)
 		snprintf(c->inputs, sizeof c->inputs, "%s", in);
 	const char *base = cli_get(a, "baseline");
@@ -151,7 +165,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 {
 	char fm[512], fc[512];
 	const char *env = getenv("ASSAY_FAULT");
-	char theirs[10][160];
+	char theirs[11][160];
 	snprintf(theirs[0], 160, "seed %llu", (unsigned long long)camp->seed);
 	snprintf(theirs[1], 160, "backends %s", camp->backends);
 	snprintf(theirs[2], 160, "inputs %s", camp->inputs);
@@ -162,6 +176,10 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 	snprintf(theirs[7], 160, "compile-timeout %g", camp->compile_timeout_s);
 	snprintf(theirs[8], 160, "feedback_epoch %d", camp->feedback_epoch);
 	snprintf(theirs[9], 160, "variants %g", camp->variants);
+	if (camp->shard_n)
+		snprintf(theirs[10], 160, "shard %d/%d", camp->shard_i, camp->shard_n);
+	else
+		snprintf(theirs[10], 160, "not a shard");
 	const struct {
 		const char *flag;
 		bool differs;
@@ -176,6 +194,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 		{"compile-timeout", mine->compile_timeout_s != camp->compile_timeout_s},
 		{"no-feedback", camp->feedback_epoch > 0},
 		{"variants", mine->variants != camp->variants},
+		{"shard", mine->shard_i != camp->shard_i || mine->shard_n != camp->shard_n},
 	};
 	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
 		if (!cli_has(a, t[i].flag) || !t[i].differs)
@@ -352,7 +371,7 @@ int cmd_fuzz(int argc, char **argv)
 		return code;
 	if (cli_has(&a, "help")) {
 		cli_usage(stdout, "fuzz", "[--seconds N | --cases N] [--jobs N] [--backends LIST] [--seed S]\n"
-			  "       [--baseline DIR|FILE] -o DIR\n"
+			  "       [--baseline DIR|FILE] [--shard I/N] -o DIR\n"
 			  "       assay fuzz --resume DIR [--seconds N | --cases N] [--jobs N]\n"
 			  "       assay fuzz --replay DIR CASE [--json]",
 			  "Runs a fuzz campaign: random graphs, schedules and inputs, each checked like\n"
@@ -367,7 +386,9 @@ int cmd_fuzz(int argc, char **argv)
 			  "(see --list-faults) to measure the fuzzer. --baseline DIR (a control campaign)\n"
 			  "or FILE (signature keys, one per line) names failures already known: they are\n"
 			  "counted as known, not reduced, and neither fail nor stop the campaign.\n"
-			  "(see --list-faults) to measure the fuzzer. --variants K also checks K\n"
+			  "--shard I/N runs only the cases n with n mod N = I (with the seeds the whole\n"
+			  "campaign gives them; no coverage feedback); `assay merge` joins the N shards.\n"
+			  "--variants K also checks K\n"
 			  "metamorphic variants of each case (equivalent graphs, each held to its own\n"
 			  "budgets, and to its original's outputs bit for bit where it claims so).\n"
 			  "Exit 0: no failure; 1: a failure; 2: bad input; 3: internal error.",

@@ -28,6 +28,14 @@
  * the bias of its case's epoch (a case, or the reduction of a failure it found), so a job
  * generates exactly the graph the case had; a resume recomputes the biases from the log.
  *
+ * Shards (FzCampaign.shard_i, shard_n). A shard runs the cases I, I + N, I + 2N, ... of
+ * the campaign, each exactly as the unsharded campaign runs it (fz_shard_case); its log
+ * holds them in that order, and the counters of the loop (next_case, next_write, the
+ * window of cases in flight) count places in it (place_of), while tasks, records and done
+ * lines carry the cases' own numbers. A shard has no coverage feedback (settings.c refuses
+ * it), so nothing of a case depends on the cases of the other shards; merge.c joins the
+ * logs of the N shards into the unsharded campaign's.
+ *
  * The baseline (FzCampaign.baseline, baseline.c): a failure whose key it lists is known. It
  * is counted (summary.json, the closing list, as known) but gets no folder and no
  * reduction (its repro is the baseline's), is not a distinct failure (so not exit 1) and not
@@ -98,7 +106,7 @@ typedef struct {
 } Entry;
 
 typedef struct {
-	uint64_t case_no;
+	uint64_t case_no;      /* its place in the log (place_of) */
 	char *blob;
 } Pending;
 
@@ -136,6 +144,7 @@ typedef struct {
 	FzCov cov;             /* the coverage points of the cases logged */
 	FzBias *ep;            /* feedback: the bias of epochs 0 .. nep-1 */
 	int64_t nep, capep;
+	bool log_checked;      /* the log was checked line by line already (a merge's) */
 } Camp;
 
 /* SIGINT or SIGTERM received while a campaign runs (0: none): the loop stops, writes what
@@ -211,7 +220,7 @@ static char *folder_of(const char *dir, const char *key)
 
 /* Removes everything inside a directory (a job's private files between tasks: PoCL's
  * program cache makes folders); the directory itself stays. */
-static void empty_dir(const char *path)
+void fz_empty_dir(const char *path)
 {
 	DIR *dd = opendir(path);
 	struct dirent *e;
@@ -221,7 +230,7 @@ static void empty_dir(const char *path)
 		char *f = fmt("%s/%s", path, e->d_name);
 		struct stat st;
 		if (lstat(f, &st) == 0 && S_ISDIR(st.st_mode)) {
-			empty_dir(f);
+			fz_empty_dir(f);
 			rmdir(f);
 		} else {
 			unlink(f);
@@ -478,7 +487,7 @@ static _Noreturn void job_main(Camp *C, Job *j)
 				vf_pool_free(pool);
 				pool = vf_pool_new();
 			}
-			empty_dir(j->cache);
+			fz_empty_dir(j->cache);
 		}
 		Reply h = {kind, t.case_no, (uint32_t)strlen(reply)};
 		bool sent = write_full(j->from, &h, sizeof h) && write_full(j->from, reply, h.len);
@@ -503,7 +512,7 @@ static int job_start(Camp *C, int k, Diag *d)
 	snprintf(j->cache, sizeof j->cache, "%s/tmp/job%d", C->dir, k);
 	if (vf_mkdirs(j->cache, d))
 		return -1;
-	empty_dir(j->cache);
+	fz_empty_dir(j->cache);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -753,6 +762,13 @@ static void account(Camp *C, char *text, size_t len, bool live)
 
 /* ------------------------------------------------------------------ the log */
 
+/* The place in this campaign's log (0, 1, 2, ...) of its case n: n itself, or for a shard
+ * (fz_shard_case) n's rank among the shard's cases. */
+static uint64_t place_of(const Camp *C, uint64_t n)
+{
+	return C->c.shard_n > 0 ? n / (uint64_t)C->c.shard_n : n;
+}
+
 static int log_case(Camp *C, char *blob, Diag *d)
 {
 	size_t len = strlen(blob);
@@ -808,47 +824,52 @@ static int64_t case_of(const char *line, const char *key)
 	return strtoll(v, NULL, 10);
 }
 
-/* Checks the complete cases text[0..len) of the log at path (lines counted from 1): every
- * line one JSON object, cases numbered 0, 1, 2, ... in order, each record ("case": N) of
- * the case whose done line ({"done": N, ...}) follows it. 0, or -1 with d (code 2) naming
- * the line. */
-static int check_log(const char *path, char *text, size_t len, Diag *d)
+int fz_log_line(FzLogAt *at, const char *line, size_t n, Diag *d)
 {
-	int64_t want = 0;
-	int lineno = 1;
-	for (char *p = text; p < text + len; p++, lineno++) {
+	size_t col;
+	const char *why = NULL;
+	bool done = strncmp(line, "{\"done\":", 8) == 0;
+	int64_t c = fz_json_valid(line, n, &col, &why) ? case_of(line, done ? "done" : "case") : -2;
+	uint64_t want = fz_shard_case(at->c, at->place);
+	at->line++;
+	if (c == -2)
+		diag_set(d, 2, "%s:%lld:%zu: not a JSON object: %s", at->path, (long long)at->line,
+			 col + 1, why);
+	else if (c < 0)
+		diag_set(d, 2, "%s:%lld: a %s without its case number", at->path, (long long)at->line,
+			 done ? "done line" : "record");
+	else if ((uint64_t)c != want)
+		diag_set(d, 2, "%s:%lld: a %s of case %lld where case %llu's belongs", at->path,
+			 (long long)at->line, done ? "done line" : "record", (long long)c,
+			 (unsigned long long)want);
+	else
+		return at->place += done, done;
+	return -1;
+}
+
+int fz_log_check(const char *path, const FzCampaign *c, char *text, size_t len, Diag *d)
+{
+	FzLogAt at = {path, c, 0, 0};
+	for (char *p = text; p < text + len; p++) {
 		char *nl = memchr(p, '\n', (size_t)(text + len - p));
-		size_t at;
-		const char *why = NULL;
 		IR_ASSERT(nl);   /* len ends at a line's end */
 		*nl = 0;
-		bool done = strncmp(p, "{\"done\":", 8) == 0;
-		int64_t n = fz_json_valid(p, (size_t)(nl - p), &at, &why) ? case_of(p, done ? "done" : "case")
-									  : -2;
-		*nl = '\n';
 		Diag e = {0};
-		if (n == -2)
-			diag_set(&e, 2, "%s:%d:%zu: not a JSON object: %s", path, lineno, at + 1, why);
-		else if (n < 0)
-			diag_set(&e, 2, "%s:%d: a %s without its case number", path, lineno,
-				 done ? "done line" : "record");
-		else if (n != want)
-			diag_set(&e, 2, "%s:%d: a %s of case %lld where case %lld's belongs", path, lineno,
-				 done ? "done line" : "record", (long long)n, (long long)want);
-		if (e.msg) {
+		int rc = fz_log_line(&at, p, (size_t)(nl - p), &e);
+		*nl = '\n';
+		if (rc < 0) {
 			diag_set(d, 2, "%.*s; the log is damaged before its last case, so the campaign "
 				 "cannot be resumed (only a torn last case is cut)",
 				 (int)strcspn(e.msg, "\n"), e.msg);
 			diag_clear(&e);
 			return -1;
 		}
-		want += done;
 		p = nl;
 	}
 	return 0;
 }
 
-/* Reads the log of a campaign being resumed: checks its complete cases (check_log), cuts a
+/* Reads the log of a campaign being resumed: checks its complete cases (fz_log_check), cuts a
  * torn or incomplete last case (the lines after the last done line, a last line without
  * its newline), counts everything, and queues the reductions of incomplete failure
  * folders. */
@@ -878,7 +899,7 @@ static int scan_log(Camp *C, Diag *d)
 		p = nl + 1;
 	}
 	int rc = 0;
-	if (text && check_log(path, text, good, d))
+	if (text && !C->log_checked && fz_log_check(path, &C->c, text, good, d))
 		rc = -1;
 	else if (!f && vf_write_text(path, "", d))   /* killed between the settings and the log */
 		rc = -1;
@@ -949,8 +970,8 @@ static void show_progress(Camp *C, bool final)
 	double rate = t > 0 ? (double)(s->cases - C->cases0) / t : 0;
 	char cases[48];
 	if (C->c.cases > 0)
-		snprintf(cases, sizeof cases, "%lld/%lld cases", (long long)s->cases,
-			 (long long)C->c.cases);
+		snprintf(cases, sizeof cases, "%lld/%llu cases", (long long)s->cases,
+			 (unsigned long long)fz_shard_count(&C->c, (uint64_t)C->c.cases));
 	else
 		snprintf(cases, sizeof cases, "%lld cases", (long long)s->cases);
 	char known[32] = "";
@@ -974,12 +995,13 @@ static bool may_dispatch_case(Camp *C)
 	const FzCampaign *c = &C->c;
 	if (C->found)
 		return false;
-	if (c->cases > 0 && C->next_case >= (uint64_t)c->cases)
+	uint64_t n = fz_shard_case(c, C->next_case);   /* --cases C: a shard's among 0 .. C-1 */
+	if (c->cases > 0 && n >= (uint64_t)c->cases)
 		return false;
 	if (c->seconds > 0 && now() - C->t0 >= c->seconds)
 		return false;
 	FzBias b;
-	if (!bias_for(C, C->next_case, &b))   /* feedback: its epoch's bias is not known yet */
+	if (!bias_for(C, n, &b))   /* feedback: its epoch's bias is not known yet */
 		return false;
 	return C->next_case < C->next_write + (uint64_t)(2 * C->njobs + 2);
 }
@@ -1006,7 +1028,7 @@ static int dispatch(Camp *C, Diag *d)
 				e->state = E_REDUCING;
 		} else if (may_dispatch_case(C)) {
 			t.kind = T_CASE;
-			t.case_no = C->next_case++;
+			t.case_no = fz_shard_case(&C->c, C->next_case++);
 		} else {
 			continue;
 		}
@@ -1065,7 +1087,7 @@ static int job_died(Camp *C, int k, Diag *d)
 		else
 			snprintf(why, sizeof why, "the toolkit exited with status %d on this case",
 				 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-		pend(C, t.case_no, fmt("{\"done\":%llu,\"graph\":\"fz%llu\",\"status\":\"error\","
+		pend(C, place_of(C, t.case_no), fmt("{\"done\":%llu,\"graph\":\"fz%llu\",\"status\":\"error\","
 				       "\"error\":\"%s\",\"fails\":[]}\n",
 				       (unsigned long long)t.case_no, (unsigned long long)t.case_no, why));
 	} else if (busy && t.kind == T_REDUCE) {
@@ -1118,7 +1140,7 @@ static int job_read(Camp *C, int k, Diag *d)
 		return 0;
 	}
 	if (h.kind == T_CASE) {
-		pend(C, h.case_no, text);
+		pend(C, place_of(C, h.case_no), text);
 		return flush_in_order(C, d);
 	}
 	reduced(C, text);
@@ -1342,7 +1364,7 @@ static void camp_free(Camp *C)
 {
 	for (int k = 0; k < C->njobs; k++) {
 		job_stop(&C->jobs[k]);
-		empty_dir(C->jobs[k].cache);   /* the jobs' compiler caches go with them */
+		fz_empty_dir(C->jobs[k].cache);   /* the jobs' compiler caches go with them */
 		rmdir(C->jobs[k].cache);
 	}
 	char *tmp = fmt("%s/tmp", C->dir);
@@ -1360,23 +1382,57 @@ static void camp_free(Camp *C)
 		close(C->logfd);
 }
 
-int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *progress,
-		    FzSummary *sum, Diag *d)
+/* C for a campaign in dir, its summary sum zeroed (no time measured yet: -1). */
+static void camp_init(Camp *C, const char *dir, FzSummary *sum)
 {
-	Camp C;
-	memset(&C, 0, sizeof C);
+	memset(C, 0, sizeof *C);
 	memset(sum, 0, sizeof *sum);
 	sum->first_fail_s = sum->first_kill_s = -1;
 	sum->first_kill_case = -1;
 	sum->kill_defs = -1;
-	C.dir = dir;
+	C->dir = dir;
+	C->sum = sum;
+	C->logfd = -1;
+	C->last_new_s = -1;
+}
+
+int fz_campaign_summarize(const char *dir, bool checked, double elapsed_s, FzSummary *sum,
+			  Diag *d)
+{
+	Camp C;
+	camp_init(&C, dir, sum);
+	C.log_checked = checked;
+	int rc = -1;
+	if (fz_settings_read(dir, &C.c, d))
+		goto out;
+	fz_cov_init(&C.cov, &C.c);
+	for (int e = 0; C.c.feedback_epoch > 0 && e < 2; e++) {   /* as fz_campaign_run */
+		add_bias(&C, e);
+		memset(C.ep[e].want, 0, sizeof C.ep[e].want);
+	}
+	if (scan_log(&C, d))
+		goto out;
+	for (int i = 0; i < C.nent; i++)   /* the first kill of the whole log, as a run counts it */
+		if (C.ent[i].kill && (sum->first_kill_case < 0 || C.ent[i].first_case < sum->first_kill_case)) {
+			sum->first_kill_case = C.ent[i].first_case;
+			sum->kill_defs = C.ent[i].defs;
+		}
+	sum->elapsed_s = elapsed_s;
+	rc = summary_write(&C, d);
+out:
+	camp_free(&C);
+	return rc;
+}
+
+int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *progress,
+		    FzSummary *sum, Diag *d)
+{
+	Camp C;
+	camp_init(&C, dir, sum);
 	C.c = *c;
-	C.sum = sum;
 	C.progress = progress;
 	C.tty = progress && isatty(fileno(progress));
-	C.logfd = -1;
 	C.t0 = now();
-	C.last_new_s = -1;
 	C.cache = fmt("%s/cache", dir);
 	/* a job that dies closes its pipe: writing to it must be an error, not our death */
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old, on = {.sa_handler = on_signal},

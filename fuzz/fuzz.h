@@ -482,12 +482,27 @@ typedef struct {
 	                            part in every case, and one more with the probability of its
 	                            fraction (0.25: one variant in a quarter of the cases), at
 	                            most FZ_MAX_VARIANTS; 0: none; default 0.25 */
+	int shard_i, shard_n;    /* --shard I/N (fz_shard_parse): this campaign runs only the
+	                            cases n with n % shard_n == shard_i, each with the seeds the
+	                            unsharded campaign gives it, and has no coverage feedback
+	                            (feedback_epoch 0: a shard cannot see the others' coverage);
+	                            shard_n 0: not a shard (absent from settings.json) */
 	GenOpts gen;
 	int argc;                /* the command line a new campaign records in provenance.json */
 	char *const *argv;       /* (`assay fuzz` ARGV...; NULL: none); not part of settings.json */
 } FzCampaign;
 
 void fz_campaign_defaults(FzCampaign *c);
+
+/* The most shards a campaign may be cut into. */
+enum { FZ_MAX_SHARDS = 1 << 20 };
+/* "I/N" (decimal, 0 <= I < N <= FZ_MAX_SHARDS) into *i and *n: 0, or -1 with d (code 2)
+ * saying what is wrong with text. */
+int fz_shard_parse(const char *text, int *i, int *n, Diag *d);
+/* The global number of the k-th case of c (its shard's k-th case: shard_i + k * shard_n;
+ * k itself when c is not a shard), and how many of the cases 0 .. cases-1 are c's. */
+uint64_t fz_shard_case(const FzCampaign *c, uint64_t k);
+uint64_t fz_shard_count(const FzCampaign *c, uint64_t cases);
 
 /* What a campaign did (this run, or in all after a resume: cases and counts cover the whole
  * log). */
@@ -523,6 +538,57 @@ typedef struct {
 int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *progress,
 		    FzSummary *sum, Diag *d);
 
+/* Checks the complete cases text[0..len) (len at a line's end) of the log at path, of
+ * campaign c (lines counted from 1): every line one JSON object, the cases c runs (all, or
+ * its shard's: fz_shard_case) in order, each record ("case": N) of the case whose done line
+ * ({"done": N, ...}) follows it. 0, or -1 with d (code 2) naming the line. */
+int fz_log_check(const char *path, const FzCampaign *c, char *text, size_t len, Diag *d);
+/* The same, one line at a time: at (zeroed but for path and c) follows the log. Returns 1
+ * for a done line, 0 for a record, or -1 with d (code 2) naming the line. */
+typedef struct {
+	const char *path;
+	const FzCampaign *c;
+	uint64_t place;          /* the cases read (their done lines) */
+	int64_t line;            /* the lines read */
+} FzLogAt;
+int fz_log_line(FzLogAt *at, const char *line, size_t n, Diag *d);
+/* Removes everything inside directory path (not path itself); what cannot be removed
+ * stays. */
+void fz_empty_dir(const char *path);
+
+/* Recomputes DIR/summary.json of the campaign in dir from its settings, its log (which must
+ * be whole: no torn case; checked as a resume checks it unless checked says the caller did,
+ * line by line) and its failure folders, as a resume would count them, without running
+ * anything; elapsed_s is recorded as the run's time. Rewrites each folder's count. 0, or
+ * -1 with d. */
+int fz_campaign_summarize(const char *dir, bool checked, double elapsed_s, FzSummary *sum,
+			  Diag *d);
+
+/* ================================================================ merging shards (merge.c) */
+
+typedef struct {
+	int shards;              /* the shards merged (N) */
+	int64_t cases, records;
+	int distinct;            /* distinct failures of the merge (the baseline's not counted) */
+	int shared;              /* of them, those that more than one shard found */
+	int errors;              /* errors/ files merged */
+	double seconds;          /* the merge's own time */
+} FzMergeStats;
+
+/* Merges the N shard directories dirs[0..ndirs) of one campaign (fz_merge_check: the same
+ * settings apart from "shard" and "jobs", every shard 0/N .. N-1/N exactly once, each log
+ * whole and holding every case of its shard up to the campaign's last) into the new
+ * campaign directory out: settings.json (the shards' without "shard"), results.jsonl (the
+ * cases 0, 1, 2, ... in order: the unsharded campaign's log, timings aside), failures/ (one
+ * folder per distinct failure, the one of the shard that holds its first case), errors/,
+ * provenance.json (cmd, argc, argv: the merge's command line) and summary.json
+ * (fz_campaign_summarize). Written in a temporary directory beside out, renamed into place
+ * when whole; the shards are only read. out must not exist, or be an empty directory.
+ * 0, or -1 with d (code 2: the shards do not make one campaign, named; 3: the
+ * environment). */
+int fz_merge(const char *const *dirs, int ndirs, const char *out, int argc, char *const *argv,
+	     FzMergeStats *st, Diag *d);
+
 /* ================================================================ settings (settings.c) */
 
 /* The ranges of a campaign's settings (settings.json; the CLI's flags). */
@@ -542,6 +608,11 @@ int fz_settings_check(const FzCampaign *c, Diag *d);
 /* Whether name is a campaign's input distribution: mix, normal, uniform, adversarial,
  * edges or specials. */
 bool fz_inputs_known(const char *name);
+/* Whether a and b have the same settings, members named in skip (a space-separated list:
+ * "shard jobs") aside: 0, or 1 with msg naming the first member that differs and both
+ * values ("member 'seed': 7 against 8"). */
+int fz_settings_compare(const FzCampaign *a, const FzCampaign *b, const char *skip, char *msg,
+			size_t n);
 /* The backends of a comma list into r->backends, in order, a repeated name once ("c,c" is
  * c). 0, or -1 with d (code 2) for an empty list, an empty name ("c,,vulkan") or an
  * unknown one. fz_backends_list writes r's backends back as a comma list into buf. */

@@ -7,7 +7,8 @@
  * generator's defaults of this version). fz_settings_read accepts exactly what
  * fz_settings_write writes: well-formed JSON (RFC 8259), every member of fields[] present
  * once with its type and within its range, no other member, the backends, the input
- * distribution and the faults known by name, and "version" 1. Anything else is an error
+ * distribution and the faults known by name, and "version" 1 ("shard", "I/N", only in a
+ * shard's settings: fz_shard_parse). Anything else is an error
  * (code 2) naming the file, the member and its value: a damaged file never turns a resumed
  * campaign into another one (other seeds, other backends). fz_settings_check holds a
  * campaign to the same ranges before its directory is written.
@@ -53,6 +54,7 @@ static const Field fields[] = {
 	{"baseline_from", 'S', 0, 0},
 	{"baseline", 'L', 0, 0},
 	{"variants", 'N', 0, FZ_MAX_VARIANTS},   /* per case; a campaign older than them has none */
+	{"shard", 'S', 0, 0},                    /* "I/N"; absent: not a shard */
 	{"gen", 'o', 0, 0},
 	{"gen.max_rank", 'i', 0, FZ_MAXRANK},
 	{"gen.max_extent", 'i', 1, 1 << 20},
@@ -155,12 +157,62 @@ int fz_settings_check(const FzCampaign *c, Diag *d)
 		diag_set(d, 2, "member 'faults': unknown fault bits 0x%x", c->faults & ~back);
 		return -1;
 	}
+	if (c->shard_n < 0 || c->shard_n > FZ_MAX_SHARDS || c->shard_i < 0 ||
+	    (c->shard_n && c->shard_i >= c->shard_n) || (!c->shard_n && c->shard_i)) {
+		diag_set(d, 2, "member 'shard': expected I/N with 0 <= I < N <= %d, got %d/%d",
+			 FZ_MAX_SHARDS, c->shard_i, c->shard_n);
+		return -1;
+	}
+	if (c->shard_n && c->feedback_epoch) {
+		diag_set(d, 2, "member 'shard': a shard has no coverage feedback (feedback_epoch 0, "
+			 "got %d): it cannot see the other shards' coverage", c->feedback_epoch);
+		return -1;
+	}
 	return fz_baseline_check(c->baseline, d);
+}
+
+int fz_shard_parse(const char *text, int *i, int *n, Diag *d)
+{
+	const char *slash = strchr(text, '/');
+	size_t li = slash ? (size_t)(slash - text) : 0;
+	bool ok = slash && li > 0 && li <= 7 && strspn(text, "0123456789") == li &&
+		  slash[1] && strlen(slash + 1) <= 7 && strspn(slash + 1, "0123456789") == strlen(slash + 1);
+	if (!ok) {
+		diag_set(d, 2, "--shard expects I/N, two decimal integers with 0 <= I < N (0/4 .. 3/4 "
+			 "are the shards of a campaign cut in 4), got '%s'", text);
+		return -1;
+	}
+	long a = strtol(text, NULL, 10), b = strtol(slash + 1, NULL, 10);
+	if (b < 1 || b > FZ_MAX_SHARDS) {
+		diag_set(d, 2, "--shard %s: the count of shards N must be in 1..%d", text, FZ_MAX_SHARDS);
+		return -1;
+	}
+	if (a >= b) {
+		diag_set(d, 2, "--shard %s: the shard I must be below N (the shards of %ld are 0/%ld .. "
+			 "%ld/%ld)", text, b, b, b - 1, b);
+		return -1;
+	}
+	*i = (int)a;
+	*n = (int)b;
+	return 0;
+}
+
+uint64_t fz_shard_case(const FzCampaign *c, uint64_t k)
+{
+	return c->shard_n > 0 ? (uint64_t)c->shard_i + k * (uint64_t)c->shard_n : k;
+}
+
+uint64_t fz_shard_count(const FzCampaign *c, uint64_t cases)
+{
+	if (c->shard_n <= 0)
+		return cases;
+	return cases > (uint64_t)c->shard_i ? (cases - (uint64_t)c->shard_i - 1) / (uint64_t)c->shard_n + 1 : 0;
 }
 
 /* ------------------------------------------------------------------ writing */
 
-int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
+/* The text of settings.json for c (malloc'ed). */
+static char *settings_text(const FzCampaign *c)
 {
 	char *buf = NULL, faults[512];
 	size_t len = 0;
@@ -194,6 +246,8 @@ int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
 		}
 		fputs("]", f);
 	}
+	if (c->shard_n > 0)   /* absent when not a shard: the settings of older campaigns */
+		fprintf(f, ",\"shard\":\"%d/%d\"", c->shard_i, c->shard_n);
 	const GenOpts *o = &c->gen;
 	fprintf(f, ",\"gen\":{\"max_rank\":%d,\"max_extent\":%d,\"max_defs\":%d,\"max_inputs\":%d,"
 		"\"max_depth\":%d,\"max_red\":%d,\"max_elems\":%lld,\"max_work\":%lld,"
@@ -202,7 +256,12 @@ int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
 		(long long)o->max_elems, (long long)o->max_work, o->p_schedule, o->max_large,
 		o->p_large);
 	fclose(f);
-	char *path = NULL;
+	return buf;
+}
+
+int fz_settings_write(const char *dir, const FzCampaign *c, Diag *d)
+{
+	char *buf = settings_text(c), *path = NULL;
 	IR_ASSERT(asprintf(&path, "%s/settings.json", dir) >= 0);
 	int rc = fz_write_atomic(path, buf, d);
 	free(path);
@@ -546,6 +605,17 @@ static int parse_got(const char *text, size_t n, FzCampaign *c, Got *got, Diag *
 		return -1;
 	}
 	c->variants = G("variants").seen ? G("variants").x : 0;
+	c->shard_i = c->shard_n = 0;
+	Diag sd = {0};
+	char canon[32] = "";
+	if (G("shard").seen && fz_shard_parse(G("shard").s, &c->shard_i, &c->shard_n, &sd) == 0)
+		snprintf(canon, sizeof canon, "%d/%d", c->shard_i, c->shard_n);
+	if (G("shard").seen && strcmp(canon, G("shard").s)) {   /* "01/4" is not what is written */
+		diag_set(d, 2, "member 'shard': expected \"I/N\" with 0 <= I < N <= %d, got \"%.40s\"",
+			 FZ_MAX_SHARDS, G("shard").s);
+		diag_clear(&sd);
+		return -1;
+	}
 	GenOpts *o = &c->gen;
 	o->max_rank = (int)G("gen.max_rank").x;
 	o->max_extent = (int)G("gen.max_extent").x;
@@ -598,6 +668,43 @@ int fz_settings_read(const char *dir, FzCampaign *c, Diag *d)
 	}
 	free(text);
 	free(path);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ comparing */
+
+int fz_settings_compare(const FzCampaign *a, const FzCampaign *b, const char *skip, char *msg,
+			size_t n)
+{
+	char *ta = settings_text(a), *tb = settings_text(b);
+	size_t vn = 2 * FZ_BASELINE_MAX + 1024;
+	char *va = malloc(vn), *vb = malloc(vn);
+	IR_ASSERT(va && vb);
+	int rc = 0;
+	for (int k = 0; k < NFIELDS && !rc && strcmp(ta, tb); k++) {
+		const char *key = fields[k].key, *in_a = ta, *in_b = tb;
+		size_t kl = strlen(key);
+		bool skipped = false;
+		for (const char *p = skip; p && (p = strstr(p, key)); p += kl)
+			skipped |= (p == skip || p[-1] == ' ') && (p[kl] == ' ' || !p[kl]);
+		if (fields[k].kind == 'o' || skipped)
+			continue;
+		if (strncmp(key, "gen.", 4) == 0) {   /* inside the "gen" object */
+			in_a = strstr(ta, ",\"gen\":{") + 7;
+			in_b = strstr(tb, ",\"gen\":{") + 7;
+			key += 4;
+		}
+		bool ha = fz_json_get(in_a, key, va, vn), hb = fz_json_get(in_b, key, vb, vn);
+		if (ha != hb || (ha && strcmp(va, vb))) {
+			snprintf(msg, n, "member '%s': %.200s against %.200s", fields[k].key,
+				 ha ? va : "(absent)", hb ? vb : "(absent)");
+			rc = 1;
+		}
+	}
+	free(va);
+	free(vb);
+	free(ta);
+	free(tb);
 	return rc;
 }
 

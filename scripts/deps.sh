@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs every system package assay needs, with apt, and the npm packages of the WGSL
-# backend's helper through its lockfile. Idempotent: when everything is present it only asks
+# Installs every system package assay needs, with apt (Slurm and munge included:
+# tests/slurm.sh runs a one-node cluster), and the npm packages of the WGSL backend's helper
+# through its lockfile. Idempotent: when everything is present it only asks
 # dpkg and returns in well under a second.
 #
 # Mesa's lavapipe (Vulkan on the CPU) must come from bookworm-backports (Mesa >= 24: Dawn
@@ -19,6 +20,7 @@ PKGS=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libvulkan-dev libshaderc-dev vulkan-tools
   chromium
+  slurm-wlm slurmctld slurmd slurm-client munge
 )
 BACKPORTS_PKGS=(mesa-vulkan-drivers)
 

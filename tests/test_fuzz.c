@@ -502,44 +502,14 @@ static void run_camp(const char *dir, const FzCampaign *c, bool resume, FzSummar
 		      d.msg ? d.msg : "");
 }
 
-/* The log of dir without timings: records lose "timings", done lines their *_s members. */
 static char *log_of_torn(const char *dir, bool torn_ok)
 {
-	char path[512];
-	snprintf(path, sizeof path, "%s/results.jsonl", dir);
-	char *t = tu_read_file(path, NULL);
-	ck_assert_ptr_nonnull(t);
-	char *out = malloc(strlen(t) + 1), *o = out;
-	for (char *p = t; *p;) {
-		char *nl = strchr(p, '\n');
-		if (!nl && torn_ok)
-			break;
-		ck_assert_msg(nl, "a torn last line in %s", path);
-		char *cut = strstr(p, ",\"timings\":{");
-		if (cut && cut < nl) {
-			memcpy(o, p, (size_t)(cut - p));
-			o += cut - p;
-			p = strchr(cut, '}') + 1;
-		}
-		cut = strncmp(p, "{\"done\":", 8) == 0 ? strstr(p, ",\"gen_s\":") : NULL;
-		if (cut && cut < nl) {
-			memcpy(o, p, (size_t)(cut - p));
-			o += cut - p;
-			*o++ = '}';
-			p = nl;
-		}
-		memcpy(o, p, (size_t)(nl + 1 - p));
-		o += nl + 1 - p;
-		p = nl + 1;
-	}
-	*o = 0;
-	free(t);
-	return out;
+	return tu_log_untimed(dir, torn_ok);
 }
 
 static char *log_of(const char *dir)
 {
-	return log_of_torn(dir, false);
+	return tu_log_untimed(dir, false);
 }
 
 static int count_lines(const char *t, const char *prefix)

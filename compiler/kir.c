@@ -299,12 +299,6 @@ static KStmt st0(KsKind kind)
 
 void kb_loop(Kernels *k, KBlk *b, int32_t var, int32_t lo, int32_t hi, bool par, KBlk body)
 {
-	/* a loop of constant bounds that runs no iteration, or runs an empty body, is left out:
-	 * it does nothing, and PoCL 3.1's work-group compiler asserts (ParallelRegion::Create)
-	 * on such a loop between barriers (a split whose factor exceeds its extent made one) */
-	const KExpr *l = &k->x[lo], *h = &k->x[hi];
-	if (l->kind == KX_ICONST && h->kind == KX_ICONST && (h->i <= l->i || body.head <= 0))
-		return;
 	KStmt s = st0(KS_LOOP);
 	s.v = var;
 	s.a = lo;

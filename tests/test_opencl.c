@@ -497,6 +497,26 @@ START_TEST(regress_pocl)
 }
 END_TEST
 
+/* tests/regress/pocl_empty_loop.tg: PoCL 3.1's work-group compiler aborted (an assertion
+ * in ParallelRegion::Create) on a dead loop of no iteration between barriers, which a split
+ * larger than its extent left in the kernel (the file's header). Run on the opencl device
+ * and held to the c backend: without the emitter's leaving out of such loops (dead_loop),
+ * PoCL kills the test with SIGABRT. */
+START_TEST(regress_pocl_empty_loop)
+{
+	static const char file[] = "tests/regress/pocl_empty_loop.tg";
+	Graph *g = pocl_regress("regress_pocl_empty_loop", file, "ParallelRegion assertion");
+	Diag d = {0};
+	Schedule s;
+	ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
+	HostTensor *in = inputs(g, 1);
+	diff_vs_c(g, &s, in, false, file);
+	sched_free(&s);
+	free_all(in, ir_ninputs(g));
+	ir_free(g);
+}
+END_TEST
+
 /* ------------------------------------------------------------ NaN guards */
 
 /* The functions the emitter guards against a NaN (emit.c nan_guarded), f32 then f64. */
@@ -892,6 +912,7 @@ static Suite *suite(bool device)
 		tcase_add_test(tc, pow2_device);
 		tcase_add_test(tc, pow2_values);
 		tcase_add_test(tc, regress_pocl);
+		tcase_add_test(tc, regress_pocl_empty_loop);
 		tcase_add_test(tc, regress_pocl_nan);
 		tcase_add_test(tc, nan_guard_device);
 		tcase_add_test(tc, functions_close);

@@ -449,10 +449,33 @@ static int32_t shared_run(E *e, int32_t s)
 	return last;
 }
 
+/* Whether statement s is a loop that does nothing: constant bounds and no iteration, or a
+ * body of such loops only (an empty body too). PoCL 3.1's work-group compiler aborts on one
+ * between barriers (ParallelRegion::Create: "Assertion `exit != NULL' failed";
+ * tests/regress/pocl_empty_loop.tg: a split larger than its extent leaves a tail loop of no
+ * iteration inside a lane loop), so the emitter leaves such loops out. The kernel IR keeps
+ * them: the planners read a split's tail loop, empty or not. */
+static bool dead_loop(const Kernels *k, int32_t s)
+{
+	const KStmt *t = &k->s[s];
+	if (t->kind != KS_LOOP || k->x[t->a].kind != KX_ICONST || k->x[t->b].kind != KX_ICONST)
+		return false;
+	if (k->x[t->b].i <= k->x[t->a].i)
+		return true;
+	for (int32_t b = t->body; b > 0; b = k->s[b].next)
+		if (!dead_loop(k, b))
+			return false;
+	return true;
+}
+
 static int32_t stmt(CEmit *c, int32_t s)
 {
 	E *e = (E *)c;
 	const KStmt *t = &c->k->s[s];
+	if (dead_loop(c->k, s)) {
+		COV(ocl_dead_loop);
+		return s;
+	}
 	if (shared_set(e, s))
 		return shared_run(e, s);
 	if (uniform(e) && e->plan.smark[s] == SM_NEST)

@@ -79,8 +79,10 @@ typedef struct {
 
 /* What the budgets assume of a backend comes from its facts (compiler.h BeFacts: the
  * Backend struct, never its name): the formats whose subnormals it may flush to zero as
- * operands and results of its floating-point arithmetic (not of loads, stores, selections
- * or bit casts, which every specification keeps exact), and whether it propagates NaN and
+ * operands and results of its floating-point arithmetic and conversions (a stored value
+ * read into a wider op format is converted: NVIDIA's Vulkan driver flushes an f32 subnormal
+ * widened into f64; not of loads, stores, selections or bit casts, which every
+ * specification keeps exact), and whether it propagates NaN and
  * keeps zero signs. For flushes, NaNs and zero signs the budget knows a backend, not a
  * device: it reads the facts every device of the backend promises (Backend.facts), not the
  * refinements of one device (Backend.device_facts), so a flush is allowed wherever one is
@@ -260,6 +262,8 @@ static int read_at(Ba *b, const Node *n, int64_t *off, bool *tie)
 	return 1;
 }
 
+static Dtype real_fmt(Dtype f);
+
 static Bv read_real(Ba *b, const Node *n)
 {
 	int64_t off = 0;
@@ -273,8 +277,15 @@ static Bv read_real(Ba *b, const Node *n)
 		v = ev_real(b, n->u.read.pad);
 	else if (b->iv[t])
 		v = int_real(b, (Bi){b->iv[t][off], b->itie[t][off]}, b->opf);
-	else
-		v = bv_round(&b->c, b->rv[t][off], b->opf);
+	else {
+		/* the stored value converted into the op format: a conversion is an operation of
+		 * the stored format, so a device that flushes that format's subnormals may give a
+		 * zero for one (NVIDIA's Vulkan driver widening an f32 subnormal into f64) */
+		const Tensor *T = &b->g->tensors[t];
+		Dtype sf = T->kind == TK_INPUT ? (Dtype)T->dtype : real_fmt(b->s->defs[T->def].store);
+		v = bv_round(&b->c, sf != b->opf ? bv_flush(&b->c, b->rv[t][off], sf) : b->rv[t][off],
+			     b->opf);
+	}
 	v.tie |= tie;
 	return v;
 }

@@ -668,6 +668,28 @@ START_TEST(flushed_subnormals)
 }
 END_TEST
 
+/* A widening conversion is an operation of the stored format: a device that flushes f32
+ * subnormals may give a zero for an f32 subnormal read into f64 (NVIDIA's Vulkan driver did,
+ * the H200 campaign's fz420: `d0 = x0[...]` stored in f64 came back 0 for 3.4e-39). On c
+ * the budget stays 0; on vulkan and wgsl it covers the zero; a normal value keeps budget 0. */
+START_TEST(flushed_on_widening)
+{
+	Graph *g = parse("input x : f32[2]\nd[i:2] = x[i]\noutput d : f32\n");
+	Schedule s;
+	schedule(g, "store d : f64", &s);
+	HostTensor *in = inputs_of(g, (double[]){(double)3.39825527e-39f, 1.5});
+	HostTensor *bc = budget(g, &s, "c", in, NULL), *bv = budget(g, &s, "vulkan", in, NULL);
+	ck_assert(ht_get(&bc[0], 0) == 0 && ht_get(&bc[0], 1) == 0);
+	ck_assert_msg(ht_get(&bv[0], 0) >= (double)3.39825527e-39f, "%a", ht_get(&bv[0], 0));
+	ck_assert(ht_get(&bv[0], 1) == 0);
+	free_tensors(bc, 1);
+	free_tensors(bv, 1);
+	free_tensors(in, 1);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
 /* Split reductions: the emulator deals terms as lower.c does, so where no library
  * function is involved the c backend and the emulator agree bit for bit. */
 START_TEST(split_emulation_matches_c)
@@ -1198,6 +1220,7 @@ static Suite *suite(void)
 	tcase_add_test(t, infinities_in_branches);
 	tcase_add_test(t, allowance_table);
 	tcase_add_test(t, flushed_subnormals);
+	tcase_add_test(t, flushed_on_widening);
 	tcase_add_test(t, split_emulation_matches_c);
 	tcase_add_loop_test(t, logsumexp_within_budget, 0, (int)ARRAY_LEN(lse_scheds));
 	suite_add_tcase(s, t);

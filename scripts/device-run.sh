@@ -26,13 +26,6 @@
 #                (default 5) and $CAMPAIGN_ARGS, over every available backend, then its report,
 #                in /tmp/campaign$CAMPAIGN_TAG; its failures, settings, summary and report come
 #                back as campaign$CAMPAIGN_TAG.tar.xz, its log as results$CAMPAIGN_TAG.jsonl.xz
-#     faults     the source-patch faults (faults/*.patch) with every core: `--pack-faults` here
-#                puts a patched, built assay per fault (and the unpatched one, control) into
-#                .devpack/faults/NAME/assay; there, a control campaign of $FAULT_CASES
-#                (default 600) cases, seed 5, on $FAULT_BACKENDS (default c,opencl,vulkan),
-#                then each fault's campaign with --until-failure against it as a baseline, in
-#                $FAULT_LANES (default 4) lanes of nproc/lanes jobs, each at most $FAULT_LIMIT_S
-#                (default 300) seconds; a table of kills (faults.tsv)
 #     throughput bench_fuzz with $(nproc) jobs: campaign cases/s on c alone, on
 #                $BENCH_FUZZ_BACKENDS (default c,opencl,vulkan,cuda) with persistent workers
 #                and with a fresh worker per run
@@ -40,19 +33,6 @@
 # Exit status: 0 when every step passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-
-if [ "${1:-}" = --pack-faults ]; then
-	# FAULT_BINS: a folder of NAME/assay (each faults/NAME.patch built on a copy of this tree,
-	# and control/assay unpatched), as scripts/patch-faults.sh builds them
-	B=${FAULT_BINS:?set FAULT_BINS to a folder of NAME/assay}
-	rm -rf .devpack/faults && mkdir -p .devpack/faults || exit 1
-	for d in "$B"/*/; do
-		n=$(basename "$d")
-		[ -x "$d/assay" ] && mkdir -p ".devpack/faults/$n" && strip -o ".devpack/faults/$n/assay" "$d/assay"
-	done
-	echo "packed $(ls .devpack/faults | wc -l) binaries: $(du -sh .devpack/faults | cut -f1)"
-	exit 0
-fi
 
 if [ "${1:-}" = --pack ]; then
 	B=${2:-build}
@@ -206,49 +186,6 @@ for step in $steps; do
 			provenance.json report/report.md report/report.json $(ls -d failures errors 2>/dev/null))
 		xz -9 -c "$C/results.jsonl" >"$LOG/results${CAMPAIGN_TAG:-}.jsonl.xz"
 		[ $rc -eq 0 ] || status=1
-		;;
-	faults)
-		F=$P/faults
-		[ -x "$F/control/assay" ] || { echo "device-run: no .devpack/faults: run --pack-faults here"; status=1; continue; }
-		lanes=${FAULT_LANES:-4}; j=$(( $(nproc) / lanes )); [ "$j" -ge 1 ] || j=1
-		set0="--cases ${FAULT_CASES:-600} --backends ${FAULT_BACKENDS:-c,opencl,vulkan} --seed 5 --reduce-tests 200"
-		rm -rf /tmp/pf && mkdir -p /tmp/pf
-		t0=$(date +%s)
-		# shellcheck disable=SC2086
-		"$F/control/assay" fuzz --quiet $set0 --jobs "$(nproc)" -o /tmp/pf/control >/tmp/pf/control.out 2>&1
-		echo "control: exit $? in $(( $(date +%s) - t0 )) s; $(tail -2 /tmp/pf/control.out | head -1)"
-		names=$(ls "$F" | grep -v '^control$')
-		lane() { # lane K: the faults whose position is K modulo the lanes
-			i=0
-			for n in $names; do
-				if [ $((i % lanes)) -eq "$1" ]; then
-					# shellcheck disable=SC2086
-					timeout -s INT "${FAULT_LIMIT_S:-300}" "$F/$n/assay" fuzz --quiet $set0 --jobs "$j" \
-						--until-failure --baseline /tmp/pf/control -o "/tmp/pf/$n" >"/tmp/pf/$n.out" 2>&1
-				fi
-				i=$((i + 1))
-			done
-		}
-		for k in $(seq 0 $((lanes - 1))); do lane "$k" & done
-		wait
-		python3 - "$names" >"$LOG/faults.tsv" <<'PY'
-import json, sys
-print("fault\tresult\tcases\tseconds\tdefs\tsignature")
-for n in sys.argv[1].split():
-    try:
-        s = json.load(open(f"/tmp/pf/{n}/summary.json"))
-    except Exception as e:
-        print(f"{n}\terror\t-\t-\t-\t{e}"); continue
-    new = sorted((f for f in s.get("failures", []) if not f.get("known")), key=lambda f: f["first_case"])
-    if new:
-        f = new[0]
-        print(f"{n}\tkilled\t{f['first_case'] + 1}\t{s.get('first_fail_s')}\t{f.get('defs')}\t{f['key']}")
-    else:
-        why = "survived-lim" if s.get("interrupted") else "survived"
-        print(f"{n}\t{why}\t{s.get('cases')}\t{s.get('elapsed_s')}\t-\tknown {s.get('known')}")
-PY
-		column -t -s "$(printf '\t')" "$LOG/faults.tsv" 2>/dev/null || cat "$LOG/faults.tsv"
-		(cd /tmp/pf && tar -cJf "$LOG/faults-failures.tar.xz" $(ls -d */failures 2>/dev/null) */summary.json 2>/dev/null)
 		;;
 	fuzz)
 		"$A" fuzz --seconds "${FUZZ_SECONDS:-60}" --jobs "$(nproc)" --seed "${SEED:-1}" \

@@ -304,7 +304,7 @@ START_TEST(coverage_report)
 	ck_assert_msg(strstr(md, want), "%s", md);
 	ck_assert_ptr_nonnull(strstr(md, "`lower_tile_partial2`"));
 	ck_assert_ptr_null(strstr(md, "`lower_tile`,"));
-	ck_assert_ptr_nonnull(strstr(md, "not reachable by the backends run: kivl (6), opencl (14)"));
+	ck_assert_ptr_nonnull(strstr(md, "not reachable by the backends run: kivl (6), opencl (15)"));
 	ck_assert_ptr_nonnull(strstr(html, "\">lower_tile_partial2</code>"));
 	ck_assert_ptr_null(strstr(html, "\">lower_tile_partial</code>"));
 	JsVal v;

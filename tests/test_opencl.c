@@ -478,6 +478,20 @@ static Graph *pocl_regress(const char *test, const char *file, const char *bug)
 	return g;
 }
 
+/* A regress graph g (file) under its own schedule, on the opencl device, held to the c
+ * backend with the inputs of seed; frees g. */
+static void regress_vs_c(Graph *g, const char *file, uint64_t seed)
+{
+	Diag d = {0};
+	Schedule s;
+	ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
+	HostTensor *in = inputs(g, seed);
+	diff_vs_c(g, &s, in, false, file);
+	sched_free(&s);
+	free_all(in, ir_ninputs(g));
+	ir_free(g);
+}
+
 /* tests/regress/pocl_split2_tail.tg: PoCL 3.1 (LLVM 15) miscompiled these split causal
  * reductions into -inf and -0 while the emitter wrote a split's tail count with fdiv_i
  * (the file's header). Run on the opencl device and held to the c backend. On a device
@@ -485,15 +499,7 @@ static Graph *pocl_regress(const char *test, const char *file, const char *bug)
 START_TEST(regress_pocl)
 {
 	static const char file[] = "tests/regress/pocl_split2_tail.tg";
-	Graph *g = pocl_regress("regress_pocl", file, "miscompile");
-	Diag d = {0};
-	Schedule s;
-	ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
-	HostTensor *in = inputs(g, 3077344113643199394ULL);
-	diff_vs_c(g, &s, in, false, file);
-	sched_free(&s);
-	free_all(in, ir_ninputs(g));
-	ir_free(g);
+	regress_vs_c(pocl_regress("regress_pocl", file, "miscompile"), file, 3077344113643199394ULL);
 }
 END_TEST
 
@@ -505,15 +511,7 @@ END_TEST
 START_TEST(regress_pocl_empty_loop)
 {
 	static const char file[] = "tests/regress/pocl_empty_loop.tg";
-	Graph *g = pocl_regress("regress_pocl_empty_loop", file, "ParallelRegion assertion");
-	Diag d = {0};
-	Schedule s;
-	ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
-	HostTensor *in = inputs(g, 1);
-	diff_vs_c(g, &s, in, false, file);
-	sched_free(&s);
-	free_all(in, ir_ninputs(g));
-	ir_free(g);
+	regress_vs_c(pocl_regress("regress_pocl_empty_loop", file, "ParallelRegion assertion"), file, 1);
 }
 END_TEST
 

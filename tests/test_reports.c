@@ -1420,6 +1420,20 @@ START_TEST(provenance_written)
 }
 END_TEST
 
+/* The campaign of the tests below: 24 cases on c with the seeded fault skip_last, seed 3,
+ * 2 jobs, no reduction. */
+static void skip_last_campaign(FzCampaign *c)
+{
+	fz_campaign_defaults(c);
+	c->seed = 3;
+	c->cases = 24;
+	c->jobs = 2;
+	c->reduce = false;
+	c->timeout_s = 20;
+	Diag d = {0};
+	ck_assert_int_eq(vf_faults_parse("skip_last", &c->faults, &d), 0);
+}
+
 /* A real campaign on the c backend with a seeded fault: fuzz's summary, the gate's
  * distinct_failures and report.md count the same distinct failures, and its
  * provenance.json holds the command line the CLI passed (fuzz/campaign.c fresh_dir). */
@@ -1427,14 +1441,8 @@ START_TEST(campaign_counts_agree)
 {
 	char *dir = tmpdir();
 	FzCampaign c;
-	fz_campaign_defaults(&c);
-	c.seed = 3;
-	c.cases = 24;
-	c.jobs = 2;
-	c.reduce = false;
-	c.timeout_s = 20;
+	skip_last_campaign(&c);
 	Diag d = {0};
-	ck_assert_int_eq(vf_faults_parse("skip_last", &c.faults, &d), 0);
 	char *argv[] = {"--cases", "24", "-o", dir};
 	c.argc = 4;
 	c.argv = argv;
@@ -1487,14 +1495,8 @@ START_TEST(baseline_known_in_reports)
 {
 	char *dir = tmpdir();
 	FzCampaign c;
-	fz_campaign_defaults(&c);
-	c.seed = 3;
-	c.cases = 24;
-	c.jobs = 2;
-	c.reduce = false;
-	c.timeout_s = 20;
+	skip_last_campaign(&c);
 	Diag d = {0};
-	ck_assert_int_eq(vf_faults_parse("skip_last", &c.faults, &d), 0);
 	char *ctl = cat(dir, "ctl"), *camp = cat(dir, "camp");
 	FzSummary sum;
 	ck_assert_msg(fz_campaign_run(ctl, &c, false, NULL, &sum, &d) == 0, "%s", d.msg);

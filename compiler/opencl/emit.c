@@ -138,7 +138,10 @@ static bool nan_guarded(const KExpr *x)
  * at NaN, and NaNs are compared by isnan alone (verify/metrics.c). A conditional, not
  * OpenCL's select() nor a helper: either would pass the unguarded result, poison, to a
  * noundef parameter, itself undefined. a is a name or a constant (ce_ref), so the text
- * repeats no computation. */
+ * repeats no computation. tanh also answers ±1 at ±inf itself, as OpenCL C's edge cases
+ * (and C's Annex F) say: PoCL 3.1 gives 0.99999994 for tanh(+inf) in f32, where the budget,
+ * which claims the edge case, is 0 (found by the patch-fault control campaign, case 553:
+ * `d2[i:M] = tanh(inf)`; test_opencl tanh_at_infinities). */
 static void nan_guard_text(CEmit *c, const KExpr *x)
 {
 	ce_emit(c, "(isnan(");
@@ -148,6 +151,13 @@ static void nan_guard_text(CEmit *c, const KExpr *x)
 	ce_emit(c, " + ");
 	ce_ref(c, x->a[0]);
 	ce_emit(c, ") : ");
+	if (x->op == OP_TANH) {   /* PoCL 3.1's tanh(+inf) is 0.99999994 (see below) */
+		ce_emit(c, "isinf(");
+		ce_ref(c, x->a[0]);
+		ce_emit(c, x->type == KT_F32 ? ") ? copysign(1.0f, " : ") ? copysign(1.0, ");
+		ce_ref(c, x->a[0]);
+		ce_emit(c, ") : ");
+	}
 	ce_cop(c, x);
 	ce_emit(c, ")");
 }

@@ -83,5 +83,6 @@ int cmd_reduce(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_decode(int argc, char **argv);
 
 #endif

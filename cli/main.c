@@ -19,6 +19,7 @@ static const Command commands[] = {
 	{"fuzz", cmd_fuzz, "run a fuzz campaign: random graphs checked, failures reduced and saved"},
 	{"reduce", cmd_reduce, "shrink a failing graph to a minimal one that fails the same way"},
 	{"report", cmd_report, "turn a check or campaign directory into HTML, Markdown, JSON, JUnit"},
+	{"decode", cmd_decode, "greedy-decode a model on backends; judge every token against the oracle"},
 	{"gate", cmd_gate, "decide a release: evaluate a policy's gates over a run"},
 	{"merge", cmd_merge, "merge the shards of one campaign into one campaign directory"},
 	{"backends", cmd_backends, "list the backends, their devices, and why any is unavailable"},

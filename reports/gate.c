@@ -23,16 +23,35 @@ static bool in_scope(void *ctx, const RpRecord *r)
 	       fnmatch(g->graph, r->graph, 0) == 0;
 }
 
+static bool step_in_scope(void *ctx, const RpStep *s)
+{
+	const Gate *g = ctx;
+	return fnmatch(g->backend, s->backend, 0) == 0 && fnmatch(g->dtype, "token", 0) == 0 &&
+	       fnmatch(g->graph, s->model, 0) == 0;
+}
+
 /* Larger figures are worse for these metrics. */
 static bool lower_is_better(GateMetric m)
 {
 	return m == GM_MAX_RATIO || m == GM_MAX_ULP || m == GM_DISTINCT_FAILURES ||
 	       m == GM_SPECIAL_MISMATCHES || m == GM_FAILING || m == GM_FLAKY ||
-	       m == GM_EMULATION_MISMATCHES;
+	       m == GM_EMULATION_MISMATCHES || m == GM_LICENSED_DIVERGENCES ||
+	       m == GM_DEFECT_DIVERGENCES;
 }
 
 static double figure(const Gate *g, const RpRun *run, int64_t *results)
 {
+	if (g->metric == GM_TOKEN_AGREE || g->metric == GM_LICENSED_DIVERGENCES ||
+	    g->metric == GM_DEFECT_DIVERGENCES) {
+		RpStepFig S;
+		rp_step_figures(run, step_in_scope, (void *)g, &S);
+		*results = S.steps;
+		if (S.steps == 0)
+			return NAN;
+		return g->metric == GM_TOKEN_AGREE ? (double)S.n[RP_STEP_AGREE] / S.steps :
+		       g->metric == GM_LICENSED_DIVERGENCES ? (double)S.n[RP_STEP_LICENSED] :
+		       (double)S.n[RP_STEP_DEFECT] + S.n[RP_STEP_FAILED];
+	}
 	RpFig F;
 	rp_figures(run, in_scope, (void *)g, &F);
 	*results = F.results;

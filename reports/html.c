@@ -644,6 +644,7 @@ void rp_html(FILE *f, const RpRun *run, const RpSummary *s, const RpPlot *p, int
 	head(f, run, s);
 	summary(f, s);
 	plots(f, p, np, plot_note);
+	rp_steps_html(f, run);
 	failures(f, run, s, out);
 	others(f, run, s, VC_UNCLAIMED, out);
 	others(f, run, s, VC_FLAKY, out);

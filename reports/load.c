@@ -636,6 +636,14 @@ int rp_load(const char *dir, const RpLoadOpts *o, RpRun *run, Diag *d)
 	}
 	if (provenance(run, d))
 		goto out;
+	char *sp = join(dir, "decode.jsonl");
+	size_t slen;
+	char *steps = slurp(sp, &slen);
+	int src = steps ? rp_load_steps(run, steps, slen, sp, d) : 0;
+	free(steps);
+	free(sp);
+	if (src)
+		goto out;
 	campaign(run);
 	rc = 0;
 out:
@@ -658,6 +666,7 @@ void rp_free(RpRun *run)
 	}
 	free(run->recs);
 	free(run->fails);
+	rp_steps_free(run);
 	provenance_free(&run->prov);
 	free(run->dir);
 	free(run->settings_path);

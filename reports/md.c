@@ -279,6 +279,7 @@ void rp_markdown(FILE *f, const RpRun *run, const RpSummary *s, const char *out_
 	others(f, run, s, VC_UNCLAIMED);
 	others(f, run, s, VC_FLAKY);
 	variants(f, s);
+	rp_steps_markdown(f, run);
 	coverage(f, s);
 	fprintf(f, "\nFull report with plots: `%s/index.html`\n", out_dir);
 }

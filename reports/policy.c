@@ -19,7 +19,9 @@
 
 static const char *const metric_names[GM__COUNT] = {
 	[GM_MAX_RATIO] = "max_ratio", [GM_FRAC_WITHIN] = "frac_within",
-	[GM_ARGMAX_AGREE] = "argmax_agree", [GM_TOPK_AGREE] = "topk_agree",
+	[GM_TOKEN_AGREE] = "token_agree", [GM_LICENSED_DIVERGENCES] = "licensed_divergences",
+	[GM_DEFECT_DIVERGENCES] = "defect_divergences", [GM_ARGMAX_AGREE] = "argmax_agree",
+	[GM_TOPK_AGREE] = "topk_agree",
 	[GM_DISTINCT_FAILURES] = "distinct_failures", [GM_SPECIAL_MISMATCHES] = "special_mismatches",
 	[GM_FAILING] = "failing", [GM_RESULTS] = "results", [GM_MAX_ULP] = "max_ulp",
 	[GM_FLAKY] = "flaky", [GM_EMULATION_MISMATCHES] = "emulation_mismatches",
@@ -163,7 +165,8 @@ static int gate_line(const Ctx *c, int line, const Tok *t, int n, Gate *g)
 	if (m == GM__COUNT)
 		return err(c, line, t[2].col, "unknown metric '%.*s' (known: max_ratio, frac_within, "
 			   "argmax_agree, topk_agree, distinct_failures, special_mismatches, failing, "
-			   "results, max_ulp, flaky, emulation_mismatches, emulated)", (int)t[2].n,
+			   "results, max_ulp, flaky, emulation_mismatches, emulated, token_agree, "
+			   "licensed_divergences, defect_divergences)", (int)t[2].n,
 			   t[2].s);
 	g->metric = (GateMetric)m;
 	int op = 0;

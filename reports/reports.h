@@ -122,9 +122,24 @@ typedef struct {
 	int nbackends;
 } RpProvenance;
 
+/* One step of `assay decode` (DIR/decode.jsonl; reports/decode.c). */
+enum { RP_STEP_AGREE, RP_STEP_LICENSED, RP_STEP_DEFECT, RP_STEP_FAILED, RP_STEP__COUNT };
+
+typedef struct {
+	char *model, *backend, *sched, *reason;
+	int step;
+	int64_t pos;
+	int token, exact_token;
+	int cls;              /* RP_STEP_* */
+	double margin, budget;   /* budget: +inf when budget_finite is false */
+	bool budget_finite;
+} RpStep;
+
 typedef struct {
 	char *dir;
 	RpProvenance prov;
+	RpStep *steps;        /* DIR/decode.jsonl, when the run is a decode */
+	int nsteps;
 	char *settings_path;  /* relative to dir; NULL for a check directory */
 	char *settings;       /* its text */
 	RpRecord *recs;
@@ -321,12 +336,32 @@ void rp_markdown(FILE *f, const RpRun *run, const RpSummary *s, const char *out_
 void rp_json_report(FILE *f, const RpRun *run, const RpSummary *s);
 void rp_junit(FILE *f, const RpRun *run);
 
+/* ------------------------------------------------------------------ decode steps */
+
+/* Parses decode.jsonl's text into run->steps. -1 with d (code 2, path:line:col). */
+int rp_load_steps(RpRun *run, const char *text, size_t len, const char *path, Diag *d);
+void rp_steps_free(RpRun *run);
+
+typedef struct {
+	int steps;
+	int n[RP_STEP__COUNT];
+	int unbounded;        /* licensed steps whose budget had no bound */
+} RpStepFig;
+
+/* Figures over the steps keep() accepts (NULL: all). */
+void rp_step_figures(const RpRun *run, bool (*keep)(void *, const RpStep *), void *ctx,
+		     RpStepFig *f);
+const char *rp_step_class_name(int c);    /* "agree", "licensed", "defect", "failed" */
+void rp_steps_markdown(FILE *f, const RpRun *run);
+void rp_steps_html(FILE *f, const RpRun *run);
+
 /* ------------------------------------------------------------------ gates */
 
 typedef enum {
 	GM_MAX_RATIO, GM_FRAC_WITHIN, GM_ARGMAX_AGREE, GM_TOPK_AGREE, GM_DISTINCT_FAILURES,
 	GM_SPECIAL_MISMATCHES, GM_FAILING, GM_RESULTS, GM_MAX_ULP, GM_FLAKY,
-	GM_EMULATION_MISMATCHES, GM_EMULATED, GM__COUNT
+	GM_EMULATION_MISMATCHES, GM_EMULATED, GM_TOKEN_AGREE, GM_LICENSED_DIVERGENCES,
+	GM_DEFECT_DIVERGENCES, GM__COUNT
 } GateMetric;
 
 typedef enum { GO_LE, GO_LT, GO_GE, GO_GT, GO_EQ } GateOp;

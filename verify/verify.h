@@ -550,4 +550,76 @@ const char *vf_commit(void);
 int vf_provenance_write(const char *dir, const char *cmd, int argc, char *const *argv,
 			const Backend *const *bes, int nb, uint64_t seed, Diag *d);
 
+/* ------------------------------------------------------------------- decode */
+
+/* A model for `assay decode` (decode.c states the conventions; docs/decode.md). */
+typedef struct {
+	Graph *prefill, *decode;
+	int64_t nprompt;       /* T: the prompt's length (prefill's `tokens`) */
+	int64_t vocab;         /* the logits' length */
+	int64_t nblocks, npages, block;   /* NB (pages' length), NP and BS of the caches */
+	int logits_pre, logits_dec;       /* output index of `logits` in each graph */
+	int ncache;            /* cache entries */
+	int *cache_in;         /* per entry: decode's input index of cache_X */
+	int *cache_dec;        /* per entry: decode's output index of X */
+	int *cache_pre;        /* per entry: prefill's output index of X */
+	HostTensor *weights;   /* per decode input (its weights; the rest empty) */
+	int nweights, nloaded; /* weights, and of them read from MODEL/weights/ */
+	int embed;             /* decode's input read through tok (the embedding), or -1 */
+} VfModel;
+
+/* Loads MODEL/prefill.tg (with T = nprompt when nprompt > 0) and MODEL/decode.tg, checks
+ * their conventions, and reads or generates the weights from seed. 0, or -1 with d (code
+ * 2: the model is wrong, naming the file and line; 3: memory). */
+int vf_model_load(const char *dir, int nprompt, uint64_t seed, VfModel *m, Diag *d);
+void vf_model_free(VfModel *m);
+
+typedef enum { VD_AGREE, VD_LICENSED, VD_DEFECT, VD_FAILED, VD__COUNT } VfStepClass;
+const char *vf_step_class_name(VfStepClass c);   /* "agree", "licensed", "defect", "failed" */
+
+/* One decode step of one history (decode.jsonl's record). */
+typedef struct {
+	const char *model, *backend, *sched;
+	int step;              /* 0: the prefill's token */
+	int64_t pos;           /* the position whose logits chose the token */
+	int token;             /* the backend's token (its first largest logit) */
+	int exact_token;       /* the oracle's, along the backend's history */
+	VfStepClass cls;
+	double margin;         /* z[exact_token] - z[token] (exact logits) */
+	double budget;         /* beta[exact_token] + beta[token] */
+	int ncand;             /* tokens evaluated exactly as candidates */
+	Verdict logits_verdict;   /* the checked logits against their budgets (or the
+	                             kernel's failure) */
+	double max_ratio;      /* worst |error| / budget among the checked logits */
+	char reason[512];
+} VfStep;
+
+typedef void VfStepSink(void *ctx, const VfStep *s);
+
+typedef struct {
+	int steps;             /* tokens to generate (the prefill's included) */
+	uint64_t seed;         /* page table, generated prompt, sampled logits */
+	const int32_t *prompt; /* the prompt's first tokens, or NULL (generated) */
+	int nprompt_given;
+	int64_t check_logits;  /* other logits checked exactly per step */
+	int64_t oracle_mem;    /* MpOpts.mem_cap */
+	WorkerOpts w;
+	const char *out_dir;   /* DIR/decode.jsonl and DIR/results.jsonl, or NULL */
+	VfSink *sink;          /* each step's check records */
+	VfStepSink *on_step;
+	void *ctx;
+} VfDecodeOpts;
+
+typedef struct {
+	int steps;
+	int n[VD__COUNT];
+} VfDecodeSummary;
+
+/* The greedy decode of m on backend b, the prefill under schedule sp and every step under
+ * sd, for o->steps tokens; each step judged (decode.c) and written. A kernel that fails
+ * ends the history with a `failed` step. 0, or -1 with d (2: too many steps for the cache;
+ * 3: the oracle, a budget, the environment). */
+int vf_decode(const VfModel *m, const Backend *b, const VfSched *sp, const VfSched *sd,
+	      const VfDecodeOpts *o, VfDecodeSummary *sum, Diag *d);
+
 #endif

@@ -303,26 +303,33 @@ int cli_report(Diag *d)
 	return code;
 }
 
-Graph *cli_load_graph(const Args *a, const char *cmd, const char *path, int *code)
+int cli_sizes(const Args *a, const char *cmd, SizeOverride *ov, char (*names)[128], int *nov)
 {
-	SizeOverride ov[CLI_MAXREP];
-	int nov = cli_count(a, "size");
-	char names[CLI_MAXREP][128];
-	for (int i = 0; i < nov; i++) {
+	*nov = cli_count(a, "size");
+	for (int i = 0; i < *nov; i++) {
 		const char *s = cli_get_at(a, "size", i);
 		const char *eq = strchr(s, '=');
 		long long v;
-		if (!eq || eq == s || (size_t)(eq - s) >= sizeof names[i] || !parse_ll(eq + 1, &v) ||
+		if (!eq || eq == s || (size_t)(eq - s) >= 128 || !parse_ll(eq + 1, &v) ||
 		    v <= 0 || v > INT32_MAX) {
 			fprintf(stderr, "assay %s: --size expects NAME=POSITIVE_INTEGER, got '%s'\n", cmd, s);
-			*code = 2;
-			return NULL;
+			return 2;
 		}
 		memcpy(names[i], s, (size_t)(eq - s));
 		names[i][eq - s] = 0;
 		ov[i].name = names[i];
 		ov[i].value = v;
 	}
+	return 0;
+}
+
+Graph *cli_load_graph(const Args *a, const char *cmd, const char *path, int *code)
+{
+	SizeOverride ov[CLI_MAXREP];
+	char names[CLI_MAXREP][128];
+	int nov;
+	if ((*code = cli_sizes(a, cmd, ov, names, &nov)))
+		return NULL;
 	Diag d = {0};
 	Graph *g = ir_parse_file(path, ov, nov, &d);
 	if (!g)

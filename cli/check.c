@@ -15,6 +15,7 @@
  * Environment: ASSAY_FAULT and ASSAY_TEST_* (verify.h) break things on purpose.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@ static const FlagSpec flags[] = {
 	{"sample", true, false, "N        elements checked exactly in a sampled output (default 4096)"},
 	{"agree-axis", true, false, "A        axis of the argmax / top-k agreement figures (default -1: the last)"},
 	{"agree-k", true, false, "K        k of the top-k agreement figure (default min(5, extent))"},
+	{"invariance", true, false, "SIZE=V,.. batch invariance: the rows again at SIZE = V (docs/decode.md)"},
+	{"invariance-schedule", true, true, "V=FILE   --invariance: the schedule used at SIZE = V instead (repeatable)"},
 	{"json", false, false, "         one JSON record per line on stdout instead of the table"},
 	{"o", true, false, "DIR      keep kernels, schedules, inputs, outputs, DIR/results.jsonl and DIR/provenance.json"},
 	{"force", false, false, "         -o: write into a directory that is not empty"},
@@ -162,6 +165,132 @@ out:
 	return code;
 }
 
+/* Reads a whole file (malloc'ed), or NULL after printing why. */
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "assay check: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&buf, &n);
+	IR_ASSERT(m);
+	char chunk[65536];
+	for (size_t k; (k = fread(chunk, 1, sizeof chunk, f)) > 0;)
+		fwrite(chunk, 1, k, m);
+	fclose(f);
+	fclose(m);
+	return buf;
+}
+
+/* --invariance SIZE=V,... and --invariance-schedule V=FILE into io. 0, or 2. */
+static int invariance_opts(const Args *a, VfInvOpts *io, char *size, size_t n)
+{
+	const char *spec = cli_get(a, "invariance");
+	const char *eq = strchr(spec, '=');
+	if (!eq || eq == spec || (size_t)(eq - spec) >= n) {
+		fprintf(stderr, "assay check: --invariance expects SIZE=V,... (smaller batches), got "
+			"'%s'\n", spec);
+		return 2;
+	}
+	memcpy(size, spec, (size_t)(eq - spec));
+	size[eq - spec] = 0;
+	io->size = size;
+	for (const char *p = eq + 1; *p;) {
+		char *end;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || v <= 0 || v > INT32_MAX || (*end && *end != ',') ||
+		    io->nvalues == VF_INV_MAXV) {
+			fprintf(stderr, "assay check: --invariance expects SIZE=V,... with at most %d "
+				"positive values, got '%s'\n", VF_INV_MAXV, spec);
+			return 2;
+		}
+		io->values[io->nvalues++] = v;
+		p = *end ? end + 1 : end;
+	}
+	if (!io->nvalues) {
+		fprintf(stderr, "assay check: --invariance %s: no value\n", spec);
+		return 2;
+	}
+	for (int i = 0; i < cli_count(a, "invariance-schedule"); i++) {
+		const char *t = cli_get_at(a, "invariance-schedule", i), *e = strchr(t, '=');
+		long long v = e ? strtoll(t, NULL, 10) : -1;
+		int k = 0;
+		while (k < io->nvalues && io->values[k] != v)
+			k++;
+		if (!e || k == io->nvalues) {
+			fprintf(stderr, "assay check: --invariance-schedule expects V=FILE with V one of "
+				"--invariance's values, got '%s'\n", t);
+			return 2;
+		}
+		io->sched_file[k] = e + 1;
+		if (!(io->sched_at[k] = read_text(e + 1)))
+			return 2;
+	}
+	return 0;
+}
+
+/* `check --invariance`: each graph, then the summary with the rate per directive kind. */
+static int invariance(const Args *a, const Backend **bs, int nb, int nsched, VfOpts *o)
+{
+	FILE *sf = cli_has(a, "json") ? stderr : stdout;   /* stdout holds only records then */
+	VfInvOpts io = {.nsampled = nsched};
+	char size[128];
+	SizeOverride ov[CLI_MAXREP];
+	char names[CLI_MAXREP][128];
+	int nov, code;
+	if ((code = invariance_opts(a, &io, size, sizeof size)) ||
+	    (code = cli_sizes(a, "check", ov, names, &nov)))
+		goto out;
+	if (cli_has(a, "schedule")) {
+		io.schedule_file = cli_get(a, "schedule");
+		if (!(io.schedule = read_text(io.schedule_file))) {
+			code = 2;
+			goto out;
+		}
+	}
+	VfInvSummary all = {0};
+	for (int i = 0; i < a->npos && code < 2; i++) {
+		VfInvSummary s;
+		Diag d = {0};
+		if (vf_invariance(a->pos[i], ov, nov, bs, nb, &io, o, &s, &d)) {
+			code = cli_report(&d);
+			break;
+		}
+		all.compared += s.compared;
+		all.noninvariant += s.noninvariant;
+		all.failed += s.failed;
+		for (int k = 0; k < VF_INV_KINDS; k++) {
+			all.kind_results[k] += s.kind_results[k];
+			all.kind_noninv[k] += s.kind_noninv[k];
+		}
+	}
+	if (code < 2) {
+		fprintf(sf, "invariance over %s: %lld comparisons, %lld not bitwise identical (%lld "
+			"under the same schedule: failures)\nnon-invariant results per directive:",
+			io.size, (long long)all.compared, (long long)all.noninvariant,
+			(long long)all.failed);
+		for (int k = 0; k < VF_INV_KINDS; k++)
+			if (all.kind_results[k])
+				fprintf(sf, " %s %lld/%lld", vf_inv_kind_name(k),
+					(long long)all.kind_noninv[k], (long long)all.kind_results[k]);
+		fprintf(sf, "\n");
+		if (all.compared == 0) {
+			fprintf(stderr, "assay check: --invariance compared nothing (no batched output "
+				"ran on both sizes)\n");
+			code = 2;
+		} else if (all.failed && code == 0)
+			code = 1;
+	}
+out:
+	for (int k = 0; k < io.nvalues; k++)
+		free((char *)io.sched_at[k]);
+	free((char *)io.schedule);
+	return code;
+}
+
 static int options(const Args *a, VfOpts *o, long long *nsched)
 {
 	long long seed, threads, max_exact, nsample, axis, k;
@@ -269,6 +398,11 @@ int cmd_check(int argc, char **argv)
 		printf("%-16s %-8s %-9s %-8s %-17s %12s %12s\n", "graph", "backend", "schedule",
 		       "output", "verdict", "max_ulp", "err/budget");
 	o.w.pool = vf_pool_new();   /* one worker per backend for every graph and schedule */
+	if (cli_has(&a, "invariance")) {
+		code = invariance(&a, bs, nb, (int)nsched, &o);
+		vf_pool_free(o.w.pool);
+		return code;
+	}
 	for (int i = 0; i < a.npos && code < 3; i++)
 		code = worst(code, check_one(&a, a.pos[i], bs, nb, (int)nsched, &o));
 	vf_pool_free(o.w.pool);

@@ -60,6 +60,9 @@ int cli_schedule(const Args *a, const char *cmd, Graph *g, bool *given);
 void cli_usage(FILE *f, const char *cmd, const char *synopsis, const char *about,
 	       const FlagSpec *spec, int nspec);
 
+/* The --size overrides of a into ov (names holds their names: CLI_MAXREP rows). 0, or 2
+ * after printing the error. */
+int cli_sizes(const Args *a, const char *cmd, SizeOverride *ov, char (*names)[128], int *nov);
 /* Loads a graph with the --size overrides of a. Returns NULL after printing the error
  * (*code gets its exit code). */
 Graph *cli_load_graph(const Args *a, const char *cmd, const char *path, int *code);

@@ -4,6 +4,9 @@
  * `timeout`. A correct kernel's greedy decode agrees with the oracle at every step and the
  * gate holds; a seeded fault (skip_last: the last term of every reduction dropped) makes
  * defects and fails the gate; a model that breaks the conventions is the user's error.
+ * Batch invariance (`check --invariance`): bitwise-identical rows under one schedule, an
+ * expected difference where the schedule changes with the batch, a failure where a
+ * (seeded) compiler bug makes a fixed schedule depend on it.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -213,6 +216,80 @@ START_TEST(decode_weights_round_trip)
 }
 END_TEST
 
+/* ------------------------------------------------------------ batch invariance */
+
+static const char *batched =
+	"graph inv\nsize T = 8, K = 96, N = 16\ninput x : f32[T, K]\ninput w : f32[N, K]\n"
+	"y[t:T, n:N] = sum(k:K) x[t, k] * w[n, k]\ns[t:T] = max(n:N) y[t, n]\n"
+	"z[t:T, n:N] = exp(y[t, n] - s[t])\nm[] = sum(t:T) z[t, 0]\noutput z : f32, m : f32\n";
+
+START_TEST(invariance_fixed_schedule)
+{
+	/* the same schedule at every batch: the rows are bitwise the same on every backend;
+	 * m sums over the batch and is not compared */
+	char *t = tu_mkdtemp("inv");
+	put(t, "g.tg", batched);
+	int rc = run(t, "", "check %s/g.tg --backends c,opencl,vulkan --schedules 2 "
+		     "--invariance T=1,3", t);
+	char *out = file(t, "out"), *err = file(t, "err");
+	ck_assert_msg(rc == 0, "exit %d: %s%s", rc, out, err);
+	ck_assert_msg(strstr(out, "invariance over T: 18 comparisons, 0 not bitwise identical"), "%s",
+		      out);
+	ck_assert_int_eq(count(out, "not a batched output"), 18);
+	free(out);
+	free(err);
+	tu_rm_rf(t);
+}
+END_TEST
+
+START_TEST(invariance_split_by_batch)
+{
+	/* an engine that splits K at batch 1 only: a real non-invariance, expected, counted
+	 * against split, not a failure */
+	char *t = tu_mkdtemp("inv-split");
+	put(t, "g.tg", batched);
+	put(t, "split.sched", "split y : k=4\n");
+	int rc = run(t, "", "check %s/g.tg --backends c --invariance T=1,3 "
+		     "--invariance-schedule 1=%s/split.sched --json", t, t);
+	char *out = file(t, "out"), *err = file(t, "err");
+	ck_assert_msg(rc == 0, "exit %d: %s%s", rc, out, err);
+	ck_assert_msg(strstr(err, "2 comparisons, 1 not bitwise identical (0 under the same"), "%s",
+		      err);
+	ck_assert_ptr_nonnull(strstr(err, "split 1/1"));
+	ck_assert_int_eq(count(out, "{\"graph\":\"inv@T="), 4);
+	ck_assert_ptr_nonnull(strstr(out, "not invariant, as expected: the schedule at T=1 differs"));
+	free(out);
+	free(err);
+	tu_rm_rf(t);
+}
+END_TEST
+
+START_TEST(invariance_fault_found)
+{
+	/* partial tiles dropped (a seeded fault): T=3 has one under tile t=2, T=8 none; under
+	 * the same schedule that is a failure */
+	char *t = tu_mkdtemp("inv-fault");
+	put(t, "g.tg", batched);
+	put(t, "tile.sched", "tile z : t=2\n");
+	int rc = run(t, "ASSAY_FAULT=drop_tail", "check %s/g.tg --backends c --schedule "
+		     "%s/tile.sched --invariance T=3", t, t);
+	char *out = file(t, "out"), *err = file(t, "err");
+	ck_assert_msg(rc == 1, "exit %d: %s%s", rc, out, err);
+	ck_assert_ptr_nonnull(strstr(out, "variant-mismatch"));
+	ck_assert_ptr_nonnull(strstr(out, "batch invariance: under the same schedule"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run(t, "", "check %s/g.tg --backends c --invariance T=8", t), 2);
+	err = file(t, "err");
+	ck_assert_ptr_nonnull(strstr(err, "give smaller batches"));
+	free(err);
+	ck_assert_int_eq(run(t, "", "check %s/g.tg --backends c --invariance Q=1", t), 2);
+	ck_assert_int_eq(run(t, "", "check %s/g.tg --backends c --invariance T=1 "
+			     "--invariance-schedule 2=x", t), 2);
+	tu_rm_rf(t);
+}
+END_TEST
+
 int main(void)
 {
 	if (access(prog(), X_OK) != 0) {
@@ -228,6 +305,9 @@ int main(void)
 	tcase_add_test(tc, decode_fault_is_defect);
 	tcase_add_test(tc, decode_bad_model);
 	tcase_add_test(tc, decode_weights_round_trip);
+	tcase_add_test(tc, invariance_fixed_schedule);
+	tcase_add_test(tc, invariance_split_by_batch);
+	tcase_add_test(tc, invariance_fault_found);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

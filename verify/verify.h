@@ -622,4 +622,36 @@ typedef struct {
 int vf_decode(const VfModel *m, const Backend *b, const VfSched *sp, const VfSched *sd,
 	      const VfDecodeOpts *o, VfDecodeSummary *sum, Diag *d);
 
+/* ---------------------------------------------------------------- invariance */
+
+enum { VF_INV_KINDS = 7, VF_INV_MAXV = 16 };
+const char *vf_inv_kind_name(int k);   /* "none", "split", "tile", "order", "accum", ... */
+
+typedef struct {
+	const char *size;            /* the batch size's name */
+	int64_t values[VF_INV_MAXV]; /* the smaller batches */
+	int nvalues;
+	const char *sched_at[VF_INV_MAXV];   /* per value: schedule text used there instead of
+	                                        the full run's (NULL: the same schedule) */
+	const char *sched_file[VF_INV_MAXV]; /* its file, for messages */
+	int nsampled;                /* sampled schedules besides the graph's own */
+	const char *schedule;        /* --schedule FILE's text replacing the graph's block, or
+	                                NULL */
+	const char *schedule_file;
+} VfInvOpts;
+
+typedef struct {
+	int64_t compared;            /* (backend, schedule, output, batch) comparisons */
+	int64_t noninvariant;        /* of them, not bitwise identical */
+	int64_t failed;              /* of those, under the same schedule (failures) */
+	int64_t kind_results[VF_INV_KINDS], kind_noninv[VF_INV_KINDS];
+	bool env_failed;
+} VfInvSummary;
+
+/* Batch invariance of the graph at path (invariance.c): records to o->sink and
+ * o->out_dir/results.jsonl (graph NAME@SIZE=V). 0, or -1 with d (2: a size that is not
+ * there or not smaller, a graph that does not parse; 3: the oracle, the environment). */
+int vf_invariance(const char *path, const SizeOverride *ov, int nov, const Backend *const *bs,
+		  int nb, const VfInvOpts *io, const VfOpts *o, VfInvSummary *sum, Diag *d);
+
 #endif

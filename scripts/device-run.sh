@@ -20,6 +20,8 @@
 #     tests      the Check suites test_cuda, test_opencl, test_vulkan and test_wgsl
 #     bench      bench_gpu (kernel times beside C, the derived matmul/softmax/layernorm
 #                beside cuBLAS and copy bandwidth) and bench_ulp on the GPU backends
+#     decode     `assay decode examples/qwen3_tiny` for $DECODE_STEPS (default 32) steps on every
+#                available backend, default and $DECODE_SCHEDULES (1) sampled schedules, its gate
 #     fuzz       a $FUZZ_SECONDS (default 60) campaign over every available backend, then
 #                `assay report` on it
 #     campaign   `assay fuzz --cases $CAMPAIGN_CASES` (default 600) with every core, seed $SEED
@@ -194,6 +196,21 @@ for step in $steps; do
 		tail -15 "$LOG/fuzz.log"
 		"$A" report "$LOG/fuzz" -o "$LOG/fuzz-report" >/dev/null 2>&1 &&
 			head -40 "$LOG/fuzz-report/report.md"
+		[ $rc -eq 0 ] || status=1
+		;;
+	decode)
+		# the greedy decode of examples/qwen3_tiny on every available backend (the default
+		# and $DECODE_SCHEDULES sampled schedules), its gate, and batch invariance of the
+		# decode step over the cache's position count on every backend
+		printf 'gate */token/*  token_agree         >= 99%%\ngate *  defect_divergences  <= 0\n' \
+			>"$LOG/decode.policy"
+		"$A" decode examples/qwen3_tiny --steps "${DECODE_STEPS:-32}" \
+			--schedules "${DECODE_SCHEDULES:-1}" -o "$LOG/decode" >"$LOG/decode.log" 2>&1
+		rc=$?
+		grep -E '^==|unavailable' "$LOG/decode.log"
+		"$A" gate "$LOG/decode" --policy "$LOG/decode.policy" | tail -4
+		"$A" report "$LOG/decode" -o "$LOG/decode-report" >/dev/null 2>&1 &&
+			grep -A12 '### Decode' "$LOG/decode-report/report.md"
 		[ $rc -eq 0 ] || status=1
 		;;
 	*)

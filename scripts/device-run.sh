@@ -201,7 +201,7 @@ for step in $steps; do
 	decode)
 		# the greedy decode of examples/qwen3_tiny on every available backend (the default
 		# and $DECODE_SCHEDULES sampled schedules), its gate, and batch invariance of the
-		# decode step over the cache's position count on every backend
+		# token-batched examples (T = 1 and 3 beside their own T) on every backend
 		printf 'gate */token/*  token_agree         >= 99%%\ngate *  defect_divergences  <= 0\n' \
 			>"$LOG/decode.policy"
 		"$A" decode examples/qwen3_tiny --steps "${DECODE_STEPS:-32}" \
@@ -212,6 +212,9 @@ for step in $steps; do
 		"$A" report "$LOG/decode" -o "$LOG/decode-report" >/dev/null 2>&1 &&
 			grep -A12 '### Decode' "$LOG/decode-report/report.md"
 		[ $rc -eq 0 ] || status=1
+		"$A" check examples/swiglu_mlp.tg examples/rmsnorm.tg --invariance T=1,3 --schedules 2 \
+			>"$LOG/invariance.log" 2>&1 || status=1
+		grep -E 'variant-mismatch|batch invariance|^invariance|per directive' "$LOG/invariance.log"
 		;;
 	*)
 		echo "device-run: unknown step $step"; status=2

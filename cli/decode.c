@@ -131,6 +131,11 @@ static int decode_all(const VfModel *m, const Backend **bs, int nb, int nsched,
 				code = cli_report(&d);
 				break;
 			}
+			if (*sum.unsupported) {
+				printf("== %s %s: unsupported: %.300s\n", bs[b]->name, sd[s].name,
+				       sum.unsupported);
+				continue;
+			}
 			int fail = sum.n[VD_DEFECT] + sum.n[VD_FAILED];
 			*bad += fail;
 			*tested += sum.steps - (sum.n[VD_FAILED] && sum.steps == 1);

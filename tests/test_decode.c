@@ -190,6 +190,36 @@ START_TEST(decode_bad_model)
 }
 END_TEST
 
+START_TEST(decode_unsupported_is_no_step)
+{
+	/* WGSL has no f64: a model with an f64 weight is not a failed history there but an
+	 * unsupported one, and a run that tested nothing is exit 2 */
+	char *t = tu_mkdtemp("decode-unsup");
+	model_with(t, "input lnf   : bf16[C]", "input lnf   : f64[C]");
+	char *cmd = NULL;
+	ck_assert_int_ge(asprintf(&cmd, "sed -i 's/^input lnf   : bf16\\[C\\]/input lnf   : f64[C]/' "
+				  "%s/m/prefill.tg", t), 0);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	int rc = run(t, "", "decode %s/m --backends wgsl --steps 2 -o %s/d", t, t);
+	char *out = file(t, "out"), *err = file(t, "err");
+	if (strstr(out, "wgsl     unavailable")) {
+		/* no Dawn-capable Vulkan here: says so, and nothing was tested */
+		ck_assert_int_eq(rc, 2);
+	} else {
+		ck_assert_msg(rc == 2, "exit %d: %s%s", rc, out, err);
+		ck_assert_msg(strstr(out, "== wgsl default: unsupported:") && strstr(out, "f64"), "%s", out);
+		char *steps = file(t, "d/decode.jsonl");
+		ck_assert_str_eq(steps, "");
+		free(steps);
+	}
+	ck_assert_ptr_nonnull(strstr(err, "nothing was tested"));
+	free(out);
+	free(err);
+	tu_rm_rf(t);
+}
+END_TEST
+
 START_TEST(decode_weights_round_trip)
 {
 	/* weights saved as .npy load back as the model's (MODEL/weights), the same decode */
@@ -305,6 +335,7 @@ int main(void)
 	tcase_add_test(tc, decode_fault_is_defect);
 	tcase_add_test(tc, decode_bad_model);
 	tcase_add_test(tc, decode_weights_round_trip);
+	tcase_add_test(tc, decode_unsupported_is_no_step);
 	tcase_add_test(tc, invariance_fixed_schedule);
 	tcase_add_test(tc, invariance_split_by_batch);
 	tcase_add_test(tc, invariance_fault_found);

@@ -31,8 +31,9 @@
  * - the logits are also checked at --check-logits sampled other tokens, and every cache
  *   entry at all its elements, as records of `assay check` (results.jsonl): the step's
  *   graph name with "@step N".
- * A step whose kernel did not run (crash, timeout, compile error, unsupported) ends the
- * history with a step of class `failed`.
+ * A step whose kernel did not run (crash, timeout, compile error) ends the history with a
+ * step of class `failed`; one the backend cannot run (unsupported: a format it lacks) ends
+ * it without a step, the reason in the summary.
  */
 #include <math.h>
 #include <stdio.h>
@@ -605,7 +606,8 @@ static void cache_write(History *h, int c, const HostTensor *src, int64_t p0, in
 }
 
 /* One step (0: the prefill) of history h: run, judge, feed the cache. 1 when the history
- * ends (the kernel did not run), 0 to go on, -1 with d. */
+ * ends (the kernel did not run), 2 when the backend cannot run it (unsupported: st->reason
+ * says why, no step), 0 to go on, -1 with d. */
 static int step(History *h, int k, VfStep *st, Diag *d)
 {
 	const VfModel *m = h->m;
@@ -619,7 +621,13 @@ static int step(History *h, int k, VfStep *st, Diag *d)
 	st->pos = k == 0 ? m->nprompt - 1 : h->pos;
 	WorkerResult w;
 	int rc = vf_worker_run(h->b, g, &s->s, in, &h->o->w, &w, d);
-	if (rc == 0 && w.status != WK_OK) {
+	if (rc == 0 && w.status == WK_UNSUPPORTED) {
+		/* the backend cannot run this schedule: no step, the history is not run */
+		snprintf(st->reason, sizeof st->reason, "%.400s", w.reason ? w.reason : "");
+		rc = step_record(h, g, s, k, -1, NULL, V_UNSUPPORTED, st->reason, false, &w, d);
+		vf_worker_free(g, &w);
+		rc = rc ? -1 : 2;
+	} else if (rc == 0 && w.status != WK_OK) {
 		st->cls = VD_FAILED;
 		st->logits_verdict = worker_verdict(w.status);
 		snprintf(st->reason, sizeof st->reason, "%.400s", w.reason ? w.reason : "");
@@ -694,6 +702,11 @@ int vf_decode(const VfModel *m, const Backend *b, const VfSched *sp, const VfSch
 		rc = step(&h, k, &st, d);
 		if (rc < 0)
 			break;
+		if (rc == 2) {
+			snprintf(sum->unsupported, sizeof sum->unsupported, "%s", st.reason);
+			rc = 0;
+			break;
+		}
 		sum->steps++;
 		sum->n[st.cls]++;
 		if (o->on_step)

@@ -613,6 +613,7 @@ typedef struct {
 typedef struct {
 	int steps;
 	int n[VD__COUNT];
+	char unsupported[512];   /* the backend cannot run the history: why ("" otherwise) */
 } VfDecodeSummary;
 
 /* The greedy decode of m on backend b, the prefill under schedule sp and every step under

@@ -571,6 +571,7 @@ int kir_validate(const Kernels *k, Diag *d);
 /* Backends (architecture.md "Backends"): one struct of function pointers each. A module is
  * one compiled program with its buffers; it borrows its Kernels (keep them alive). */
 typedef struct BeModule BeModule;
+typedef struct MapTarget MapTarget;   /* a GPU target's limits (compiler/map.h) */
 
 typedef struct {
 	int threads;             /* <= 0: 1 */
@@ -661,6 +662,8 @@ typedef struct {
 	BeFacts facts;
 	/* Where the permission to flush subnormals comes from (a citation), or NULL. */
 	const char *flush_source;
+	/* A GPU target's limits for the mapping stage (compiler/map.h), or NULL (c). */
+	const MapTarget *map;
 	/* Optional: the facts of the device the process's session has open (called after a
 	 * compile, in the worker that ran it): f starts as facts and is refined where the
 	 * device promises more (OpenCL's CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, Vulkan's float

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kir.h"
+#include "map.h"
 
 static void *grow(void *p, int32_t *cap, int32_t need, size_t elem)
 {
@@ -474,6 +474,7 @@ void kir_free(Kernels *k)
 	free(k->k);
 	free(k->sites);
 	sched_free(&k->sched);
+	map_free_all(k->maps);
 	free(k);
 }
 

@@ -176,6 +176,28 @@ START_TEST(large_locals)
 }
 END_TEST
 
+/* The launch comes from the program's plan record (compiler/map.h), not from the text: with
+ * the plans cut off its mark lines (group, work-group, f64, scratch), the program runs the
+ * same, for a serial kernel, a group plan with merges, one with parts and one with scratch. */
+START_TEST(plan_record)
+{
+	static const char *const sch[] = {
+		"",
+		"split y : k=8\nsplit z : k=4\nsplit s : c=4\norder s : pairwise",
+		"tile y : m=2, n=4\ntile z : m=3",
+		"split s : c=4\norder s : pairwise\nstore y : f64\naccum y : f64",
+	};
+	Graph *g = parse("size M = 5, N = 6, K = 37, C = 2000\n"
+			 "input a : f32[M, K]\ninput b : f32[K, N]\ninput x : f32[M, C]\n"
+			 "y[m:M, n:N] = sum(k:K) a[m, k] * b[k, n]\n"
+			 "z[m:M] = sum(k:K, n:N) a[m, k] * b[k, n]\n"
+			 "s[m:M] = sum(c:C) x[m, c] * x[m, c]\n"
+			 "output y : f32, z : f32, s : f32\n");
+	bt_plan_record("vulkan", g, sch, ARRAY_LEN(sch));
+	ir_free(g);
+}
+END_TEST
+
 /* ------------------------------------------------------------ formats and ops */
 
 /* f16 and bf16 storage from f32 and from f64 arithmetic, f16/bf16 inputs widened, and f32
@@ -566,6 +588,7 @@ static Suite *suite(bool device)
 		free_examples(v, n);
 		tcase_add_test(tc, reductions_exact);
 		tcase_add_test(tc, large_locals);
+		tcase_add_test(tc, plan_record);
 		tcase_add_test(tc, half_storage);
 		tcase_add_test(tc, scalar_ops);
 		tcase_add_test(tc, functions_close);

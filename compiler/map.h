@@ -89,6 +89,8 @@ struct MapTarget {
 	int64_t private_budget;   /* bytes of private arrays per invocation (0: no budget) */
 	int merge_max;            /* MAP_RULES_REPLICATE: merge slots per kernel */
 	bool int32;               /* integers are i32: every integer op proved or checked */
+	uint64_t int_checked;     /* int32: the ops (BE_OP bits) spelled checked where they may
+	                             leave i32 (they report into the error slot) */
 };
 
 typedef enum {

@@ -96,6 +96,7 @@ static MapPlan *plan_new(const Kernels *k, const MapTarget *t)
 		kernel_init(k, &p->k[i]);
 		switch (t->rules) {
 		case MAP_RULES_REPLICATE: map_replicate(k, t, p, i, &p->k[i]); break;
+		case MAP_RULES_BLOCK: map_block(k, t, i, &p->k[i]); break;
 		case MAP_RULES_OWNER: map_owner(k, t, p, i, &p->k[i]); break;
 		default: IR_ASSERT(!"rules not moved to the mapping stage yet");
 		}

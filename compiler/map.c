@@ -97,8 +97,8 @@ static MapPlan *plan_new(const Kernels *k, const MapTarget *t)
 		switch (t->rules) {
 		case MAP_RULES_REPLICATE: map_replicate(k, t, p, i, &p->k[i]); break;
 		case MAP_RULES_BLOCK: map_block(k, t, i, &p->k[i]); break;
+		case MAP_RULES_LANES: map_lanes(k, t, i, &p->k[i]); break;
 		case MAP_RULES_OWNER: map_owner(k, t, p, i, &p->k[i]); break;
-		default: IR_ASSERT(!"rules not moved to the mapping stage yet");
 		}
 	}
 	return p;

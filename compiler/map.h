@@ -168,8 +168,9 @@ typedef struct MapPlan {
 } MapPlan;
 
 /* The plan of program k for target t: computed at the first call for t, recorded with
- * the program (freed by kir_free) and returned as is afterwards. Never fails: a plan
- * always exists (at worst every kernel MAP_ITEM). Not thread-safe per program. */
+ * the program (freed by kir_free) and returned as is afterwards (t is the record's key: it
+ * must not change while k lives; the backends' targets are constants). Never fails: a
+ * plan always exists (at worst every kernel MAP_ITEM). Not thread-safe per program. */
 const MapPlan *map_plan(const Kernels *k, const MapTarget *t);
 /* The record of every target planned for k (kir_free calls it). */
 void map_free_all(MapCache *c);

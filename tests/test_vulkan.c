@@ -524,7 +524,7 @@ START_TEST(emit_shape)
 	ir_free(g2);
 	sched_of(g, "store m : f64\naccum m : f64\nsplit m : c=8", &s);
 	a = emit_of(g, &s);
-	/* 8 partials in a group of whole subgroups (vulkan/plan.c) */
+	/* 8 partials in a group of whole subgroups (compiler/map/replicate.c) */
 	ck_assert_ptr_nonnull(strstr(a, "layout(local_size_x = 32) in;"));
 	ck_assert_ptr_nonnull(strstr(a, "shared double m0[8];"));
 	ck_assert_ptr_nonnull(strstr(a, "barrier();"));

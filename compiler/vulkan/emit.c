@@ -4,13 +4,14 @@
  * The text is written by the emitter core (compiler/cemit.h) with GLSL's table (CLang) and
  * the GLSL pieces here (constants, conversions, 16-bit storage, merges of distributed
  * nests, the shader around each kernel); the output is a deterministic function of the
- * kernel IR and of the plan (plan.c), itself deterministic: temporaries are named after expression ids (t12),
- * variables after variable ids (v3), buffers after buffer ids (b0). Each statement's
+ * kernel IR and of the plan (compiler/map/replicate.c), itself deterministic: temporaries
+ * are named after expression ids (t12), variables after variable ids (v3), buffers after
+ * buffer ids (b0). Each statement's
  * expressions become one temporary per computing node, fully parenthesised, with explicit
  * conversions; a statement that needs temporaries gets its own block.
  *
  * Numerics: KT_F32 is GLSL float, KT_F64 double (shaderFloat64), KT_INT int where the
- * kernel allows (plan.c vk_kernel_i32: every integer operation proved within i32 by the
+ * kernel allows (the plan's MapKernel.i32: every integer operation proved within i32 by the
  * intervals of compiler/kivl.c, so no int can wrap; the graph format makes any integer
  * outside i32 an error anyway), else int64_t (GL_ARB_gpu_shader_int64: the kernel IR's
  * integers are exact int64, and an i32 result is checked to fit after the fact). The
@@ -289,7 +290,7 @@ static void local_elem(CEmit *c, int32_t v, int32_t idx)
 	arr((E *)c, v, idx, NULL);
 }
 
-/* GLSL's table; two, by the kernel's integer type (lang32: vk_kernel_i32, its integer
+/* GLSL's table; two, by the kernel's integer type (lang32: MapKernel.i32, its integer
  * max/min identities INT64_MIN/MAX held as INT32_MIN/MAX, identities of i32 values too). */
 #define GLSL_LANG(INT, IMIN, IMAX, ISFX)                                                       \
 	{                                                                                      \
@@ -335,7 +336,7 @@ static void merge_slot(E *e, int m, bool out)
 	}
 }
 
-/* Puts the owners' values of the merge slots in mask together (vulkan.h, plan.c): every
+/* Puts the owners' values of the merge slots in mask together (vulkan.h, compiler/map/replicate.c): every
  * invocation leaves holding the whole array (MAP_V_MERGE) or the maximum (MAP_V_FLAG). */
 static void merge(E *e, uint64_t mask)
 {
@@ -478,7 +479,7 @@ static void decl_stmt(E *e, const KStmt *s)
 		ce_line(&e->c, "%s%s v%d;", prec(v->type), gtype(e, v->type), s->v);
 }
 
-/* A distributed loop nest (plan.c): iterations f = lid, lid + WG, ... of the flattened
+/* A distributed loop nest (the plan's MAP_S_NEST): iterations f = lid, lid + WG, ... of the flattened
  * nest, the last loop fastest; j counts this invocation's iterations (MAP_V_PART index). */
 static void chain_stmt(E *e, int32_t s)
 {
@@ -528,7 +529,7 @@ static void chain_stmt(E *e, int32_t s)
 	}
 	c->ind++;
 	/* 32-bit division where the nest's count fits (see kernel()) */
-	bool narrow = e->i32 || (most >= 0 && most <= UINT32_MAX);   /* i32: its count fits (plan.c) */
+	bool narrow = e->i32 || (most >= 0 && most <= UINT32_MAX);   /* i32: its count fits (the plan) */
 	ce_line(c, narrow ? "uint q%d = uint(f%d);" : "int64_t q%d = f%d;", s, s);
 	for (int i = L - 1; i >= 0; i--) {
 		ce_indent(c);

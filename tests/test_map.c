@@ -16,6 +16,8 @@ static const char graph_src[] =
 	"y[m:M, n:N] = sum(k:K) a[m, k] * b[k, n]\n"
 	"output s : f32, y : f32\n";
 
+static const char *const gpus[] = {"cuda", "opencl", "vulkan", "wgsl"};
+
 static const MapTarget *target(const char *backend)
 {
 	const Backend *b = be_find(backend);
@@ -127,7 +129,6 @@ START_TEST(tiled_matmul)
 	Graph *g = tu_parse(graph_src);
 	Schedule s;
 	Kernels *k = lowered(g, "tile y : m=4, n=8", &s);
-	static const char *const gpus[] = {"cuda", "opencl", "vulkan", "wgsl"};
 	for (size_t i = 0; i < ARRAY_LEN(gpus); i++) {
 		const MapKernel *p = &map_plan(k, target(gpus[i]))->k[1];
 		ck_assert_msg(p->mode == MAP_GROUP, "%s: mode %d", gpus[i], p->mode);
@@ -180,7 +181,6 @@ START_TEST(limits_decide)
 	Graph *g = tu_parse(graph_src);
 	Schedule s;
 	Kernels *k = lowered(g, "tile y : m=16, n=16", &s);
-	static const char *const gpus[] = {"cuda", "opencl", "vulkan", "wgsl"};
 	MapTarget low[ARRAY_LEN(gpus)];   /* one each: a plan is recorded per target */
 	for (size_t i = 0; i < ARRAY_LEN(gpus); i++) {
 		low[i] = *target(gpus[i]);

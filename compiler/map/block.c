@@ -18,11 +18,11 @@
  * A construct is accepted only if every scalar it writes that is declared outside it is
  * written with a constant (idempotent, so concurrent writes agree).
  *
- * A kernel becomes CM_BLOCK when it has a split reduction (the schedule asked for a
+ * A kernel becomes MAP_GROUP (a block per item) when it has a split reduction (the schedule asked for a
  * parallel reduction) or a par nest of at least 32 known iterations (or an unknown
- * number); otherwise CM_THREAD (one thread per item beats idle lanes). The block size is
+ * number); otherwise MAP_ITEM (one thread per item beats idle lanes). The block size is
  * the largest construct's trip count rounded up to a power of two within [32, 256]
- * (cuda_target's wg_min and wg_max; CM_BLOCK is MAP_GROUP, CM_THREAD MAP_ITEM).
+ * (cuda_target's wg_min and wg_max).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  *
  * A loop nest may be dealt to lanes when its iterations are independent. For loops marked
  * par (a tile's point loops, a topk's output loop) the kernel IR promises it for buffer
- * stores; for every loop, plan.c proves it for local variables declared outside the nest
+ * stores; for every loop, this file proves it for local variables declared outside the nest
  * (the only state lanes could share): such a variable may be
  * - a scalar written only with one constant and never read inside (a "some term was
  *   added" flag), or

@@ -112,7 +112,7 @@ static int64_t find_nests(P *p, int32_t s, bool u)
 	return most;
 }
 
-/* ------------------------------------------------------------ owners (WM_GROUP) */
+/* ------------------------------------------------------------ owners (MAP_GROUP) */
 
 typedef struct {
 	int32_t nest;        /* the first nest head that touched it, or -1 */
@@ -229,7 +229,7 @@ static void clear_roles(P *p, int32_t s)
 	}
 }
 
-/* ------------------------------------------------------------ lanes (WM_LANES) */
+/* ------------------------------------------------------------ lanes (MAP_LANES) */
 
 /* Does expression id read array a anywhere but at index var L (lane < 0: anywhere)? */
 static bool reads_other(const Kernels *k, int32_t id, int32_t a, int32_t lane)

@@ -21,7 +21,7 @@
  *   same bounds), always at one index expression X, written unconditionally in one of
  *   them, and only in par nests: each invocation then owns the elements of its
  *   iterations, which are the same in every nest, so it keeps only those (its j-th
- *   iteration's element at private index j: vk_part_len elements). The hoisted tile
+ *   iteration's element at private index j: map_part_len elements). The hoisted tile
  *   accumulators of a tiled reduction are this case.
  * - MAP_V_MERGE: an array accessed inside distributed loops only at the index of a one-loop
  *   nest from 0 (its owner is invocation index mod WG). After the distributed part, before

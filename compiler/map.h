@@ -130,8 +130,10 @@ enum { MAP_MERGE_SLOTS = 64 };
 
 typedef struct {
 	MapMode mode;
-	int wg;                   /* invocations per work-group (0: the runtime's choice) */
-	int64_t groups;           /* work-groups of the whole grid */
+	int wg;                   /* invocations per work-group (1 for a MAP_ITEM kernel of a
+	                             target whose item_wg is 0: the runtime picks it) */
+	int64_t groups;           /* work-groups of the whole grid (0 where the runtime picks
+	                             the work-group) */
 	int64_t split;            /* BLOCK: partials of the kernel's split (MAP_S_SPLIT) */
 	/* per statement (k->ns + 1) */
 	uint8_t *srole;           /* MAP_S_* */

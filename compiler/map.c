@@ -2,8 +2,6 @@
  * computed at the first request and kept with the program, so that a backend's emitter
  * and its runtime read the same record; the rules of each target live in compiler/map/.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "map.h"
@@ -117,81 +115,4 @@ const MapPlan *map_plan(const Kernels *k, const MapTarget *t)
 	IR_ASSERT(c->plans);
 	c->plans[c->n] = plan_new(k, t);
 	return c->plans[c->n++];
-}
-
-/* ------------------------------------------------------------ in words */
-
-typedef struct {
-	char *buf;
-	size_t len, cap;
-} Text;
-
-static void put(Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(Text *t, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	IR_ASSERT(n >= 0);
-	if (t->len + (size_t)n + 1 > t->cap) {
-		t->cap = 2 * (t->len + (size_t)n + 1);
-		t->buf = realloc(t->buf, t->cap);
-		IR_ASSERT(t->buf);
-	}
-	va_start(ap, fmt);
-	vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-	va_end(ap);
-	t->len += (size_t)n;
-}
-
-char *kir_plan_text(const Kernels *k, const MapTarget *tg)
-{
-	static const char *const modes[] = {"item", "group", "lanes"};
-	static const char *const role[] = {"", "nest", "split", "tail", "swap", "lane"};
-	static const char *const share[] = {"own", "shared", "part", "merge", "flag"};
-	static const char *const place[] = {"private", "shared", "scratch", "scratch_group"};
-	const MapPlan *mp = map_plan(k, tg);
-	Text t = {0};
-	put(&t, "%s", "");
-	for (int i = 0; i < mp->nk; i++) {
-		const MapKernel *p = &mp->k[i];
-		put(&t, "kernel %d: %s wg=%d groups=%lld", i, modes[p->mode], p->wg, (long long)p->groups);
-		if (p->split)
-			put(&t, " split=%lld", (long long)p->split);
-		if (p->shared_bytes)
-			put(&t, " shared=%lld", (long long)p->shared_bytes);
-		if (p->scratch)
-			put(&t, " scratch=%lld", (long long)p->scratch);
-		if (p->scratch_group)
-			put(&t, " scratch_group=%lld", (long long)p->scratch_group);
-		put(&t, "%s%s%s\n", p->i32 ? " i32" : "", p->f64 ? " f64" : "", p->err ? " err" : "");
-		const char *lead = "  roles:";
-		for (int32_t s = 1; s < k->ns; s++)
-			if (p->srole[s]) {
-				put(&t, "%s %s:%d", lead, role[p->srole[s]], s);
-				if (p->srole[s] == MAP_S_NEST)
-					put(&t, "/%d", p->sdepth[s]);
-				lead = "";
-			}
-		if (!*lead)
-			put(&t, "\n");
-		lead = "  locals:";
-		for (int32_t v = 0; v < k->nvars; v++)
-			if (p->vshare[v] || p->vplace[v]) {
-				put(&t, "%s v%d:%s/%s", lead, v, share[p->vshare[v]], place[p->vplace[v]]);
-				lead = "";
-			}
-		if (!*lead)
-			put(&t, "\n");
-		lead = "  binds:";
-		for (int b = 0; b < k->nbufs; b++)
-			if (p->buse[b]) {
-				put(&t, "%s b%d:%s%s", lead, b, p->buse[b] & 1 ? "l" : "", p->buse[b] & 2 ? "s" : "");
-				lead = "";
-			}
-		if (!*lead)
-			put(&t, "\n");
-	}
-	return t.buf;
 }

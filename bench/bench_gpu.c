@@ -898,7 +898,7 @@ static void run_family(Ctx *c, const Backend *cu, Family *f, int ncands)
 	free(in);
 }
 
-/* Candidate schedules. The cuda backend (compiler/cuda/plan.c) runs a tile's point loops
+/* Candidate schedules. The cuda backend (compiler/map/block.c) runs a tile's point loops
  * as the threads of a block (up to 256), a reduction split S ways as S partials dealt to
  * the threads, and anything else as one thread per item. For the matmul: untiled (a
  * thread per element, the accumulator in a register); tiles up to 16384 points keep a

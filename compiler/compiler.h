@@ -556,12 +556,22 @@ typedef struct {
 /* A lowered program: one kernel (loop nest) per stored definition, over buffers (the
  * private kernel IR of compiler/kir.h). It borrows g and must not outlive it. */
 typedef struct Kernels Kernels;
+typedef struct MapTarget MapTarget;   /* a GPU target's limits (compiler/map.h) */
 /* Lowers g under schedule s (which must come from sched_build/sched_default/sched_sample
  * for this g). o may be NULL. Returns NULL with d on failure. */
 Kernels *kir_lower(const Graph *g, const Schedule *s, const LowerOpts *o, Diag *d);
 void kir_free(Kernels *k);
 /* A readable dump of the kernel IR (for tests and debugging). The caller frees. */
 char *kir_print(const Kernels *k);
+/* The GPU plan the mapping stage recorded for k on target t (a Backend's map; compiler/
+ * map.h), in words, one paragraph per kernel (for tests and debugging; the caller frees):
+ *   kernel I: item|group|lanes wg=W groups=G [split=S] [shared=B] [scratch=B]
+ *             [scratch_group=B] [i32] [f64] [err]
+ *     roles: nest:STMT/DEPTH split:STMT tail:STMT swap:STMT lane:STMT ...
+ *     locals: vV:own|shared|part|merge|flag/private|shared|scratch|scratch_group ...
+ *     binds: bB:l|s|ls ...
+ * (roles, locals other than own/private, binds: lines only where there is one). */
+char *kir_plan_text(const Kernels *k, const MapTarget *t);
 /* Checks that the program is well formed: every operand an expression names exists (an op
  * has all the operands of its arity) and an op's operands have the types kir.h states
  * (C would convert a mismatch silently; WGSL and GLSL reject it). 0, or -1 with d (code 3:
@@ -661,6 +671,8 @@ typedef struct {
 	BeFacts facts;
 	/* Where the permission to flush subnormals comes from (a citation), or NULL. */
 	const char *flush_source;
+	/* A GPU target's limits for the mapping stage (compiler/map.h), or NULL (c). */
+	const MapTarget *map;
 	/* Optional: the facts of the device the process's session has open (called after a
 	 * compile, in the worker that ran it): f starts as facts and is refined where the
 	 * device promises more (OpenCL's CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, Vulkan's float

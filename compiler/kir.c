@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kir.h"
+#include "map.h"
 
 static void *grow(void *p, int32_t *cap, int32_t need, size_t elem)
 {
@@ -461,6 +461,59 @@ char *kir_print(const Kernels *k)
 	return o.buf;
 }
 
+/* The plan in words (compiler.h): the mapping stage's record (map.h), read here beside the
+ * dump of the IR it describes. */
+char *kir_plan_text(const Kernels *k, const MapTarget *tg)
+{
+	static const char *const modes[] = {"item", "group", "lanes"};
+	static const char *const role[] = {"", "nest", "split", "tail", "swap", "lane"};
+	static const char *const share[] = {"own", "shared", "part", "merge", "flag"};
+	static const char *const place[] = {"private", "shared", "scratch", "scratch_group"};
+	const MapPlan *mp = map_plan(k, tg);
+	Str t = {0};
+	put(&t, "%s", "");
+	for (int i = 0; i < mp->nk; i++) {
+		const MapKernel *p = &mp->k[i];
+		put(&t, "kernel %d: %s wg=%d groups=%lld", i, modes[p->mode], p->wg, (long long)p->groups);
+		if (p->split)
+			put(&t, " split=%lld", (long long)p->split);
+		if (p->shared_bytes)
+			put(&t, " shared=%lld", (long long)p->shared_bytes);
+		if (p->scratch)
+			put(&t, " scratch=%lld", (long long)p->scratch);
+		if (p->scratch_group)
+			put(&t, " scratch_group=%lld", (long long)p->scratch_group);
+		put(&t, "%s%s%s\n", p->i32 ? " i32" : "", p->f64 ? " f64" : "", p->err ? " err" : "");
+		const char *lead = "  roles:";
+		for (int32_t s = 1; s < k->ns; s++)
+			if (p->srole[s]) {
+				put(&t, "%s %s:%d", lead, role[p->srole[s]], s);
+				if (p->srole[s] == MAP_S_NEST)
+					put(&t, "/%d", p->sdepth[s]);
+				lead = "";
+			}
+		if (!*lead)
+			put(&t, "\n");
+		lead = "  locals:";
+		for (int32_t v = 0; v < k->nvars; v++)
+			if (p->vshare[v] || p->vplace[v]) {
+				put(&t, "%s v%d:%s/%s", lead, v, share[p->vshare[v]], place[p->vplace[v]]);
+				lead = "";
+			}
+		if (!*lead)
+			put(&t, "\n");
+		lead = "  binds:";
+		for (int b = 0; b < k->nbufs; b++)
+			if (p->buse[b]) {
+				put(&t, "%s b%d:%s%s", lead, b, p->buse[b] & 1 ? "l" : "", p->buse[b] & 2 ? "s" : "");
+				lead = "";
+			}
+		if (!*lead)
+			put(&t, "\n");
+	}
+	return t.buf;
+}
+
 void kir_free(Kernels *k)
 {
 	if (!k)
@@ -474,6 +527,7 @@ void kir_free(Kernels *k)
 	free(k->k);
 	free(k->sites);
 	sched_free(&k->sched);
+	map_free_all(k->maps);
 	free(k);
 }
 

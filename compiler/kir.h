@@ -49,6 +49,8 @@
 
 #include "compiler.h"
 
+typedef struct MapCache MapCache;
+
 typedef enum { KT_BOOL, KT_INT, KT_F32, KT_F64, KT__COUNT } KType;
 
 typedef enum {
@@ -156,6 +158,7 @@ struct Kernels {
 	int32_t *tbuf;            /* tensor id -> buffer, -1 for inlined definitions */
 	Kernel *k; int nk;
 	KSite *sites; int32_t nsites, capsites;
+	MapCache *maps;           /* the GPU plans made for it (compiler/map.h), owned */
 };
 
 /* --- construction (compiler/kir.c) --- */

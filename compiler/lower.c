@@ -37,7 +37,7 @@
 #include <mpfr.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kir.h"
+#include "map.h"
 
 enum { HOIST_MAX = 16384, TERMS_MAX = 1 << 22 };
 
@@ -1342,6 +1342,7 @@ Kernels *kir_lower(const Graph *g, const Schedule *s, const LowerOpts *o, Diag *
 	IR_ASSERT(k);
 	k->g = g;
 	k->faults = o ? o->faults : 0;
+	k->maps = map_cache_new();
 	k->sched.ndefs = s->ndefs;
 	k->sched.defs = malloc((size_t)(s->ndefs + 1) * sizeof *s->defs);
 	IR_ASSERT(k->sched.defs);

@@ -53,6 +53,107 @@ static inline int bt_run_on(const char *name, const Backend *b, const Graph *g,
 	return rc;
 }
 
+/* The program text src with every plan left out of it: on a kernel's mark line
+ * ("//// assay kernel I: NAME group=..."), everything after the name; every launch-manifest
+ * line ("//! ...") dropped. The backends launch from the program's plan record
+ * (compiler/map.h), never from these comments, so the text runs the same. malloc'ed. */
+static inline char *bt_strip_plans(const char *src)
+{
+	size_t n = strlen(src);
+	char *out = malloc(n + 1), *o = out;
+	ck_assert_ptr_nonnull(out);
+	for (const char *p = src; *p;) {
+		const char *eol = strchr(p, '\n'), *end = eol ? eol + 1 : p + strlen(p);
+		size_t len = (size_t)(end - p);
+		const char *g = strstr(p, " group=");
+		if (strncmp(p, "//! ", 4) == 0) {
+			p = end;
+			continue;
+		}
+		if (strncmp(p, "//// assay kernel ", 18) == 0 && g && g < end) {
+			memcpy(o, p, (size_t)(g - p));
+			o += g - p;
+			*o++ = '\n';
+			p = end;
+			continue;
+		}
+		memcpy(o, p, len);
+		o += len;
+		p = end;
+	}
+	*o = 0;
+	return out;
+}
+
+/* Runs g under s on b through the run driver with its text stripped of its plans
+ * (bt_strip_plans) before the compile; *stripped: whether there was a plan to strip. */
+static inline int bt_run_stripped(const char *name, const Backend *b, const Graph *g,
+				  const Schedule *s, const HostTensor *in, HostTensor *out,
+				  bool *stripped, Diag *d)
+{
+	Kernels *k = kir_lower(g, s, NULL, d);
+	if (!k)
+		return -1;
+	BeOpts o = {2, tu_cache_dir(name)};
+	BeRun r;
+	be_run_open(&r, b, k);
+	int rc = be_run_emit(&r, d);
+	if (rc == 0) {
+		char *t = bt_strip_plans(r.src);
+		*stripped = strlen(t) < strlen(r.src);
+		free(r.src);
+		r.src = t;
+	}
+	if (rc == 0)
+		rc = be_run_compile(&r, &o, d) || be_run_bind(&r, in, d) || be_run_launch(&r, 1, d) ||
+		     be_run_guards(&r, d) || be_run_outputs(&r, out, d) ? -1 : 0;
+	be_run_close(&r);
+	kir_free(k);
+	return rc;
+}
+
+/* A matrix product, a double sum and a sum of 2000 squares per row under each schedule of
+ * sch (n of them) on backend `name`: the text stripped of its plans (which must have held
+ * one) gives the same outputs, bit for bit, as the text as emitted. */
+static inline void bt_plan_record(const char *name, const char *const *sch, size_t n)
+{
+	static const char src[] = "size M = 5, N = 6, K = 37, C = 2000\n"
+		"input a : f32[M, K]\ninput b : f32[K, N]\ninput x : f32[M, C]\n"
+		"y[m:M, n:N] = sum(k:K) a[m, k] * b[k, n]\n"
+		"z[m:M] = sum(k:K, n:N) a[m, k] * b[k, n]\n"
+		"s[m:M] = sum(c:C) x[m, c] * x[m, c]\n"
+		"output y : f32, z : f32, s : f32\n";
+	Graph *g = tu_parse(src);
+	HostTensor *in = bt_inputs(g, 7);
+	for (size_t i = 0; i < n; i++) {
+		Schedule s;
+		Diag d = {0};
+		bt_sched_of(g, sch[i], &s);
+		HostTensor *o1 = calloc((size_t)g->noutputs + 1, sizeof *o1);
+		HostTensor *o2 = calloc((size_t)g->noutputs + 1, sizeof *o2);
+		bool stripped = false;
+		ck_assert_msg(bt_run_on(name, bt_backend(name), g, &s, in, o1, &d) == 0, "[%s]: %s",
+			      sch[i], d.msg);
+		ck_assert_msg(bt_run_stripped(name, bt_backend(name), g, &s, in, o2, &stripped, &d) == 0,
+			      "[%s] stripped: %s", sch[i], d.msg);
+		ck_assert_msg(stripped, "[%s]: no plan in the text to strip", sch[i]);
+		for (int k = 0; k < g->noutputs; k++) {
+			ck_assert_int_eq(o1[k].n, o2[k].n);
+			for (int64_t j = 0; j < o1[k].n; j++)
+				ck_assert_msg(tu_same(ht_get(&o1[k], j), ht_get(&o2[k], j)),
+					      "[%s]: output %d [%lld] differs once stripped", sch[i], k,
+					      (long long)j);
+			ht_free(&o1[k]);
+			ht_free(&o2[k]);
+		}
+		free(o1);
+		free(o2);
+		sched_free(&s);
+	}
+	tu_free_tensors(in, ir_ninputs(g));
+	ir_free(g);
+}
+
 static inline char *bt_emit_of(const Backend *b, const Graph *g, const Schedule *s)
 {
 	Diag d = {0};

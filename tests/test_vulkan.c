@@ -176,6 +176,21 @@ START_TEST(large_locals)
 }
 END_TEST
 
+/* The launch comes from the program's plan record (compiler/map.h), not from the text: with
+ * the plans cut off its mark lines (group, work-group, f64, scratch), the program runs the
+ * same, for a serial kernel, a group plan with merges, one with parts and one with scratch. */
+START_TEST(plan_record)
+{
+	static const char *const sch[] = {
+		"",
+		"split y : k=8\nsplit z : k=4\nsplit s : c=4\norder s : pairwise",
+		"tile y : m=2, n=4\ntile z : m=3",
+		"split s : c=4\norder s : pairwise\nstore y : f64\naccum y : f64",
+	};
+	bt_plan_record("vulkan", sch, ARRAY_LEN(sch));
+}
+END_TEST
+
 /* ------------------------------------------------------------ formats and ops */
 
 /* f16 and bf16 storage from f32 and from f64 arithmetic, f16/bf16 inputs widened, and f32
@@ -509,7 +524,7 @@ START_TEST(emit_shape)
 	ir_free(g2);
 	sched_of(g, "store m : f64\naccum m : f64\nsplit m : c=8", &s);
 	a = emit_of(g, &s);
-	/* 8 partials in a group of whole subgroups (vulkan/plan.c) */
+	/* 8 partials in a group of whole subgroups (compiler/map/replicate.c) */
 	ck_assert_ptr_nonnull(strstr(a, "layout(local_size_x = 32) in;"));
 	ck_assert_ptr_nonnull(strstr(a, "shared double m0[8];"));
 	ck_assert_ptr_nonnull(strstr(a, "barrier();"));
@@ -566,6 +581,7 @@ static Suite *suite(bool device)
 		free_examples(v, n);
 		tcase_add_test(tc, reductions_exact);
 		tcase_add_test(tc, large_locals);
+		tcase_add_test(tc, plan_record);
 		tcase_add_test(tc, half_storage);
 		tcase_add_test(tc, scalar_ops);
 		tcase_add_test(tc, functions_close);

@@ -679,6 +679,22 @@ START_TEST(guards)
 }
 END_TEST
 
+/* The launch comes from the program's plan record (compiler/map.h), not from the text:
+ * with its launch manifest (the //! lines: work-groups, bindings, scratch) dropped, the
+ * program runs the same, for an invocation per item, a split partial per invocation, a
+ * tile's points over the invocations, and scratch. */
+START_TEST(plan_record)
+{
+	static const char *const sch[] = {
+		"",
+		"split y : k=4\nsplit s : c=8",
+		"tile y : m=2, n=4\ntile z : m=3",
+		"split s : c=4\norder s : pairwise",
+	};
+	bt_plan_record("wgsl", sch, ARRAY_LEN(sch));
+}
+END_TEST
+
 /* A module Tint rejects is a compile error carrying Tint's message. */
 START_TEST(compile_error)
 {
@@ -892,6 +908,7 @@ int main(void)
 		tcase_add_test(r, int_real_compare);
 		tcase_add_test(r, guards);
 		tcase_add_test(r, compile_error);
+		tcase_add_test(r, plan_record);
 		tcase_add_test(r, scratch_locals);
 		tcase_add_test(r, examples);
 		suite_add_tcase(s, r);

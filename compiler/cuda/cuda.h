@@ -1,12 +1,14 @@
 /* compiler/cuda/cuda.h (private to compiler/cuda/): the CUDA backend's parts and what they
- * share: the launch plan of each kernel (plan.c), the emitter (emit.c), the runtime
- * libraries loaded with dlopen (lib.c) and the Backend struct (run.c).
+ * share: the emitter (emit.c), the runtime libraries loaded with dlopen (lib.c) and the
+ * Backend struct (run.c). Each kernel's launch plan comes from the mapping stage
+ * (compiler/map.h, rules MAP_RULES_BLOCK in compiler/map/block.c), recorded with the
+ * program: emit.c spells it and run.c launches from it.
  *
- * Execution model (plan.c states the analysis, emit.c the text). Each kernel of the kernel
- * IR runs in one of two modes:
- * - CM_THREAD: one CUDA thread per item of the kernel's grid (kir.h), every local private;
+ * Execution model (map/block.c states the analysis, emit.c the text). Each kernel of the
+ * kernel IR runs in one of two modes:
+ * - MAP_ITEM: one CUDA thread per item of the kernel's grid (kir.h), every local private;
  *   a grid-stride loop over items, so any grid size is correct.
- * - CM_BLOCK: one thread block (CuPlan.threads threads) per item. Statements run by every
+ * - MAP_GROUP: one thread block (MapKernel.wg threads) per item. Statements run by every
  *   thread of the block alike ("uniform": values agree in every thread, so branch and loop
  *   conditions are the same everywhere and barriers are legal), except the *distributed*
  *   constructs: a nest of `par` loops (its iterations dealt to the threads) and the strided
@@ -22,11 +24,9 @@
 #ifndef ASSAY_CUDA_CUDA_H
 #define ASSAY_CUDA_CUDA_H
 
-#include "../kir.h"
+#include "../map.h"
 
-typedef enum { CM_THREAD, CM_BLOCK } CuMode;
-
-/* Where a local variable lives. */
+/* Where a local variable lives, in the emitter's terms (from its plan's vshare and vplace). */
 typedef enum {
 	SC_REG,        /* private scalar */
 	SC_LOCAL,      /* private array on the thread's stack */
@@ -35,44 +35,13 @@ typedef enum {
 	SC_SCRATCH_B,  /* block-shared array in global scratch, one slice per block */
 } CuStore;
 
-/* Statement marks: the distributed constructs of a CM_BLOCK kernel. */
-enum {
-	CD_NONE,
-	CD_NEST,        /* head of a par-loop nest dealt to the threads (depth in CuPlan.depth) */
-	CD_SPLIT,       /* the chunk loop of a split reduction: for c { for s in [0, S) {..} } */
-	CD_SPLIT_TAIL,  /* the tail loop that follows it: for s2 in [0, rem) {..} */
-};
-
-enum {
-	CU_THREAD_BLOCK = 128,     /* block size of CM_THREAD kernels */
-	CU_MAX_BLOCK = 256,        /* largest block of a CM_BLOCK kernel */
-	CU_LOCAL_MAX = 2048,       /* bytes: larger private arrays go to scratch */
-	CU_SHARED_MAX = 40960,     /* bytes of __shared__ locals per block */
-};
-
-typedef struct {
-	CuMode mode;
-	int threads;              /* threads per block */
-	int64_t thread_bytes;     /* scratch bytes per thread (SC_SCRATCH_T locals) */
-	int64_t block_bytes;      /* scratch bytes per block (SC_SCRATCH_B locals) */
-	int64_t shared_bytes;     /* static __shared__ bytes */
-	uint8_t *store;           /* per variable (nvars + 1): CuStore */
-	int64_t *off;             /* per variable: byte offset within its scratch slot */
-	uint8_t *mark;            /* per statement (ns + 1): CD_* */
-	uint8_t *depth;           /* per statement: depth of a CD_NEST */
-	int64_t split;            /* CD_SPLIT: the number of partials S */
-} CuPlan;
-
-/* The plan of kernel ki of k: deterministic, so the emitter and the runtime agree.
- * Environment: ASSAY_CUDA_MODE=block makes every kernel with a distributable construct a
- * CM_BLOCK kernel (tests use it to exercise both modes); =thread makes all CM_THREAD. */
-void cuda_plan(const Kernels *k, int ki, CuPlan *p);
-void cuda_plan_free(CuPlan *p);
+/* The cuda target's limits (run.c; its plans: compiler/map/block.c). Environment:
+ * ASSAY_CUDA_MODE=block makes every kernel with a distributable construct a block per item
+ * (tests use it to exercise both modes); =thread makes every one a thread per item. */
+extern const MapTarget cuda_target;
 
 /* emit.c: the CUDA C++ source of the program (one __global__ function k<i> per kernel). */
 char *cuda_emit(const Kernels *k, Diag *d);
-/* The size of one element of a local of type t in the generated code. */
-int cuda_type_bytes(KType t);
 
 /* NVRTC options (the numerics they fix: run.c's header comment). */
 #define CU_NVRTC_OPTS(X) X("--fmad=false") X("--prec-div=true") X("--prec-sqrt=true") \

@@ -1,6 +1,6 @@
 /* compiler/cuda/emit.c: the CUDA backend's emitter: kernel IR -> one CUDA C++ program for
  * NVRTC, one `extern "C" __global__` function k<i> per kernel, in the model of cuda.h under
- * the plan of plan.c.
+ * the plan of the mapping stage (compiler/map.h, map/block.c).
  *
  * The text is written by the emitter core (compiler/cemit.h) with CUDA's table (CLang) and
  * the CUDA pieces here (storage of locals, block distribution and barriers, the helpers);
@@ -109,8 +109,8 @@ static const CHelp help = {
 
 typedef struct {
 	CEmit c;
-	const CuPlan *plan;
-	bool block;        /* the kernel is CM_BLOCK */
+	const MapKernel *plan;
+	bool block;        /* the kernel is MAP_GROUP: a block per item */
 	bool dist;         /* inside a distributed construct (thread context) */
 	bool synced;       /* a barrier was the last thing emitted */
 } E;
@@ -122,9 +122,20 @@ static void barrier(E *e)
 	e->synced = true;
 }
 
+/* Where local v lives, in this emitter's terms (cuda.h), from its plan. */
+static CuStore store(const E *e, int32_t v)
+{
+	switch (e->plan->vplace[v]) {
+	case MAP_P_SHARED: return SC_SHARED;
+	case MAP_P_SCRATCH_GROUP: return SC_SCRATCH_B;
+	case MAP_P_SCRATCH: return SC_SCRATCH_T;
+	default: return e->c.k->vars[v].n ? SC_LOCAL : SC_REG;
+	}
+}
+
 static bool shared_var(const E *e, int32_t v)
 {
-	return e->plan->store[v] == SC_SHARED || e->plan->store[v] == SC_SCRATCH_B;
+	return store(e, v) == SC_SHARED || store(e, v) == SC_SCRATCH_B;
 }
 
 /* ------------------------------------------------------------ expressions */
@@ -133,7 +144,7 @@ static bool shared_var(const E *e, int32_t v)
 static void elem(CEmit *c, int32_t v, int32_t idx)
 {
 	ce_emit(c, "v%d[", v);
-	if (((E *)c)->plan->store[v] == SC_SCRATCH_T) {
+	if (store((E *)c, v) == SC_SCRATCH_T) {
 		ce_emit(c, "(");
 		ce_ref(c, idx);
 		ce_emit(c, ") * nthr]");
@@ -191,7 +202,7 @@ static void simple_stmt(E *e, const KStmt *s)
 		if (f == DT_F16 || f == DT_BF16)
 			COV(cuda_tree_16);
 		int fm = f == DT_F16 ? 1 : f == DT_BF16 ? 2 : f == DT_F32 && t == KT_F64 ? 3 : 0;
-		bool scr = e->plan->store[s->c] == SC_SCRATCH_T;
+		bool scr = store(e, s->c) == SC_SCRATCH_T;
 		ce_emit(c, "v%d = tree<%s, %d, %d>(v%d + ", s->v, c->L->type[t], s->op == OP_MUL, fm, s->c);
 		if (scr)
 			ce_emit(c, "(");
@@ -221,7 +232,7 @@ static void decl_stmt(E *e, const KStmt *s)
 {
 	const KVar *v = &e->c.k->vars[s->v];
 	const char *T = e->c.L->type[v->type];
-	switch (e->plan->store[s->v]) {
+	switch (store(e, s->v)) {
 	case SC_REG: ce_line(&e->c, "%s v%d;", T, s->v); return;
 	case SC_LOCAL: ce_line(&e->c, "%s v%d[%lld];", T, s->v, (long long)v->n); return;
 	default: return;   /* declared at the kernel's entry */
@@ -230,12 +241,12 @@ static void decl_stmt(E *e, const KStmt *s)
 
 /* A par nest dealt to the block's threads: the collapsed iteration q of n0 * n1 * ...
  * (last loop fastest) goes to thread q mod W. The bounds do not depend on the nest's own
- * variables (plan.c), so they are evaluated once, before it. */
+ * variables (map/block.c), so they are evaluated once, before it. */
 static void nest_stmt(E *e, int32_t id)
 {
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
-	int d = e->plan->depth[id];
+	int d = e->plan->sdepth[id];
 	const KStmt *L[64];
 	L[0] = &k->s[id];
 	for (int i = 1; i < d; i++)
@@ -262,7 +273,7 @@ static void nest_stmt(E *e, int32_t id)
 		ce_emit(c, " * n%d_%d", id, i);
 	ce_emit(c, ";\n");
 	ce_line(c, "for (long long q%d = threadIdx.x; q%d < n%d; q%d += %d) {", id, id, id, id,
-		e->plan->threads);
+		e->plan->wg);
 	c->ind++;
 	ce_line(c, "long long r%d = q%d;", id, id);
 	ce_line(c, "(void)r%d;", id);
@@ -294,7 +305,7 @@ static void split_stmt(E *e, int32_t id)
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
 	const KStmt *ch = &k->s[id], *in = &k->s[ch->body], *tl = &k->s[ch->next];
-	int W = e->plan->threads;
+	int W = e->plan->wg;
 	barrier(e);
 	ce_line(c, "{");
 	c->ind++;
@@ -333,11 +344,11 @@ static int32_t stmt(CEmit *c, int32_t id)
 	E *e = (E *)c;
 	const KStmt *s = &c->k->s[id];
 	bool uni = e->block && !e->dist;
-	if (uni && e->plan->mark[id] == CD_SPLIT_TAIL)
+	if (uni && e->plan->srole[id] == MAP_S_SPLIT_TAIL)
 		return id;   /* split_stmt wrote it */
-	if (uni && e->plan->mark[id] == CD_NEST) {
+	if (uni && e->plan->srole[id] == MAP_S_NEST) {
 		nest_stmt(e, id);
-	} else if (uni && e->plan->mark[id] == CD_SPLIT) {
+	} else if (uni && e->plan->srole[id] == MAP_S_SPLIT) {
 		split_stmt(e, id);
 	} else if (s->kind == KS_DECL) {
 		decl_stmt(e, s);
@@ -389,7 +400,7 @@ static void signature(E *e, int i)
 	const Kernels *k = c->k;
 	uint8_t *use = ce_buffer_use(k, k->k[i].body);
 	ce_line(c, "extern \"C\" __global__ void __launch_bounds__(%d) k%d(u64 *__restrict__ err, "
-		"char *__restrict__ scratch%s", e->plan->threads, i, k->nbufs ? "," : ")");
+		"char *__restrict__ scratch%s", e->plan->wg, i, k->nbufs ? "," : ")");
 	for (int b = 0; b < k->nbufs; b++) {
 		const char *ct = lang.store[k->bufs[b].fmt], *end = b + 1 < k->nbufs ? "," : ")";
 		if (use[b] == 0)
@@ -407,12 +418,12 @@ static void entry_locals(E *e)
 {
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
-	const CuPlan *p = e->plan;
+	const MapKernel *p = e->plan;
 	for (int32_t v = 0; v < k->nvars; v++) {
 		const KVar *V = &k->vars[v];
 		const char *ct = lang.type[V->type];
-		int64_t bytes = (V->n ? V->n : 1) * cuda_type_bytes(V->type);
-		switch (p->store[v]) {
+		int64_t bytes = (V->n ? V->n : 1) * map_type_bytes(V->type);
+		switch (store(e, v)) {
 		case SC_SHARED:
 			if (V->n)
 				ce_line(c, "__shared__ %s v%d[%lld];", ct, v, (long long)V->n);
@@ -421,12 +432,12 @@ static void entry_locals(E *e)
 			break;
 		case SC_SCRATCH_T:
 			ce_line(c, "%s *const v%d = (%s *)(scratch + %lldLL * nthr) + gtid;", ct, v, ct,
-				(long long)p->off[v]);
+				(long long)p->voff[v]);
 			break;
 		case SC_SCRATCH_B:
 			ce_line(c, "%s *const v%d = (%s *)(scratch + %lldLL * nthr + %lldLL * (long long)gridDim.x"
-				" + %lldLL * (long long)blockIdx.x);", ct, v, ct, (long long)p->thread_bytes,
-				(long long)p->off[v], (long long)((bytes + 7) & ~(int64_t)7));
+				" + %lldLL * (long long)blockIdx.x);", ct, v, ct, (long long)p->scratch,
+				(long long)p->voff[v], (long long)((bytes + 7) & ~(int64_t)7));
 			break;
 		default:
 			break;
@@ -439,13 +450,13 @@ static void kernel(E *e, int i)
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
 	const Kernel *kn = &k->k[i];
-	const CuPlan *p = e->plan;
-	e->block = p->mode == CM_BLOCK;
+	const MapKernel *p = e->plan;
+	e->block = p->mode == MAP_GROUP;
 	e->dist = false;
 	e->synced = false;
 	ce_line(c, "/* %s%s: %s, %d threads a block */", ce_kernel_name(k, i),
 		kn->hoisted ? " (reduction outside the tile's point loops)" : "",
-		e->block ? "a block per item" : "a thread per item", p->threads);
+		e->block ? "a block per item" : "a thread per item", p->wg);
 	signature(e, i);
 	ce_line(c, "{");
 	c->ind++;
@@ -496,12 +507,10 @@ char *cuda_emit(const Kernels *k, Diag *d)
 	E e = {0};
 	ce_init(&e.c, k, &lang, d);
 	prologue(&e.c);
+	const MapPlan *mp = map_plan(k, &cuda_target);
 	for (int i = 0; i < k->nk && !e.c.failed; i++) {
-		CuPlan p;
-		cuda_plan(k, i, &p);
-		e.plan = &p;
+		e.plan = &mp->k[i];
 		kernel(&e, i);
-		cuda_plan_free(&p);
 	}
 	return ce_finish(&e.c);
 }

@@ -17,7 +17,7 @@
  * guard; the guards hold BE_GUARD_BYTE, checked by guards() after the launches. The error
  * slot is a device u64[2] (site + 1, value), cleared once per launch (of n runs of the
  * program, queued back to back on the default stream) and read once after the one
- * synchronisation at its end. Scratch for large locals (plan.c) is one allocation grown,
+ * synchronisation at its end. Scratch for large locals (the plan) is one allocation grown,
  * before a launch queues anything, to the largest kernel's need, its grid capped so that
  * the scratch stays under SCRATCH_MAX.
  *
@@ -37,19 +37,13 @@
 
 #define SCRATCH_MAX ((int64_t)1 << 30)
 
-typedef struct {
-	CuMode mode;
-	int threads;
-	int64_t thread_bytes, block_bytes;
-} Launch;
-
 struct BeModule {
 	const Kernels *k;
 	CuDriver cu;
 	CUdevice dev;
 	CUmodule mod;
 	CUfunction *fn;
-	Launch *launch;
+	const MapKernel *launch;   /* per kernel: its plan (the program's record, map_plan) */
 	int sms;
 	CUdeviceptr *raw;     /* allocations: guard, data, guard */
 	size_t *bytes;        /* data sizes */
@@ -189,8 +183,8 @@ static BeModule *cuda_compile(const Kernels *k, const char *src, const BeOpts *o
 		goto fail;
 	}
 	m->fn = calloc((size_t)k->nk + 1, sizeof *m->fn);
-	m->launch = calloc((size_t)k->nk + 1, sizeof *m->launch);
-	IR_ASSERT(m->fn && m->launch);
+	m->launch = map_plan(k, &cuda_target)->k;
+	IR_ASSERT(m->fn);
 	for (int i = 0; i < k->nk; i++) {
 		char name[32];
 		snprintf(name, sizeof name, "k%d", i);
@@ -198,10 +192,6 @@ static BeModule *cuda_compile(const Kernels *k, const char *src, const BeOpts *o
 			fail(m, r, d, "cuModuleGetFunction");
 			goto fail;
 		}
-		CuPlan p;
-		cuda_plan(k, i, &p);
-		m->launch[i] = (Launch){p.mode, p.threads, p.thread_bytes, p.block_bytes};
-		cuda_plan_free(&p);
 	}
 	be_stats(st, hit, t0);
 	return m;
@@ -328,11 +318,11 @@ static int cuda_guards(BeModule *m, Diag *d)
  * many as SCRATCH_MAX bytes of scratch allow (the kernels loop over items). */
 static unsigned grid_of(const BeModule *m, int i, size_t *scratch)
 {
-	const Launch *L = &m->launch[i];
+	const MapKernel *L = &m->launch[i];
 	int64_t n = m->k->k[i].nitems;
-	int64_t G = L->mode == CM_BLOCK ? n : (n + L->threads - 1) / L->threads;
+	int64_t G = L->mode == MAP_GROUP ? n : (n + L->wg - 1) / L->wg;
 	int64_t cap = (int64_t)(m->sms > 0 ? m->sms : 1) * 32;
-	int64_t per = L->thread_bytes * L->threads + L->block_bytes;
+	int64_t per = L->scratch * L->wg + L->scratch_group;
 	if (G > cap)
 		G = cap;
 	if (per > 0 && G * per > SCRATCH_MAX)
@@ -384,7 +374,7 @@ static int run_kernel(BeModule *m, int i, Diag *d)
 		data[b] = m->raw[b] + BE_GUARD;
 		args[2 + b] = &data[b];
 	}
-	CUresult r = m->cu.LaunchKernel(m->fn[i], G, 1, 1, (unsigned)m->launch[i].threads, 1, 1, 0,
+	CUresult r = m->cu.LaunchKernel(m->fn[i], G, 1, 1, (unsigned)m->launch[i].wg, 1, 1, 0,
 					NULL, args, NULL);
 	return r ? fail(m, r, d, "cuLaunchKernel") : 0;
 }
@@ -435,7 +425,6 @@ static void cuda_free(BeModule *m)
 	free(m->raw);
 	free(m->bytes);
 	free(m->fn);
-	free(m->launch);
 	free(m);
 }
 
@@ -520,8 +509,18 @@ static char *cuda_device(void)
  * double are IEEE-compliant, correctly rounded to nearest even, when not contracted, with
  * --prec-div, --prec-sqrt and --ftz=false); max, min and the f16/bf16 conversions are
  * chelp.c's helpers, as in the c backend. */
+const MapTarget cuda_target = {
+	.rules = MAP_RULES_BLOCK,
+	.item_wg = 128,           /* block size of a thread-per-item kernel */
+	.wg_min = 32,             /* a warp; a construct of fewer iterations keeps a thread per item */
+	.wg_max = 256,
+	.shared_max = 40960,      /* bytes of __shared__ locals per block */
+	.private_bytes = 2048,    /* larger private arrays go to scratch */
+};
+
 const Backend cuda_backend = {
 	.name = "cuda",
+	.map = &cuda_target,
 	.facts = BE_FACTS_IEEE,
 	.available = cuda_available,
 	.device = cuda_device,

@@ -1,5 +1,6 @@
 /* compiler/opencl/emit.c: the OpenCL backend's emitter: kernel IR -> one OpenCL C 1.2
- * program, one __kernel per kernel of the IR, laid out by plan.c's plan (opencl.h).
+ * program, one __kernel per kernel of the IR, laid out by its plan (compiler/map.h,
+ * map/lanes.c; the model: opencl.h).
  *
  * The text is written by the emitter core (compiler/cemit.h) with OpenCL C's table (CLang)
  * and the OpenCL pieces here (conversions, stores, work-group distribution, the iterative
@@ -42,14 +43,14 @@ typedef enum { CTX_UNIFORM, CTX_LANE } Ctx;
 
 typedef struct {
 	CEmit c;
-	OclPlan plan;      /* the kernel being emitted */
+	const MapKernel *plan;   /* the kernel being emitted */
 	Ctx ctx;           /* with lanes: the context of the statement being emitted */
 } E;
 
 /* The uniform context of a kernel with lanes (where lane 0 acts for the work-group). */
 static bool uniform(const E *e)
 {
-	return e->plan.lanes && e->ctx == CTX_UNIFORM;
+	return e->plan->mode == MAP_GROUP && e->ctx == CTX_UNIFORM;
 }
 
 /* ------------------------------------------------------------ expressions */
@@ -201,7 +202,7 @@ static void op_text(CEmit *c, const KExpr *x)
 static void assign(E *e, int32_t v, int32_t idx, int32_t val)
 {
 	CEmit *c = &e->c;
-	bool guard = uniform(e) && e->plan.shared[v];
+	bool guard = uniform(e) && e->plan->vshare[v] == MAP_V_SHARED;
 	if (guard) {
 		ce_line(c, BARRIER);
 		ce_line(c, "if (lid == 0)");
@@ -282,13 +283,13 @@ static void collapsed_header(CEmit *c, int32_t s, const int32_t *L, int depth)
 }
 
 /* A distributed nest of depth loops from s: iteration f of the collapsed nest runs on lane
- * f mod nl. swap (>= 0): the statement of a loop around s to run inside it (SM_SWAP). All
- * bounds are evaluated once, before the nest (plan.c proved them invariant in it). */
+ * f mod nl. swap (>= 0): the statement of a loop around s to run inside it (MAP_S_SWAP).
+ * All bounds are evaluated once, before the nest (map/lanes.c proved them invariant in it). */
 static void nest_stmt(E *e, int32_t s, int32_t swap)
 {
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
-	int depth = e->plan.sdepth[s];
+	int depth = e->plan->sdepth[s];
 	int32_t roots[2 * 8 + 2], nr = 0, L[8];
 	IR_ASSERT(depth >= 1 && depth <= 8);
 	if (swap > 0) {
@@ -326,7 +327,7 @@ static void nest_stmt(E *e, int32_t s, int32_t swap)
 	ce_line(c, "}");
 	c->ind--;
 	ce_line(c, "}");
-	if (e->plan.sbarrier[s])
+	if (e->plan->sbarrier[s])
 		ce_line(c, BARRIER);
 }
 
@@ -334,7 +335,7 @@ static void decl_stmt(E *e, const KStmt *s)
 {
 	const KVar *v = &e->c.k->vars[s->v];
 	const char *T = e->c.L->type[v->type];
-	if (e->plan.vclass[s->v] != VC_PRIV)
+	if (e->plan->vplace[s->v] != MAP_P_PRIVATE)
 		return;   /* declared at the kernel's entry */
 	if (v->n)
 		ce_line(&e->c, "%s v%d[%lld];", T, s->v, (long long)v->n);
@@ -400,7 +401,7 @@ static void tree_stmt(E *e, const KStmt *s)
 	ce_line(c, "}");
 	c->ind--;
 	ce_line(c, "}");
-	if (uniform(e) && e->plan.shared[s->v]) {
+	if (uniform(e) && e->plan->vshare[s->v] == MAP_V_SHARED) {
 		COV(ocl_tree_shared);
 		ce_line(c, BARRIER);
 		ce_line(c, "if (lid == 0)");
@@ -434,7 +435,7 @@ static void simple_stmt(E *e, const KStmt *s)
 static bool shared_set(const E *e, int32_t s)
 {
 	const KStmt *t = &e->c.k->s[s];
-	return s > 0 && uniform(e) && t->kind == KS_SET && e->plan.shared[t->v];
+	return s > 0 && uniform(e) && t->kind == KS_SET && e->plan->vshare[t->v] == MAP_V_SHARED;
 }
 
 /* Consecutive writes to shared variables in uniform code: lane 0 runs them all, in order,
@@ -448,7 +449,7 @@ static int32_t shared_run(E *e, int32_t s)
 	c->ind++;
 	e->ctx = CTX_LANE;
 	int32_t last = s;
-	for (; s > 0 && c->k->s[s].kind == KS_SET && e->plan.shared[c->k->s[s].v]; s = c->k->s[s].next) {
+	for (; s > 0 && c->k->s[s].kind == KS_SET && e->plan->vshare[c->k->s[s].v] == MAP_V_SHARED; s = c->k->s[s].next) {
 		simple_stmt(e, &c->k->s[s]);
 		last = s;
 	}
@@ -488,9 +489,9 @@ static int32_t stmt(CEmit *c, int32_t s)
 	}
 	if (shared_set(e, s))
 		return shared_run(e, s);
-	if (uniform(e) && e->plan.smark[s] == SM_NEST)
+	if (uniform(e) && e->plan->srole[s] == MAP_S_NEST)
 		nest_stmt(e, s, -1);
-	else if (uniform(e) && e->plan.smark[s] == SM_SWAP)
+	else if (uniform(e) && e->plan->srole[s] == MAP_S_SWAP)
 		nest_stmt(e, t->body, s);
 	else if (t->kind == KS_LOOP || t->kind == KS_WHILE || t->kind == KS_IF)
 		ce_control(c, t);
@@ -554,29 +555,29 @@ static void entry_decls(E *e)
 {
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
-	const OclPlan *p = &e->plan;
+	const MapKernel *p = e->plan;
 	for (int32_t v = 0; v < k->nvars; v++)
-		if (p->vclass[v] == VC_LOCAL && k->vars[v].n)
+		if (p->vplace[v] == MAP_P_SHARED && k->vars[v].n)
 			ce_line(c, "__local %s v%d[%lld];", lang.type[k->vars[v].type], v, (long long)k->vars[v].n);
-		else if (p->vclass[v] == VC_LOCAL)
+		else if (p->vplace[v] == MAP_P_SHARED)
 			ce_line(c, "__local %s v%d;", lang.type[k->vars[v].type], v);
-	if (p->scr_shared + p->scr_priv == 0)
+	if (p->scratch_group + p->scratch == 0)
 		return;
-	if (p->lanes) {
+	if (p->mode == MAP_GROUP) {
 		ce_line(c, "__global uchar *const sg = scr + (it - t0) * (%lldL + nl * %lldL);",
-			(long long)p->scr_shared, (long long)p->scr_priv);
-		ce_line(c, "__global uchar *const sp = sg + %lldL + lid * %lldL;", (long long)p->scr_shared,
-			(long long)p->scr_priv);
+			(long long)p->scratch_group, (long long)p->scratch);
+		ce_line(c, "__global uchar *const sp = sg + %lldL + lid * %lldL;", (long long)p->scratch_group,
+			(long long)p->scratch);
 	} else {
-		ce_line(c, "__global uchar *const sp = scr + (it - t0) * %lldL;", (long long)p->scr_priv);
+		ce_line(c, "__global uchar *const sp = scr + (it - t0) * %lldL;", (long long)p->scratch);
 	}
 	for (int32_t v = 0; v < k->nvars; v++) {
-		uint8_t vc = p->vclass[v];
-		if (vc != VC_SCR_PRIV && vc != VC_SCR_SHARED)
+		uint8_t vc = p->vplace[v];
+		if (vc != MAP_P_SCRATCH && vc != MAP_P_SCRATCH_GROUP)
 			continue;
 		const char *T = lang.type[k->vars[v].type];
 		ce_line(c, "__global %s *const v%d = (__global %s *)(%s + %lldL);", T, v, T,
-			vc == VC_SCR_SHARED ? "sg" : "sp", (long long)p->voff[v]);
+			vc == MAP_P_SCRATCH_GROUP ? "sg" : "sp", (long long)p->voff[v]);
 	}
 }
 
@@ -585,19 +586,19 @@ static void kernel(E *e, int i)
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
 	const Kernel *kn = &k->k[i];
-	ocl_plan(k, i, &e->plan);
-	const OclPlan *p = &e->plan;
-	if (p->lanes)
+	e->plan = &map_plan(k, &ocl_target)->k[i];
+	const MapKernel *p = e->plan;
+	if (p->mode == MAP_GROUP)
 		ce_line(c, "/* %s%s: a work-group per item, up to %lld lanes */",
 			ce_kernel_name(k, i),
-			kn->hoisted ? " (reduction outside the tile's point loops)" : "", (long long)p->want);
+			kn->hoisted ? " (reduction outside the tile's point loops)" : "", (long long)p->wg);
 	else
 		ce_line(c, "/* %s%s: a work-item per item */", ce_kernel_name(k, i),
 			kn->hoisted ? " (reduction outside the tile's point loops)" : "");
 	signature(c, i);
 	ce_line(c, "{");
 	c->ind++;
-	if (p->lanes) {
+	if (p->mode == MAP_GROUP) {
 		ce_line(c, "const long it = t0 + (long)get_group_id(0);");
 		ce_line(c, "const long lid = (long)get_local_id(0), nl = (long)get_local_size(0);");
 	} else {
@@ -613,7 +614,6 @@ static void kernel(E *e, int i)
 	c->ind--;
 	ce_line(c, "}");
 	ce_line(c, "%s", "");
-	ocl_plan_free(&e->plan);
 }
 
 bool ocl_needs_fp64(const Kernels *k)

@@ -1,6 +1,7 @@
 /* compiler/opencl/run.c: the OpenCL backend's runtime: the ICD loader (libOpenCL.so.1)
  * loaded with dlopen and never linked, a device chosen, the program built with
- * clBuildProgram, buffers with guard regions, kernels launched by plan.c's plan.
+ * clBuildProgram, buffers with guard regions, kernels launched by their plans (the
+ * program's record: compiler/map.h).
  *
  * Device: $ASSAY_OPENCL_DEVICE, when set, picks the first device whose "platform: device"
  * description contains it (case-insensitive); otherwise the first GPU, else the first CPU,
@@ -327,9 +328,8 @@ static char *ocl_device(void)
 /* ------------------------------------------------------------ modules */
 
 typedef struct {
-	bool lanes;
-	int64_t want, scr_shared, scr_priv;   /* the plan's (opencl.h) */
-	size_t wg;                            /* CL_KERNEL_WORK_GROUP_SIZE */
+	const MapKernel *plan;   /* the program's record (map_plan) */
+	size_t wg;               /* CL_KERNEL_WORK_GROUP_SIZE */
 } KInfo;
 
 struct BeModule {
@@ -486,10 +486,7 @@ static int kernels(BeModule *m, Diag *d)
 			diag_set(d, 3, "opencl backend: clCreateKernel(%s) failed (%d)", name, rc);
 			return -1;
 		}
-		OclPlan p;
-		ocl_plan(k, i, &p);
-		m->ki[i] = (KInfo){p.lanes, p.want, p.scr_shared, p.scr_priv, 1};
-		ocl_plan_free(&p);
+		m->ki[i] = (KInfo){&map_plan(k, &ocl_target)->k[i], 1};
 		size_t wg = 0;
 		if (m->cl.clGetKernelWorkGroupInfo(m->kern[i], m->dev.dev, CL_KERNEL_WORK_GROUP_SIZE,
 						   sizeof wg, &wg, NULL) == CL_SUCCESS && wg > 0)
@@ -657,9 +654,9 @@ static size_t group_size(const BeModule *m, int i)
 {
 	const KInfo *ki = &m->ki[i];
 	size_t cap = ki->wg, g = 1;
-	if (!ki->lanes)
+	if (ki->plan->mode != MAP_GROUP)
 		return cap < WG_PLAIN ? cap : WG_PLAIN;
-	while (g * 2 <= cap && (int64_t)(g * 2) <= ki->want)
+	while (g * 2 <= cap && (int64_t)(g * 2) <= ki->plan->wg)
 		g *= 2;
 	return g;
 }
@@ -704,11 +701,13 @@ static int run_kernel(BeModule *m, int i, Diag *d)
 	const KInfo *ki = &m->ki[i];
 	int64_t nitems = m->k->k[i].nitems;
 	size_t G = group_size(m, i);
-	int64_t per = ki->lanes ? ki->scr_shared + (int64_t)G * ki->scr_priv : ki->scr_priv;
+	const MapKernel *p = ki->plan;
+	bool lanes = p->mode == MAP_GROUP;
+	int64_t per = lanes ? p->scratch_group + (int64_t)G * p->scratch : p->scratch;
 	int64_t budget = SCRATCH_BUDGET, cap = (int64_t)m->dev.max_alloc / 2;
 	if (cap > 0 && cap < budget)
 		budget = cap;
-	int64_t chunk = ki->lanes ? ITEMS_PER_LAUNCH / (int64_t)G : ITEMS_PER_LAUNCH;
+	int64_t chunk = lanes ? ITEMS_PER_LAUNCH / (int64_t)G : ITEMS_PER_LAUNCH;
 	if (per > 0 && chunk > budget / per)
 		chunk = budget / per;
 	if (chunk < 1)
@@ -719,7 +718,7 @@ static int run_kernel(BeModule *m, int i, Diag *d)
 		return -1;
 	for (int64_t t0 = 0; t0 < nitems; t0 += chunk) {
 		int64_t n = nitems - t0 < chunk ? nitems - t0 : chunk;
-		size_t global = ki->lanes ? (size_t)n * G : ((size_t)n + G - 1) / G * G;
+		size_t global = lanes ? (size_t)n * G : ((size_t)n + G - 1) / G * G;
 		if (set_args(m, i, t0, t0 + n, d))
 			return -1;
 		cl_int rc = m->cl.clEnqueueNDRangeKernel(m->q, m->kern[i], 1, NULL, &global, &G, 0,
@@ -806,8 +805,18 @@ static void ocl_device_facts(BeFacts *f)
  * or -cl-denorms-are-zero, so NaN, inf, -0 and, where the device has CL_FP_DENORM,
  * subnormals keep IEEE semantics). max and min are the program's IEEE helpers; f16/bf16
  * conversions prelude.c's integer code. */
+const MapTarget ocl_target = {
+	.rules = MAP_RULES_LANES,
+	.item_wg = 0,             /* a work-item per item: the runtime picks the work-group */
+	.wg_min = 2,              /* lanes for a nest of two iterations or more */
+	.wg_max = 256,            /* lanes wanted at most */
+	.shared_max = 16384,      /* __local bytes a kernel may use (OpenCL's minimum: 32K) */
+	.private_elems = 256,     /* larger private arrays live in scratch */
+};
+
 const Backend opencl_backend = {
 	.name = "opencl",
+	.map = &ocl_target,
 	.facts = {.specials = true, .minmax = BE_MINMAX_IEEE, .no_contract = true, .exact = {
 		[DT_F64] = BE_OPS_SELECTING | BE_OPS_ROUNDED | BE_OPS_DIVSQRT | BE_OP(OP_FMA) |
 			   BE_OP(OP_CAST_F64),

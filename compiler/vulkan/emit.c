@@ -4,13 +4,14 @@
  * The text is written by the emitter core (compiler/cemit.h) with GLSL's table (CLang) and
  * the GLSL pieces here (constants, conversions, 16-bit storage, merges of distributed
  * nests, the shader around each kernel); the output is a deterministic function of the
- * kernel IR and of the plan (plan.c), itself deterministic: temporaries are named after expression ids (t12),
- * variables after variable ids (v3), buffers after buffer ids (b0). Each statement's
+ * kernel IR and of the plan (compiler/map/replicate.c), itself deterministic: temporaries
+ * are named after expression ids (t12), variables after variable ids (v3), buffers after
+ * buffer ids (b0). Each statement's
  * expressions become one temporary per computing node, fully parenthesised, with explicit
  * conversions; a statement that needs temporaries gets its own block.
  *
  * Numerics: KT_F32 is GLSL float, KT_F64 double (shaderFloat64), KT_INT int where the
- * kernel allows (plan.c vk_kernel_i32: every integer operation proved within i32 by the
+ * kernel allows (the plan's MapKernel.i32: every integer operation proved within i32 by the
  * intervals of compiler/kivl.c, so no int can wrap; the graph format makes any integer
  * outside i32 an error anyway), else int64_t (GL_ARB_gpu_shader_int64: the kernel IR's
  * integers are exact int64, and an i32 result is checked to fit after the fact). The
@@ -59,15 +60,13 @@ static const COpSpell glsl_ops[OP__COUNT] = {
 
 typedef struct {
 	CEmit c;
-	const VkPlan *pl;
+	const MapKernel *pl;
 	int kernel;
 	unsigned need;      /* VH_* helpers the kernel uses */
 	bool f64, check, half;
 	int32_t chain;      /* the distributed nest being emitted (PART indices), 0 */
-	int64_t *soff;      /* per variable: byte offset in the invocation's scratch, -1: private */
-	int64_t scratch;    /* scratch bytes per invocation */
 	unsigned sused;     /* scratch views used: 1 float, 2 double, 4 int64 (int: i32) */
-	bool i32;           /* integers are 32-bit ints (vk_kernel_i32), else int64_t */
+	bool i32;           /* integers are 32-bit ints (MapKernel.i32), else int64_t */
 } E;
 
 /* The integer type and literal suffix of e's kernel. */
@@ -85,6 +84,29 @@ static const char *gtype(E *e, KType t)
 static const char *prec(KType t)
 {
 	return t == KT_F32 || t == KT_F64 ? "precise " : "";
+}
+
+bool vk_loop_narrow(const Kernels *k, int32_t s)
+{
+	const KStmt *t = &k->s[s];
+	if (t->kind != KS_LOOP || t->a < 0 || k->x[t->a].kind != KX_ICONST || k->x[t->a].i < 0)
+		return false;
+	int64_t hi = map_upper(k, t->b);
+	return hi >= 0 && hi < INT32_MAX;
+}
+
+int64_t vk_chain_bound(const Kernels *k, const MapKernel *pl, int32_t s)
+{
+	int64_t n = 1;
+	int32_t c = s;
+	for (int i = 0; i < pl->sdepth[s]; i++, c = k->s[c].body) {
+		int64_t hi = map_upper(k, k->s[c].b);
+		if (hi < 0 || k->s[c].a < 0 || k->x[k->s[c].a].kind != KX_ICONST || k->x[k->s[c].a].i != 0 ||
+		    (hi > 0 && n > INT64_MAX / hi))
+			return -1;
+		n *= hi;
+	}
+	return n;
 }
 
 /* ------------------------------------------------------------ expressions */
@@ -115,7 +137,6 @@ static void fconst(CEmit *c, const KExpr *x)
 	} else if (dbl) {
 		uint64_t b;
 		memcpy(&b, &f, sizeof b);
-		((E *)c)->f64 = true;
 		ce_emit(c, "uint64BitsToDouble(0x%016llxul)", (unsigned long long)b);
 	} else {
 		float g = (float)f;
@@ -232,7 +253,7 @@ static void round_text(CEmit *c, const KExpr *x)
 
 static void check_text(CEmit *c, const KExpr *x)
 {
-	if (((E *)c)->i32 && vk_i32_check(c->k, (int32_t)(x - c->k->x))) {
+	if (((E *)c)->i32 && map_i32_check(c->k, (int32_t)(x - c->k->x))) {
 		ce_ref(c, x->a[0]);   /* an int holds an i32 */
 		return;
 	}
@@ -245,10 +266,10 @@ static void check_text(CEmit *c, const KExpr *x)
 static void arr(E *e, int32_t v, int32_t idx, const char *ix)
 {
 	const KVar *V = &e->c.k->vars[v];
-	bool part = e->pl->vclass[v] == VC_PART;
+	bool part = e->pl->vshare[v] == MAP_V_PART;
 	if (part)
 		IR_ASSERT(e->chain > 0 && !ix);
-	if (e->soff && e->soff[v] >= 0) {
+	if (e->pl->vplace[v] == MAP_P_SCRATCH) {
 		int view = V->type == KT_F64 ? 1 : V->type == KT_INT ? 2 : 0;
 		e->sused |= 1u << view;
 		ce_emit(&e->c, "s%c.d[int(sb%d + ", "fdi"[view], v);
@@ -269,7 +290,7 @@ static void local_elem(CEmit *c, int32_t v, int32_t idx)
 	arr((E *)c, v, idx, NULL);
 }
 
-/* GLSL's table; two, by the kernel's integer type (lang32: vk_kernel_i32, its integer
+/* GLSL's table; two, by the kernel's integer type (lang32: MapKernel.i32, its integer
  * max/min identities INT64_MIN/MAX held as INT32_MIN/MAX, identities of i32 values too). */
 #define GLSL_LANG(INT, IMIN, IMAX, ISFX)                                                       \
 	{                                                                                      \
@@ -295,7 +316,7 @@ static void merge_slot(E *e, int m, bool out)
 	CEmit *c = &e->c;
 	int32_t v = e->pl->slotvar[m];
 	long long n = c->k->vars[v].n;
-	if (e->pl->vclass[v] == VC_FLAG) {
+	if (e->pl->vshare[v] == MAP_V_FLAG) {
 		if (out)
 			ce_line(c, "for (int i_ = 0; i_ < int(WG); i_++) v%d = max_i(v%d, %s(m%d[i_]));", v, v,
 				IT(e), m);
@@ -315,8 +336,8 @@ static void merge_slot(E *e, int m, bool out)
 	}
 }
 
-/* Puts the owners' values of the merge slots in mask together (vulkan.h, plan.c): every
- * invocation leaves holding the whole array (VC_MERGE) or the maximum (VC_FLAG). */
+/* Puts the owners' values of the merge slots in mask together (vulkan.h, compiler/map/replicate.c): every
+ * invocation leaves holding the whole array (MAP_V_MERGE) or the maximum (MAP_V_FLAG). */
 static void merge(E *e, uint64_t mask)
 {
 	ce_line(&e->c, "/* merge:%s */", mask ? "" : " nothing");
@@ -448,23 +469,23 @@ static void simple_stmt(E *e, const KStmt *s)
 static void decl_stmt(E *e, const KStmt *s)
 {
 	const KVar *v = &e->c.k->vars[s->v];
-	int64_t n = e->pl->vclass[s->v] == VC_PART ? vk_part_len(e->c.k, e->pl, s->v) : v->n;
-	if (e->soff[s->v] >= 0)
+	int64_t n = e->pl->vshare[s->v] == MAP_V_PART ? map_part_len(e->c.k, e->pl, s->v) : v->n;
+	if (e->pl->vplace[s->v] == MAP_P_SCRATCH)
 		ce_line(&e->c, "/* v%d: %lld elements in scratch at byte %lld */", s->v, (long long)n,
-			(long long)e->soff[s->v]);
+			(long long)e->pl->voff[s->v]);
 	else if (v->n)
 		ce_line(&e->c, "%s%s v%d[%lld];", prec(v->type), gtype(e, v->type), s->v, (long long)(n ? n : 1));
 	else
 		ce_line(&e->c, "%s%s v%d;", prec(v->type), gtype(e, v->type), s->v);
 }
 
-/* A distributed loop nest (plan.c): iterations f = lid, lid + WG, ... of the flattened
- * nest, the last loop fastest; j counts this invocation's iterations (VC_PART index). */
+/* A distributed loop nest (the plan's MAP_S_NEST): iterations f = lid, lid + WG, ... of the flattened
+ * nest, the last loop fastest; j counts this invocation's iterations (MAP_V_PART index). */
 static void chain_stmt(E *e, int32_t s)
 {
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
-	int L = e->pl->chainlen[s];
+	int L = e->pl->sdepth[s];
 	int32_t ch[IR_MAXRANK], roots[2 * IR_MAXRANK];
 	ch[0] = s;
 	for (int i = 1; i < L; i++)
@@ -508,7 +529,7 @@ static void chain_stmt(E *e, int32_t s)
 	}
 	c->ind++;
 	/* 32-bit division where the nest's count fits (see kernel()) */
-	bool narrow = e->i32 || (most >= 0 && most <= UINT32_MAX);   /* i32: its count fits (plan.c) */
+	bool narrow = e->i32 || (most >= 0 && most <= UINT32_MAX);   /* i32: its count fits (the plan) */
 	ce_line(c, narrow ? "uint q%d = uint(f%d);" : "int64_t q%d = f%d;", s, s);
 	for (int i = L - 1; i >= 0; i--) {
 		ce_indent(c);
@@ -568,9 +589,9 @@ static uint64_t control(E *e, int32_t id, uint64_t pending, bool rep)
 		ce_end(c, open);
 		return end | other;
 	}
-	if (rep && (end & e->pl->rep[id])) {
-		merge(e, end & e->pl->rep[id]);
-		end &= ~e->pl->rep[id];
+	if (rep && (end & e->pl->srep[id])) {
+		merge(e, end & e->pl->srep[id]);
+		end &= ~e->pl->srep[id];
 	}
 	if (s->kind == KS_LOOP)
 		ce_end(c, open);
@@ -585,13 +606,13 @@ static uint64_t stmts(E *e, int32_t s, uint64_t pending, bool rep)
 {
 	for (; s > 0 && !e->c.failed; s = e->c.k->s[s].next) {
 		const KStmt *t = &e->c.k->s[s];
-		if (rep && (pending & e->pl->rep[s])) {
-			merge(e, pending & e->pl->rep[s]);
-			pending &= ~e->pl->rep[s];
+		if (rep && (pending & e->pl->srep[s])) {
+			merge(e, pending & e->pl->srep[s]);
+			pending &= ~e->pl->srep[s];
 		}
-		if (rep && e->pl->role[s] == VR_CHAIN) {
+		if (rep && e->pl->srole[s] == MAP_S_NEST) {
 			chain_stmt(e, s);
-			pending |= e->pl->dist[s];
+			pending |= e->pl->sdist[s];
 			continue;
 		}
 		switch (t->kind) {
@@ -619,10 +640,10 @@ static void header(CEmit *o, const E *b, int i)
 {
 	const Kernels *k = o->k;
 	const Kernel *kn = &k->k[i];
-	const VkPlan *pl = b->pl;
+	const MapKernel *pl = b->pl;
 	ce_line(o, VK_MARK "%d: %s group=%d wg=%d f64=%d scratch=%lld", i,
-		ce_kernel_name(k, i), pl->group ? 1 : 0, pl->wg, b->f64 ? 1 : 0,
-		(long long)b->scratch);
+		ce_kernel_name(k, i), pl->mode == MAP_GROUP ? 1 : 0, pl->wg, pl->f64 ? 1 : 0,
+		(long long)pl->scratch);
 	ce_line(o, "#version 450");
 	ce_line(o, "#extension GL_ARB_gpu_shader_int64 : require");
 	const char *syms[] = {VK_SYM_16BIT, VK_SYM_FC, VK_SYM_DENORM32, VK_SYM_SZINP32, VK_SYM_RTE32,
@@ -633,14 +654,14 @@ static void header(CEmit *o, const E *b, int i)
 		ce_line(o, "#if %s\n#extension GL_EXT_shader_16bit_storage : require\n#endif", VK_SYM_16BIT);
 	ce_line(o, "#if %s\n#extension GL_EXT_spirv_intrinsics : require", VK_SYM_FC);
 	for (size_t m = 0; m < ARRAY_LEN(fc_modes); m++)
-		if (m < 3 || b->f64)
+		if (m < 3 || pl->f64)
 			ce_line(o, "#if %s\nspirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], "
 				"%s);\n#endif", fc_modes[m][0], fc_modes[m][1]);
 	ce_line(o, "#endif");
 	ce_line(o, "/* %s%s; %s plan: %s */", ce_kernel_name(k, i),
 		kn->hoisted ? ": reduction outside the tile's point loops" : "",
-		pl->group ? "group" : "serial",
-		pl->group ? "one item per work-group, distributed loop nests" : "one item per invocation");
+		pl->mode == MAP_GROUP ? "group" : "serial",
+		pl->mode == MAP_GROUP ? "one item per work-group, distributed loop nests" : "one item per invocation");
 	ce_line(o, "layout(local_size_x = %d) in;", pl->wg);
 	ce_line(o, "const %s WG = %d%s;", IT(b), pl->wg, LS(b));
 	ce_line(o, "const %s NITEMS = %lld%s;", IT(b), (long long)kn->nitems, LS(b));
@@ -712,39 +733,6 @@ static void put_text(void *ctx, const char *text)
 	ce_emit(ctx, "%s", text);
 }
 
-static void decls(const Kernels *k, int32_t s, int32_t *list, int *n)
-{
-	for (; s > 0; s = k->s[s].next) {
-		if (k->s[s].kind == KS_DECL)
-			list[(*n)++] = k->s[s].v;
-		decls(k, k->s[s].body, list, n);
-		decls(k, k->s[s].body2, list, n);
-	}
-}
-
-/* Local arrays longer than VK_PRIVATE_MAX live in the scratch buffer (vulkan.h): b->soff. */
-static void scratch_plan(E *b, int i)
-{
-	const Kernels *k = b->c.k;
-	b->soff = malloc(((size_t)k->nvars + 1) * sizeof *b->soff);
-	int32_t *list = malloc(((size_t)k->ns + 1) * sizeof *list);
-	IR_ASSERT(b->soff && list);
-	for (int32_t v = 0; v <= k->nvars; v++)
-		b->soff[v] = -1;
-	int n = 0;
-	decls(k, k->k[i].body, list, &n);
-	for (int j = 0; j < n; j++) {
-		const KVar *V = &k->vars[list[j]];
-		int64_t len = b->pl->vclass[list[j]] == VC_PART ? vk_part_len(k, b->pl, list[j]) : V->n;
-		if (V->type == KT_BOOL || len <= VK_PRIVATE_MAX || b->soff[list[j]] >= 0)
-			continue;
-		COV(vk_scratch);
-		b->soff[list[j]] = b->scratch;
-		b->scratch += (len * (V->type == KT_F32 || (V->type == KT_INT && b->i32) ? 4 : 8) + 7) / 8 * 8;
-	}
-	free(list);
-}
-
 /* q is an int64_t, or a uint where it fits; [2]: integers are ints */
 static const CTiles tiles[3] = {
 	{"const int64_t v%d = 0l;", "const int64_t v%d = int64_t(q %% %lldl) * %lldl;", "q /= %lldl;"},
@@ -758,31 +746,30 @@ static void kernel(CEmit *o, E *b, int i)
 	CEmit *c = &b->c;
 	const Kernels *k = o->k;
 	const Kernel *kn = &k->k[i];
-	const VkPlan *pl = b->pl;
+	const MapKernel *pl = b->pl;
 	c->ind = 1;
-	scratch_plan(b, i);
 	const char *it = IT(b);
 	ce_line(c, "%s it = %s(gl_WorkGroupID.y) * %s(gl_NumWorkGroups.x) + %s(gl_WorkGroupID.x);", it,
 		it, it, it);
-	if (!pl->group)
+	if (pl->mode != MAP_GROUP)
 		ce_line(c, "it = it * WG + %s(gl_LocalInvocationID.x);", it);
 	ce_line(c, b->i32 ? "it += int(pc.base);" : "it += pc.base;");
 	ce_line(c, "const %s lid = %s(gl_LocalInvocationID.x);", it, it);
 	ce_line(c, "if (it >= NITEMS)");
 	ce_line(c, "\treturn;");
-	if (b->scratch) {
+	if (pl->scratch) {
 		const char *base = b->i32 ? "int(pc.base)" : "pc.base";
-		if (pl->group)
+		if (pl->mode == MAP_GROUP)
 			ce_line(c, "const %s slot = (it - %s) * WG + lid;   /* this invocation's scratch */", it,
 				base);
 		else
 			ce_line(c, "const %s slot = it - %s;   /* this invocation's scratch */", it, base);
 		for (int32_t v = 0; v < k->nvars; v++)
-			if (b->soff[v] >= 0) {
+			if (pl->vplace[v] == MAP_P_SCRATCH) {
 				KType t = (KType)k->vars[v].type;
 				int sz = t == KT_F32 || (t == KT_INT && b->i32) ? 4 : 8;
 				ce_line(c, "const %s sb%d = slot * %lld%s + %lld%s;", it, v,
-					(long long)(b->scratch / sz), LS(b), (long long)(b->soff[v] / sz), LS(b));
+					(long long)(pl->scratch / sz), LS(b), (long long)(pl->voff[v] / sz), LS(b));
 			}
 	}
 	/* 32-bit division where the item ids fit: NVIDIA's driver (580) was seen to compute 64-bit
@@ -790,20 +777,20 @@ static void kernel(CEmit *o, E *b, int i)
 	bool narrow = kn->nitems <= UINT32_MAX;
 	ce_line(c, narrow ? "uint q = uint(it);" : "int64_t q = it;");
 	ce_tiles(c, kn, &tiles[b->i32 ? 2 : narrow]);
-	stmts(b, kn->body, 0, pl->group);
+	stmts(b, kn->body, 0, pl->mode == MAP_GROUP);
 	uint8_t *use = ce_buffer_use(k, kn->body);
 	for (int j = 0; j < k->nbufs; j++) {
 		b->half |= use[j] && (k->bufs[j].fmt == DT_F16 || k->bufs[j].fmt == DT_BF16);
 		b->f64 |= use[j] && k->bufs[j].fmt == DT_F64;
 	}
-	if (b->f64)
+	if (pl->f64)
 		COV(vk_f64);
 	header(o, b, i);
 	buffers(o, b, use);
 	free(use);
 	for (int m = 0; m < pl->nslots; m++) {
 		int32_t v = pl->slotvar[m];
-		if (pl->vclass[v] == VC_FLAG)
+		if (pl->vshare[v] == MAP_V_FLAG)
 			ce_line(o, "shared int m%d[%d];", m, pl->wg);
 		else
 			ce_line(o, "shared %s m%d[%lld];", c->L->type[k->vars[v].type], m, (long long)k->vars[v].n);
@@ -826,26 +813,17 @@ char *vk_emit(const Kernels *k, Diag *d)
 	if (k->faults)
 		ce_line(&o, "// SEEDED FAULTS 0x%x: this program is wrong on purpose.", k->faults);
 	ce_schedule(&o, NULL, "// schedule: ");
-	KIvl *xiv = calloc((size_t)k->nx + 1, sizeof *xiv);
-	bool *wide = calloc((size_t)k->nx + 1, sizeof *wide);
-	IR_ASSERT(xiv && wide);
-	kir_int_ranges(k, xiv, wide);
+	const MapPlan *mp = map_plan(k, &vk_target);
 	for (int i = 0; i < k->nk && !o.failed; i++) {
-		VkPlan pl;
-		vk_plan(k, i, &pl, d);
-		bool i32 = vk_kernel_i32(k, i, &pl, xiv, wide);
-		if (!i32)
-			COV(vk_i64);
-		E b = {.c = {.k = k, .L = i32 ? &lang32 : &lang, .d = d, .mark = o.mark, .stamp = o.stamp},
-		       .pl = &pl, .kernel = i, .i32 = i32};
+		const MapKernel *pl = &mp->k[i];
+		E b = {.c = {.k = k, .L = pl->i32 ? &lang32 : &lang, .d = d, .mark = o.mark, .stamp = o.stamp},
+		       .pl = pl, .kernel = i, .i32 = pl->i32};
 		kernel(&o, &b, i);
+		if (b.f64 && !pl->f64)   /* the runtime picks the shader's f64 modes by the plan */
+			ce_internal(&o, "kernel %d holds f64 values its plan does not know of", i);
 		o.failed |= b.c.failed;
 		o.stamp = b.c.stamp;
-		free(b.soff);
 		free(b.c.buf);
-		vk_plan_free(&pl);
 	}
-	free(xiv);
-	free(wide);
 	return ce_finish(&o);
 }

@@ -67,7 +67,8 @@ struct BeModule {
 
 /* ------------------------------------------------------------ compile */
 
-/* A kernel's shader text and what its mark line says (vulkan.h). */
+/* A kernel's shader text and its plan (the program's record: map_plan; the mark line
+ * only documents it). */
 typedef struct {
 	const char *text;
 	size_t len;
@@ -75,19 +76,23 @@ typedef struct {
 	int group, wg, f64;
 } KSrc;
 
-/* Cuts the program text at its kernel marks; -1 if it is not this program's text. */
+/* Cuts the program text at its kernel marks and takes each kernel's launch from its plan;
+ * -1 if the text does not hold one shader per kernel. */
 static int split(const Kernels *k, const char *src, KSrc *ks)
 {
+	const MapPlan *mp = map_plan(k, &vk_target);
 	const char *p = strstr(src, VK_MARK);
 	for (int i = 0; i < k->nk; i++) {
 		if (!p)
 			return -1;
-		const char *q = strchr(p, '\n'), *g = strstr(p, " group="), *next = strstr(p + 1, VK_MARK);
-		long long scratch;
-		if (!q || !g || g > q || sscanf(g, " group=%d wg=%d f64=%d scratch=%lld", &ks[i].group,
-						&ks[i].wg, &ks[i].f64, &scratch) != 4 || ks[i].wg < 1)
+		const char *q = strchr(p, '\n'), *next = strstr(p + 1, VK_MARK);
+		if (!q)
 			return -1;
-		ks[i].scratch = scratch;
+		const MapKernel *pl = &mp->k[i];
+		ks[i].group = pl->mode == MAP_GROUP;
+		ks[i].wg = pl->wg;
+		ks[i].f64 = pl->f64;
+		ks[i].scratch = pl->scratch;
 		ks[i].text = q + 1;
 		ks[i].len = next ? (size_t)(next - (q + 1)) : strlen(q + 1);
 		p = next;
@@ -823,6 +828,16 @@ static void vk_device_facts(BeFacts *f)
  * zero signs and assume no NaN, and flush subnormals of f32 and f64); every float
  * operation is `precise` (emit.c), so nothing is contracted. vk_device_facts adds what the
  * device's float controls promise. */
+const MapTarget vk_target = {
+	.rules = MAP_RULES_REPLICATE,
+	.item_wg = 64,            /* items per work-group under a serial plan */
+	.wg_min = 32,             /* whole subgroups (map/replicate.c: NVIDIA lost a 5-invocation group's stores) */
+	.wg_max = VK_WG_MAX,
+	.shared_max = 16384,      /* bytes of shared memory a plan may use for merges */
+	.private_elems = 128,     /* longer local arrays live in the scratch buffer */
+	.merge_max = MAP_MERGE_SLOTS,
+};
+
 const Backend vulkan_backend = {
 	.name = "vulkan",
 	.facts = {.flush = (1u << DT_F32) | (1u << DT_F64), .specials = false,
@@ -832,6 +847,7 @@ const Backend vulkan_backend = {
 		"in it may be flushed to zero, unless the shader declares the DenormPreserve "
 		"execution mode for its width (VkPhysicalDeviceFloatControlsProperties::"
 		"shaderDenormPreserveFloat32, 64)",
+	.map = &vk_target,
 	.device_facts = vk_device_facts,
 	.available = vk_available,
 	.device = vk_device,

@@ -8,10 +8,10 @@
  * 32-bit words per kernel (word 0: error site + 1, set once by compare-and-swap; words 1
  * and 2: the low and high halves of the offending 64-bit value).
  *
- * Local arrays longer than VK_PRIVATE_MAX elements (pairwise term buffers, large topk
+ * Local arrays longer than vk_target.private_elems (128) elements (pairwise term buffers, large topk
  * lists) live in a scratch buffer rather than in private memory (compilers such as
  * lavapipe's LLVM take time superlinear in a private array's length): each invocation of
- * a dispatch owns `scratch` bytes of it (marker line), bound as float, double and int64
+ * a dispatch owns MapKernel.scratch bytes of it (also on the marker line), bound as float, double and int64
  * views at bindings nbufs + 1, + 2, + 3. The runtime dispatches a kernel in chunks of
  * items, each chunk's first item in the push constant `base`, so the scratch buffer stays
  * within the device's limits; chunks of one kernel are separated by barriers.
@@ -23,16 +23,18 @@
  * VK_SYM_SZINP32/64, VK_SYM_RTE32/64 for the float-controls execution modes the device
  * supports (denormals preserved, signed zero/inf/NaN preserved, round to nearest even).
  *
- * Kernel plans (plan.c): how a kernel's items and loops map onto invocations. A kernel
- * either runs one item per invocation (serial plan), or one item per work-group whose
+ * Kernel plans (the mapping stage, compiler/map.h, rules MAP_RULES_REPLICATE in
+ * compiler/map/replicate.c): how a kernel's items and loops map onto invocations. A kernel
+ * either runs one item per invocation (MAP_ITEM), or one item per work-group whose
  * invocations execute the item's statements redundantly ("replicated" code, every
  * invocation holding identical locals) except inside distributed loops, whose iterations
- * are spread over the invocations; see plan.c for the rules that keep this exact.
+ * are spread over the invocations. The plan is recorded with the program (map_plan): the
+ * emitter spells it and run.c launches from it; the mark line only documents it.
  */
 #ifndef ASSAY_VULKAN_VULKAN_H
 #define ASSAY_VULKAN_VULKAN_H
 
-#include "../kir.h"
+#include "../map.h"
 
 #define VK_MARK "//// assay kernel "
 #define VK_SYM_16BIT "ASSAY_16BIT"
@@ -47,49 +49,15 @@
 enum {
 	VK_ERR_WORDS = 4,      /* error words per kernel */
 	VK_WG_MAX = 256,       /* the largest work-group a plan asks for */
-	VK_WG_SERIAL = 64,     /* items per work-group under a serial plan */
-	VK_SHARED_MAX = 16384, /* bytes of shared memory a plan may use for merges */
-	VK_MAX_MERGE = 64,     /* merged variables per kernel */
-	VK_PRIVATE_MAX = 128,  /* longer local arrays live in the scratch buffer */
 };
 
-/* Roles of statements and classes of variables in a plan. */
-enum { VR_NONE, VR_CHAIN };
-enum { VC_PLAIN, VC_PART, VC_MERGE, VC_FLAG };
-
-typedef struct {
-	bool group;         /* one item per work-group (else one item per invocation) */
-	int wg;             /* invocations per work-group */
-	int nstmt, nvar;
-	uint8_t *role;      /* per statement: VR_CHAIN at the root of a distributed loop nest */
-	uint8_t *chainlen;  /* per statement (roots): loops in the distributed nest */
-	uint8_t *vclass;    /* per variable: VC_* */
-	int8_t *slot;       /* per variable: merge slot (VC_MERGE, VC_FLAG), else -1 */
-	int nslots;
-	int32_t slotvar[VK_MAX_MERGE];
-	uint64_t *rep;      /* per statement: merge slots its replicated code reads or writes */
-	uint64_t *dist;     /* per statement: merge slots accessed inside its distributed loops */
-} VkPlan;
-
-int vk_plan(const Kernels *k, int kernel, VkPlan *p, Diag *d);
-void vk_plan_free(VkPlan *p);
+/* The vulkan target's limits (run.c; its plans: compiler/map/replicate.c). */
+extern const MapTarget vk_target;
 /* Whether loop statement s counts from a constant >= 0 to a bound known below 2^31 - 1, so
  * that its counter may be a 32-bit int (emit.c). */
 bool vk_loop_narrow(const Kernels *k, int32_t s);
 /* An upper bound of the iterations of the distributed nest rooted at s, or -1. */
-int64_t vk_chain_bound(const Kernels *k, const VkPlan *p, int32_t s);
-/* Whether kernel `kernel` may hold its integers as 32-bit ints (emit.c: NVIDIA's Vulkan
- * driver miscompiled shaders doing their index arithmetic in int64_t, tests/regress/
- * vk_nvidia_tile5_f64.tg): no integer operation of it may leave i32 (xwide: kir_int_ranges),
- * no constant lies outside i32 but the identities INT64_MIN/MAX of integer max/min (held
- * as INT32_MIN/MAX, identities of i32 values too), and its items, its distributed nests'
- * iteration counts (from the intervals xiv of their bounds) and buffers' elements fit. */
-bool vk_kernel_i32(const Kernels *k, int kernel, const VkPlan *p, const KIvl *xiv, const bool *xwide);
-/* Whether expression id checks that an integer fits in i32 (KE_INT32): in a kernel whose
- * integers are ints it cannot fail, and is emitted as its operand. */
-bool vk_i32_check(const Kernels *k, int32_t id);
-/* The number of private elements a VC_PART array keeps per invocation. */
-int64_t vk_part_len(const Kernels *k, const VkPlan *p, int32_t var);
+int64_t vk_chain_bound(const Kernels *k, const MapKernel *p, int32_t s);
 
 /* The GLSL helper library (lib.c): one bit per helper; vk_lib adds what each depends on. */
 enum {

@@ -19,7 +19,7 @@
  * rounded once from the integer, exactly as in f64); these are converted to f32 and
  * compared (across the two holdings exactly: cmp_if), as integer definitions with real
  * subexpressions and integers entering a narrow format need.
- * Integers are i32 (plan.c: operations that may leave i32 are emitted checked).
+ * Integers are i32 (the plan, compiler/map/owner.c: operations that may leave i32 are emitted checked).
  *
  * Opaque constants. WGSL lets an implementation assume that no NaN or infinity occurs, and
  * Dawn's SPIR-V does not declare SignedZeroInfNanPreserve, so a Vulkan driver may treat
@@ -31,21 +31,21 @@
  * the driver's: the special-value semantics of this backend are only as good as its
  * driver's, as WGSL allows.
  *
- * Work-groups follow plan.c (WgslMode): the kernel prologue turns the work-group and
+ * Work-groups follow the plan (compiler/map.h MapMode): the kernel prologue turns the work-group and
  * invocation ids into the item and its tile origins (last parallel dimension fastest, as
- * in c/emit.c); a store outside the distributed loops of a WM_GROUP/WM_LANES kernel is
+ * in c/emit.c); a store outside the distributed loops of a MAP_GROUP/MAP_LANES kernel is
  * made by invocation 0 only (the others compute the same value).
  *
  * Ops are spelled by ops.def's C-family base with WGSL's overrides (wgsl_ops) and the
  * checked i32 forms (checked); casts are not ops of the kernel IR (KX_CVT/KX_ROUND carry
  * them).
  *
- * Local arrays are private (`var v3: array<f32, 12>;`) unless plan.c puts them in scratch
+ * Local arrays are private (`var v3: array<f32, 12>;`) unless the plan puts them in scratch
  * (wgsl.h, "Scratch"): then their elements are words of `scr` in the invocation's column,
  * read as bitcast<f32>(scr[(o + min(u32(i), n - 1u)) * sst + slot]) (the index clamped as
  * WGSL clamps a private array's), and a kernel with scratch finds its work-groups from the
  * uniform `chunk`. The pairwise trees of a kernel share one set of stacks, declared at its
- * top and sized by plan.c.
+ * top and sized by the plan.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -77,8 +77,9 @@ static const COpSpell wgsl_ops[OP__COUNT] = {
 	[OP_MIN] = {CF_CALL, NULL, NULL, "min", NULL},
 };
 
-/* The checked i32 spelling of the integer ops whose result may leave i32 (plan.c's
- * xwide): a call that reports the kernel's overflow site (lib.c). */
+/* The checked i32 spelling of the integer ops whose result may leave i32 (MapPlan.xwide):
+ * a call that reports the kernel's overflow site (lib.c); wgsl_target.int_checked names
+ * these ops (the plan binds the error slot by it). */
 static const char *const checked[OP__COUNT] = {
 	[OP_NEG] = "neg_ck", [OP_ADD] = "add_ck", [OP_SUB] = "sub_ck", [OP_MUL] = "mul_ck",
 	[OP_IDIV] = "fdiv_ck", [OP_ABS] = "abs_ck",
@@ -86,13 +87,20 @@ static const char *const checked[OP__COUNT] = {
 
 typedef struct {
 	CEmit c;
-	const WgslPlan *pl;
+	const MapPlan *pl;
 	int ki;                /* the kernel being written */
 	bool dist;             /* inside a distributed nest or a lane */
 	bool uses_err;         /* the kernel reports errors */
 	uint8_t *use;          /* per buffer, this kernel: 1 loads, 2 stores */
 	uint8_t *views;        /* per buffer, any kernel: 1 read view, 2 write view */
 } E;
+
+/* The word offset of local array v in the invocation's scratch column, -1: private. */
+static int64_t soff(const E *e, int32_t v)
+{
+	const MapKernel *kp = &e->pl->k[e->ki];
+	return kp->vplace[v] == MAP_P_SCRATCH ? kp->voff[v] / 4 : -1;
+}
 
 /* ------------------------------------------------------------ types */
 
@@ -243,7 +251,8 @@ static void op_text(CEmit *c, const KExpr *x)
 							     : "no such op");
 		return;
 	}
-	if (wide && checked[op]) {
+	if (wide && (wgsl_target.int_checked & BE_OP(op))) {
+		IR_ASSERT(checked[op]);
 		COV(wgsl_checked_op);
 		e->uses_err = true;   /* a checked call: the kernel's overflow site is nsites + ki */
 		ce_emit(c, "%s(", checked[op]);
@@ -340,7 +349,7 @@ static bool is_const(const Kernels *k, int32_t id)
 static void check_text(CEmit *c, const KExpr *x)
 {
 	const Kernels *k = c->k;
-	WgslIvl v = ((E *)c)->pl->xiv[x->a[0]];
+	KIvl v = ((E *)c)->pl->xiv[x->a[0]];
 	if (is_const(k, x->a[1]) && is_const(k, x->a[2]) && v.lo <= v.hi &&
 	    v.lo >= k->x[x->a[1]].i && v.hi < k->x[x->a[2]].i) {
 		COV(wgsl_check_proved);
@@ -379,7 +388,7 @@ static void store_text(E *e, const KStmt *s)
 	int b = s->v;
 	Dtype f = c->k->bufs[b].fmt;
 	e->use[b] |= 2;
-	bool solo = e->pl->kp[e->ki].mode != WM_ITEM && !e->dist;
+	bool solo = e->pl->k[e->ki].mode != MAP_ITEM && !e->dist;
 	ce_indent(c);
 	if (solo)
 		ce_emit(c, "if (lid == 0u) ");
@@ -411,7 +420,7 @@ static void dist_body(E *e, int32_t first)
 	e->dist = was;
 }
 
-/* WM_GROUP: a par nest of `levels` loops flattened, iteration f to invocation f mod wg. */
+/* MAP_GROUP: a par nest of `levels` loops flattened, iteration f to invocation f mod wg. */
 static void nest_stmt(E *e, const KStmt *s, int levels)
 {
 	CEmit *c = &e->c;
@@ -443,7 +452,7 @@ static void nest_stmt(E *e, const KStmt *s, int levels)
 	for (int l = 1; l < levels; l++)
 		ce_emit(c, " * n%d", l);
 	ce_emit(c, ";\n");
-	ce_line(c, "for (var f: u32 = lid; f < nf; f += %du) {", e->pl->kp[e->ki].wg);
+	ce_line(c, "for (var f: u32 = lid; f < nf; f += %du) {", e->pl->k[e->ki].wg);
 	c->ind++;
 	ce_line(c, "var r: u32 = f;");
 	for (int l = levels - 1; l >= 0; l--) {
@@ -460,7 +469,7 @@ static void nest_stmt(E *e, const KStmt *s, int levels)
 	ce_line(c, "}");
 }
 
-/* WM_LANES: invocation l runs iteration l of a lane loop. */
+/* MAP_LANES: invocation l runs iteration l of a lane loop. */
 static void lane_stmt(E *e, const KStmt *s)
 {
 	CEmit *c = &e->c;
@@ -489,7 +498,7 @@ static void lane_stmt(E *e, const KStmt *s)
 static void scratch_word(CEmit *c, int32_t v, int32_t idx, const char *ix)
 {
 	const E *e = (const E *)c;
-	ce_emit(c, "scr[(%lldu + min(u32(", (long long)e->pl->soff[v]);
+	ce_emit(c, "scr[(%lldu + min(u32(", (long long)soff(e, v));
 	if (ix)
 		ce_emit(c, "%s", ix);
 	else
@@ -501,7 +510,7 @@ static void scratch_word(CEmit *c, int32_t v, int32_t idx, const char *ix)
 static void elem_text(CEmit *c, int32_t v, int32_t idx, const char *ix)
 {
 	const E *e = (const E *)c;
-	if (e->pl->soff[v] < 0) {
+	if (soff(e, v) < 0) {
 		ce_emit(c, "v%d[", v);
 		if (ix)
 			ce_emit(c, "%s", ix);
@@ -526,7 +535,7 @@ static void local_elem(CEmit *c, int32_t v, int32_t idx)
 static void set_stmt(CEmit *c, const KStmt *s)
 {
 	ce_indent(c);
-	if (s->a < 0 || ((E *)c)->pl->soff[s->v] < 0) {
+	if (s->a < 0 || soff((E *)c, s->v) < 0) {
 		ce_set(c, s->v, s->a, s->b);
 		return;
 	}
@@ -540,9 +549,9 @@ static void decl_stmt(CEmit *c, const KStmt *s)
 {
 	const KVar *v = &c->k->vars[s->v];
 	const char *t = vtype(c, v->type);
-	if (v->n && ((E *)c)->pl->soff[s->v] >= 0)
+	if (v->n && soff((E *)c, s->v) >= 0)
 		ce_line(c, "// v%d: %s[%lld] in scratch at word %lld of the invocation's column", s->v, t,
-			(long long)v->n, (long long)((E *)c)->pl->soff[s->v]);
+			(long long)v->n, (long long)soff((E *)c, s->v));
 	else if (v->n)
 		ce_line(c, "var v%d: array<%s, %lld>;", s->v, t, (long long)v->n);
 	else
@@ -621,8 +630,8 @@ static void simple_stmt(E *e, const KStmt *s)
 
 static void gather(E *e)
 {
-	const WgslKPlan *kp = &e->pl->kp[e->ki];
-	IR_ASSERT(e->pl->soff[kp->lane_arr] < 0);   /* plan.c keeps the partials private */
+	const MapKernel *kp = &e->pl->k[e->ki];
+	IR_ASSERT(soff(e, kp->lane_arr) < 0);   /* the plan keeps the partials private */
 	ce_line(&e->c, "wg%d[lid] = v%d[lid];", e->ki, kp->lane_arr);
 	ce_line(&e->c, "workgroupBarrier();");
 	ce_line(&e->c, "for (var j: u32 = 0u; j < %du; j++) {", kp->wg);
@@ -634,11 +643,11 @@ static int32_t stmt(CEmit *c, int32_t id)
 {
 	E *e = (E *)c;
 	const KStmt *s = &c->k->s[id];
-	uint8_t role = e->pl->srole[id];
-	WgslMode mode = e->pl->kp[e->ki].mode;
-	if (s->kind == KS_LOOP && role == WS_NEST && mode == WM_GROUP)
-		nest_stmt(e, s, e->pl->slevels[id]);
-	else if (s->kind == KS_LOOP && role == WS_LANE && mode == WM_LANES)
+	uint8_t role = e->pl->k[e->ki].srole[id];
+	MapMode mode = e->pl->k[e->ki].mode;
+	if (s->kind == KS_LOOP && role == MAP_S_NEST && mode == MAP_GROUP)
+		nest_stmt(e, s, e->pl->k[e->ki].sdepth[id]);
+	else if (s->kind == KS_LOOP && role == MAP_S_LANE && mode == MAP_LANES)
 		lane_stmt(e, s);
 	else if (s->kind == KS_LOOP || s->kind == KS_WHILE || s->kind == KS_IF)
 		ce_control(c, s);
@@ -648,7 +657,7 @@ static int32_t stmt(CEmit *c, int32_t id)
 		tree_stmt(c, s);
 	else
 		simple_stmt(e, s);
-	if (id == e->pl->kp[e->ki].gather_after && mode == WM_LANES)
+	if (id == e->pl->k[e->ki].gather_after && mode == MAP_LANES)
 		gather(e);
 	return id;
 }
@@ -680,11 +689,11 @@ static const CTiles tiles = {
 	"let v%d: i32 = 0i;", "let v%d: i32 = (q %% %lldi) * %lldi;", "q = q / %lldi;",
 };
 
-static const char *mode_name(WgslMode m)
+static const char *mode_name(MapMode m)
 {
-	static const char *names[] = {[WM_ITEM] = "an invocation per item",
-				      [WM_GROUP] = "a work-group per item, its tile's points over the invocations",
-				      [WM_LANES] = "a work-group per item, a split partial per invocation"};
+	static const char *names[] = {[MAP_ITEM] = "an invocation per item",
+				      [MAP_GROUP] = "a work-group per item, its tile's points over the invocations",
+				      [MAP_LANES] = "a work-group per item, a split partial per invocation"};
 	return names[m];
 }
 
@@ -717,12 +726,12 @@ static void kernel(E *e, int i, CEmit *manifest)
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
 	const Kernel *kn = &k->k[i];
-	const WgslKPlan *kp = &e->pl->kp[i];
+	const MapKernel *kp = &e->pl->k[i];
 	e->ki = i;
 	e->uses_err = false;
-	if (kp->scratch > WGSL_SCRATCH_MAX / 4) {
+	if (kp->scratch > WGSL_SCRATCH_MAX) {
 		ce_unsupported(c, "kernel %d keeps %lld bytes of local arrays per invocation, more than "
-			       "the %d bytes of scratch a dispatch may bind", i, (long long)kp->scratch * 4,
+			       "the %d bytes of scratch a dispatch may bind", i, (long long)kp->scratch,
 			       WGSL_SCRATCH_MAX);
 		return;
 	}
@@ -746,7 +755,7 @@ static void kernel(E *e, int i, CEmit *manifest)
 		ce_line(c, "let grp: u32 = wid.x + wid.y * nwg.x;");
 	}
 	ce_line(c, "let zu: u32 = nwg.z - 1u;");
-	if (kp->mode == WM_ITEM)
+	if (kp->mode == MAP_ITEM)
 		ce_line(c, "let item: u32 = grp * %du + lid;", kp->wg);
 	else
 		ce_line(c, "let item: u32 = grp;");
@@ -760,6 +769,14 @@ static void kernel(E *e, int i, CEmit *manifest)
 	c->ind--;
 	ce_line(c, "}");
 	ce_line(c, "%s", "");
+	/* the runtime binds what the plan says (MapKernel.buse, err): the text must agree */
+	bool agree = e->uses_err == kp->err;
+	for (int b = 0; b < k->nbufs; b++)
+		agree &= e->use[b] == kp->buse[b];
+	if (!agree) {
+		ce_internal(c, "kernel %d uses other buffers or error slot than its plan binds", i);
+		return;
+	}
 	ce_emit(manifest, "//! kernel k%d groups=%lld bindings=%s", i, (long long)kp->groups,
 		e->uses_err ? "0" : "");
 	bool first = !e->uses_err;
@@ -771,8 +788,8 @@ static void kernel(E *e, int i, CEmit *manifest)
 		e->views[b] |= (e->use[b] & 2) ? 2 : 1;
 	}
 	if (kp->scratch)
-		ce_emit(manifest, " scratch=%lld wg=%d slots=%lld", (long long)kp->scratch * 4, kp->wg,
-			(long long)(kp->mode == WM_ITEM ? kn->nitems : kp->groups * kp->wg));
+		ce_emit(manifest, " scratch=%lld wg=%d slots=%lld", (long long)kp->scratch, kp->wg,
+			(long long)(kp->mode == MAP_ITEM ? kn->nitems : kp->groups * kp->wg));
 	ce_emit(manifest, "\n");
 }
 
@@ -808,7 +825,7 @@ static void prologue(E *e, CEmit *out)
 	}
 	bool scratch = false;
 	for (int i = 0; i < k->nk; i++)
-		scratch |= e->pl->kp[i].scratch > 0;
+		scratch |= e->pl->k[i].scratch > 0;
 	if (scratch) {
 		ce_line(out, "@group(0) @binding(%d) var<storage, read_write> scr: array<u32>;   // scratch columns",
 			k->nbufs + 1);
@@ -816,8 +833,8 @@ static void prologue(E *e, CEmit *out)
 			k->nbufs + 2);
 	}
 	for (int i = 0; i < k->nk; i++) {
-		const WgslKPlan *kp = &e->pl->kp[i];
-		if (kp->mode == WM_LANES)
+		const MapKernel *kp = &e->pl->k[i];
+		if (kp->mode == MAP_LANES)
 			ce_line(out, "var<workgroup> wg%d: array<%s, %d>;", i,
 				k->vars[kp->lane_arr].type == KT_INT ? "i32" : "f32", kp->wg);
 	}
@@ -859,7 +876,7 @@ char *wgsl_emit(const Kernels *k, Diag *d)
 		return NULL;
 	E e = {0};
 	ce_init(&e.c, k, &lang, d);
-	e.pl = wgsl_plan(k);
+	e.pl = map_plan(k, &wgsl_target);
 	e.use = calloc((size_t)k->nbufs + 1, 1);
 	e.views = calloc((size_t)k->nbufs + 1, 1);
 	IR_ASSERT(e.use && e.views);
@@ -876,7 +893,6 @@ char *wgsl_emit(const Kernels *k, Diag *d)
 	free(manifest.buf);
 	free(e.use);
 	free(e.views);
-	wgsl_plan_free((WgslPlan *)e.pl);
 	if (failed) {
 		free(out.buf);
 		return NULL;

@@ -7,8 +7,8 @@
  *   WGSL's own conversions (pack2x16float, f16()) leave the rounding of inexact values to
  *   the implementation, so they are not used.
  * - Integers are i32 (WGSL has no i64): add_ck, sub_ck, mul_ck, neg_ck, abs_ck, fdiv_ck
- *   compute the exact result or report an overflow at the kernel's overflow site (plan.c
- *   decides which operations need them); i2f, i2h, i2b round an integer to nearest even
+ *   compute the exact result or report an overflow at the kernel's overflow site (the plan,
+ *   compiler/map/owner.c, decides which operations need them); i2f, i2h, i2b round an integer to nearest even
  *   into f32, f16 and bf16 (WGSL's f32(i32) may round either way); cmp_if compares an
  *   integer with an f32 exactly (op 0..5: < <= > >= == !=), for the f64 comparisons the
  *   kernel IR makes in integer definitions (emit.c holds such f64 values as i32 or f32).

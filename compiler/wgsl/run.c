@@ -7,7 +7,7 @@
  * error slot once: the first error claims it, and the kernels after the first failing one run on
  * (harmlessly: every index they use is clamped by its check) but their results are not
  * used. An error at a site past the program's sites is an i32 overflow of kernel
- * site - nsites (WGSL has no i64: plan.c), reported as the graph's error "an integer value
+ * site - nsites (WGSL has no i64: compiler/map/owner.c), reported as the graph's error "an integer value
  * does not fit in 32 bits" (code 2), which the graph's meaning also makes it whenever the
  * stored result overflows; an intermediate that overflows while the result fits is where
  * this backend and int64 arithmetic differ. guards and download read buffers back whole
@@ -169,53 +169,46 @@ static int chunks(int i, long long groups, long long scratch, int wg, long long 
 	return 0;
 }
 
-/* The module request: the source, and the kernels of its manifest (with the chunks and
- * scratch of those that have scratch). */
+/* The module request: the source, and each kernel's launch from its plan (the program's
+ * record, compiler/map.h; the text's manifest only documents it), with the chunks and
+ * scratch of those that have scratch. */
 static char *module_request(const Kernels *k, const char *src, Diag *d)
 {
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	int64_t budget = -1, most = 0;
+	const MapPlan *mp = map_plan(k, &wgsl_target);
 	put(&buf, &len, &cap, "{\"cmd\":\"module\",\"src\":");
 	wgsl_json_quote(&buf, &len, &cap, src);
 	put(&buf, &len, &cap, ",\"kernels\":[");
-	int nk = 0;
-	for (const char *p = strstr(src, "\n//! kernel "); p; p = strstr(p + 1, "\n//! kernel ")) {
-		int i, wg = 0;
-		long long groups, scratch = 0, slots = 0;
-		char bind[4096] = "";
-		const char *eol = strchr(p + 1, '\n'), *sc = strstr(p + 1, " scratch=");
-		bool has = sc && (!eol || sc < eol);
-		if (sscanf(p, "\n//! kernel k%d groups=%lld bindings=%4095[0-9,]", &i, &groups, bind) < 2 ||
-		    i != nk || (has && (sscanf(sc, " scratch=%lld wg=%d slots=%lld", &scratch, &wg, &slots) != 3 ||
-					scratch <= 0 || scratch % 4 || wg < 1 || slots < 1))) {
-			diag_set(d, 3, "wgsl backend: a bad launch manifest line in the source (kernel %d)", nk);
-			free(buf);
-			return NULL;
-		}
-		put(&buf, &len, &cap, "%s{\"entry\":\"k%d\",\"groups\":%lld,\"bindings\":[%s]",
-		    nk ? "," : "", i, groups, bind);
-		if (has) {
+	for (int i = 0; i < k->nk; i++) {
+		const MapKernel *kp = &mp->k[i];
+		put(&buf, &len, &cap, "%s{\"entry\":\"k%d\",\"groups\":%lld,\"bindings\":[%s", i ? "," : "",
+		    i, (long long)kp->groups, kp->err ? "0" : "");
+		bool first = !kp->err;
+		for (int b = 0; b < k->nbufs; b++)
+			if (kp->buse[b]) {
+				put(&buf, &len, &cap, "%s%d", first ? "" : ",", b + 1);
+				first = false;
+			}
+		put(&buf, &len, &cap, "]");
+		if (kp->scratch) {
 			int64_t chunk, stride;
+			long long slots = kp->mode == MAP_ITEM ? k->k[i].nitems : kp->groups * kp->wg;
 			if (budget < 0)
 				budget = scratch_budget(d);
-			if (!budget || chunks(i, groups, scratch, wg, slots, budget, &chunk, &stride, d)) {
+			if (!budget || chunks(i, kp->groups, kp->scratch, kp->wg, slots, budget, &chunk,
+					      &stride, d)) {
 				free(buf);
 				return NULL;
 			}
 			put(&buf, &len, &cap, ",\"chunk\":%lld,\"stride\":%lld", (long long)chunk,
 			    (long long)stride);
-			most = stride * scratch > most ? stride * scratch : most;
+			most = stride * kp->scratch > most ? stride * kp->scratch : most;
 		}
 		put(&buf, &len, &cap, "}");
-		nk++;
 	}
 	put(&buf, &len, &cap, "],\"scratch\":%lld,\"sbind\":%d}", (long long)most, k->nbufs + 1);
-	if (nk != k->nk) {
-		diag_set(d, 3, "wgsl backend: the source's manifest has %d kernels, the program %d", nk, k->nk);
-		free(buf);
-		return NULL;
-	}
 	return buf;
 }
 
@@ -428,8 +421,21 @@ static void wg_free(BeModule *m)
  * implementation may flush subnormal inputs and outputs of f32 operations to zero, may
  * assume NaN and infinities absent and ignore the sign of a zero, and nothing forbids
  * fusing a*b + c (NVIDIA's driver fuses it under Dawn). Only integer operations are exact. */
+const MapTarget wgsl_target = {
+	.rules = MAP_RULES_OWNER,
+	.item_wg = 64,                /* work-group size of MAP_ITEM kernels */
+	.wg_min = 32,                 /* whole subgroups, as vulkan's */
+	.wg_max = WGSL_MAX_WG,
+	.private_bytes = 1024,        /* a longer local array lives in scratch */
+	.private_budget = 4096,       /* bytes of private local arrays per invocation */
+	.int32 = true,
+	.int_checked = BE_OP(OP_NEG) | BE_OP(OP_ADD) | BE_OP(OP_SUB) | BE_OP(OP_MUL) |
+		       BE_OP(OP_IDIV) | BE_OP(OP_ABS),
+};
+
 const Backend wgsl_backend = {
 	.name = "wgsl",
+	.map = &wgsl_target,
 	.facts = {.flush = 1u << DT_F32, .specials = false, .minmax = BE_MINMAX_ANY,
 		  .no_contract = false, .exact = {[DT_I32] = BE_OPS_INT}},
 	.flush_source = "WGSL spec, 'Floating Point Evaluation' (differences from IEEE-754): "

@@ -1,24 +1,25 @@
 /* compiler/wgsl/wgsl.h (private to compiler/wgsl/): the WGSL backend's parts.
  *
- * - plan.c analyses a program before emission: an interval for every integer expression
- *   (WGSL has no 64-bit integers: integers are i32, and an operation whose result may leave
- *   i32 is emitted checked, reporting an error instead of wrapping), and how each kernel's
- *   items map onto work-groups (WgslMode).
+ * - the mapping stage (compiler/map.h, map/owner.c) analyses a program before emission: an
+ *   interval for every integer expression (WGSL has no 64-bit integers: integers are i32,
+ *   and an operation whose result may leave i32 is emitted checked, reporting an error
+ *   instead of wrapping), how each kernel's items map onto work-groups (MapMode), which
+ *   arrays live in scratch, and what each kernel binds.
  * - emit.c writes the WGSL module: one compute entry point per kernel, and after the code a
  *   launch manifest, one line per kernel ("//! kernel k0 groups=N bindings=0,1,3", and for
- *   a kernel with scratch " scratch=BYTES wg=W slots=S") that run.c reads back, so the
- *   source alone says how it is launched.
+ *   a kernel with scratch " scratch=BYTES wg=W slots=S"): documentation of the plan, which
+ *   run.c launches from (the record, never the text).
  * - helper.c runs the Node helper process (node/helper.mjs, Dawn through the npm package
  *   `webgpu`) and speaks its framed protocol.
  * - run.c is the Backend.
  *
- * Scratch. A local array longer than WGSL_PRIVATE_MAX bytes, or the largest ones while a
- * kernel's private arrays together exceed WGSL_PRIVATE_BUDGET bytes, lives in the scratch
+ * Scratch. A local array longer than wgsl_target.private_bytes (1024), or the largest ones
+ * while a kernel's private arrays together exceed private_budget (4096) bytes, lives in the scratch
  * buffer `scr` (array<u32>, binding nbufs + 1) instead of private memory: NVIDIA's Vulkan
  * driver refuses a pipeline with a 16 KiB private array (VK_ERROR_UNKNOWN), and a GPU keeps
  * dynamically indexed private arrays in memory anyway. Each invocation owns a column of
  * `scratch` words (manifest: bytes per invocation): element i of a scratch array at word
- * offset o (WgslPlan.soff) is scr[(o + i) * stride + slot], slot = the invocation's index
+ * offset o (MapKernel.voff / 4) is scr[(o + i) * stride + slot], slot = the invocation's index
  * in its dispatch (work-group in the dispatch * wg + local index), stride = the slots the
  * buffer holds, so neighbouring invocations touch neighbouring words. f32 and i32 elements
  * are stored as their bits, bool as 0u/1u; a column is never initialised (KS_DECL declares
@@ -32,55 +33,27 @@
 #ifndef ASSAY_WGSL_WGSL_H
 #define ASSAY_WGSL_WGSL_H
 
-#include "../kir.h"
+#include "../map.h"
 
 enum {
 	WGSL_GUARD = 256,        /* guard bytes before and after every buffer */
 	WGSL_GUARD_BYTE = 0xa5,
-	WGSL_ITEM_WG = 64,       /* work-group size of WM_ITEM kernels */
 	WGSL_MAX_WG = 256,       /* WebGPU's default maxComputeInvocationsPerWorkgroup */
-	WGSL_PRIVATE_MAX = 1024,     /* bytes: a longer local array lives in scratch */
-	WGSL_PRIVATE_BUDGET = 4096,  /* bytes of private local arrays per invocation */
 	WGSL_SCRATCH_MAX = 256 << 20,  /* bytes of scratch one dispatch may bind */
 	WGSL_CHUNK_STRIDE = 256,     /* bytes between chunk entries (WebGPU's largest offset alignment) */
 };
 
-/* How a kernel's items (kir.h) run:
- * - WM_ITEM: one invocation per item, WGSL_ITEM_WG items per work-group;
- * - WM_GROUP: one work-group per item; the iterations of its par loop nests (the tile's
+/* How a kernel's items (kir.h) run (the plan, compiler/map.h, rules MAP_RULES_OWNER in
+ * compiler/map/owner.c, recorded with the program: the emitter spells it, run.c launches
+ * from it, and the manifest only documents it):
+ * - MAP_ITEM: one invocation per item, wgsl_target.item_wg items per work-group;
+ * - MAP_GROUP: one work-group per item; the iterations of its par loop nests (the tile's
  *   points) are dealt to the work-group's invocations (iteration f to invocation f mod wg,
  *   the same in every nest, so a tile accumulator element always has one owner);
- * - WM_LANES: one work-group per item for a split reduction: invocation l computes the
+ * - MAP_LANES: one work-group per item for a split reduction: invocation l computes the
  *   partial accumulator l; the partials meet in workgroup memory after a barrier and the
  *   combine runs as written (its order unchanged). */
-typedef enum { WM_ITEM, WM_GROUP, WM_LANES } WgslMode;
-
-enum { WS_NEST = 1, WS_LANE = 2 };   /* statement roles */
-
-typedef struct {
-	WgslMode mode;
-	int wg;                  /* invocations per work-group */
-	int64_t groups;          /* work-groups of one launch */
-	int32_t lane_arr;        /* WM_LANES: the partials (a local array of wg elements) */
-	int32_t gather_after;    /* WM_LANES: the top-level statement the partials meet after */
-	int64_t scratch;         /* scratch words per invocation (its local arrays in scratch) */
-	int tree_depth;          /* frames of its pairwise trees' shared stacks; 0: no tree */
-} WgslKPlan;
-
-typedef KIvl WgslIvl;
-
-typedef struct {
-	const Kernels *k;
-	WgslIvl *xiv;            /* per expression: integer values it can take (within i32) */
-	bool *xwide;             /* per expression: an integer op whose result may leave i32 */
-	uint8_t *srole;          /* per statement: WS_NEST (head of a distributed nest), WS_LANE */
-	uint8_t *slevels;        /* WS_NEST: how many par loops the nest flattens */
-	WgslKPlan *kp;           /* per kernel */
-	int64_t *soff;           /* per variable: word offset of a scratch array, -1: private */
-} WgslPlan;
-
-WgslPlan *wgsl_plan(const Kernels *k);
-void wgsl_plan_free(WgslPlan *p);
+extern const MapTarget wgsl_target;   /* run.c */
 
 char *wgsl_emit(const Kernels *k, Diag *d);
 extern const char *const wgsl_lib[];   /* lib.c: the helper functions of every module */

@@ -1,4 +1,7 @@
-/* compiler/vulkan/plan.c: how one kernel's items and loops map onto GPU invocations.
+/* compiler/map/replicate.c: the mapping stage's rules for targets that replicate uniform
+ * code (MAP_RULES_REPLICATE: the vulkan backend; map.h compares the four rule sets): how
+ * one kernel's items and loops map onto GPU invocations, whether its integers may be
+ * 32-bit, which of its arrays live in scratch and whether it holds f64 values.
  *
  * A kernel runs either one item per invocation (the serial plan: the item's statements as
  * they are), or one item per work-group (the group plan). Under the group plan every
@@ -14,17 +17,17 @@
  *   below (a split reduction's partial accumulators: partial s in iteration s).
  *
  * Every local declared outside a distributed loop and written inside it must be one of:
- * - VC_PART: an array accessed only inside distributed nests of one shape (same loops,
+ * - MAP_V_PART: an array accessed only inside distributed nests of one shape (same loops,
  *   same bounds), always at one index expression X, written unconditionally in one of
  *   them, and only in par nests: each invocation then owns the elements of its
  *   iterations, which are the same in every nest, so it keeps only those (its j-th
- *   iteration's element at private index j: vk_part_len elements). The hoisted tile
+ *   iteration's element at private index j: map_part_len elements). The hoisted tile
  *   accumulators of a tiled reduction are this case.
- * - VC_MERGE: an array accessed inside distributed loops only at the index of a one-loop
+ * - MAP_V_MERGE: an array accessed inside distributed loops only at the index of a one-loop
  *   nest from 0 (its owner is invocation index mod WG). After the distributed part, before
  *   replicated code touches it again, the owners' values are merged through shared memory
  *   so every invocation holds the whole array (the partials of a split reduction).
- * - VC_FLAG: an int scalar only ever set to 0 or 1, set to 1 (never read) inside
+ * - MAP_V_FLAG: an int scalar only ever set to 0 or 1, set to 1 (never read) inside
  *   distributed loops; merged as the maximum over invocations (a sum's "any term" flag).
  * When a local breaks these rules, the loops writing it are not distributed (their bodies
  * are tried instead) and the analysis runs again, until nothing changes. A kernel that
@@ -36,7 +39,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "vulkan.h"
+#include "../map.h"
 
 typedef struct {
 	int32_t var, stmt, idx;   /* idx: index expression, -1 scalar, -2 the whole array */
@@ -47,6 +50,8 @@ typedef struct {
 typedef struct {
 	const Kernels *k;
 	const Kernel *kn;
+	const MapTarget *tg;
+	int32_t ns;          /* statements + 1 */
 	int32_t *parent;     /* per statement */
 	int32_t *decl;       /* per variable: declaring statement, 0 at kernel level */
 	Access *acc;
@@ -169,7 +174,7 @@ static bool has_store(const Kernels *k, int32_t s)
 }
 
 /* Marks the active roots: the outermost loops on each path that may root a nest. */
-static void activate(P *p, VkPlan *pl, int32_t s, int32_t root)
+static void activate(P *p, MapKernel *pl, int32_t s, int32_t root)
 {
 	const Kernels *k = p->k;
 	for (; s > 0; s = k->s[s].next) {
@@ -180,8 +185,8 @@ static void activate(P *p, VkPlan *pl, int32_t s, int32_t root)
 		if (len && !t->par && has_store(k, t->body))
 			len = 0;
 		if (len) {
-			pl->role[s] = VR_CHAIN;
-			pl->chainlen[s] = (uint8_t)len;
+			pl->srole[s] = MAP_S_NEST;
+			pl->sdepth[s] = (uint8_t)len;
 			p->inner[s] = in;
 			for (int32_t c = s; c != in; c = k->s[c].body)
 				p->ctx[k->s[c].body] = 0;
@@ -211,9 +216,9 @@ static bool same_shape(const Kernels *k, const P *p, int32_t r1, int32_t r2)
 }
 
 /* The class of local v under the current roots, or -1. On -1, *culprit is a root whose
- * accesses break the VC_MERGE rule (disabling it may let v be merged or kept by parts), a
+ * accesses break the MAP_V_MERGE rule (disabling it may let v be merged or kept by parts), a
  * non-par one first (an outer reduction loop taken for a split's), or 0. */
-static int classify(P *p, VkPlan *pl, int32_t v, int32_t *culprit)
+static int classify(P *p, MapKernel *pl, int32_t v, int32_t *culprit)
 {
 	const Kernels *k = p->k;
 	const KVar *V = &k->vars[v];
@@ -237,7 +242,7 @@ static int classify(P *p, VkPlan *pl, int32_t v, int32_t *culprit)
 		if (!a->write || !is_const(k, a->val, 1))
 			flag = false;
 		bool own = a->idx >= 0 && k->x[a->idx].kind == KX_VAR && k->x[a->idx].v == R->v;
-		if (pl->chainlen[r] != 1 || !own || !is_const(k, R->a, 0)) {
+		if (pl->sdepth[r] != 1 || !own || !is_const(k, R->a, 0)) {
 			merge = false;
 			if (R->par && !par_culprit)
 				par_culprit = r;
@@ -254,14 +259,14 @@ static int classify(P *p, VkPlan *pl, int32_t v, int32_t *culprit)
 			uncond = true;
 	}
 	if (!dw)
-		return VC_PLAIN;
+		return MAP_V_OWN;
 	if (part && uncond)
-		return VC_PART;
+		return MAP_V_PART;
 	if (!*culprit)
 		*culprit = par_culprit;
 	if (V->n == 0)
 		*culprit = 0;
-	return merge ? VC_MERGE : flag ? VC_FLAG : -1;
+	return merge ? MAP_V_MERGE : flag ? MAP_V_FLAG : -1;
 }
 
 static int64_t type_bytes(KType t)
@@ -278,20 +283,20 @@ static void disable_writers(P *p, int32_t v)
 }
 
 /* One round: activate, classify; returns true when something had to be disabled. */
-static bool round_(P *p, VkPlan *pl)
+static bool round_(P *p, MapKernel *pl)
 {
 	const Kernels *k = p->k;
-	memset(pl->role, 0, (size_t)pl->nstmt);
-	memset(pl->chainlen, 0, (size_t)pl->nstmt);
-	memset(p->ctx, 0, (size_t)pl->nstmt * sizeof *p->ctx);
+	memset(pl->srole, 0, (size_t)p->ns);
+	memset(pl->sdepth, 0, (size_t)p->ns);
+	memset(p->ctx, 0, (size_t)p->ns * sizeof *p->ctx);
 	activate(p, pl, p->kn->body, 0);
 	bool changed = false;
 	int64_t shared = 0, big = 0;
 	int32_t bigvar = -1;
 	pl->nslots = 0;
 	for (int32_t v = 0; v < k->nvars; v++) {
-		pl->vclass[v] = VC_PLAIN;
-		pl->slot[v] = -1;
+		pl->vshare[v] = MAP_V_OWN;
+		pl->vslot[v] = -1;
 		if (k->vars[v].loop || p->ctx[p->decl[v]])
 			continue;
 		int32_t culprit;
@@ -302,38 +307,38 @@ static bool round_(P *p, VkPlan *pl)
 			changed = true;
 			continue;
 		}
-		if (c < 0 || ((c == VC_MERGE || c == VC_FLAG) && pl->nslots == VK_MAX_MERGE)) {
+		if (c < 0 || ((c == MAP_V_MERGE || c == MAP_V_FLAG) && pl->nslots == p->tg->merge_max)) {
 			if (c >= 0)
 				COV(vk_merge_full);
 			disable_writers(p, v);
 			changed = true;
 			continue;
 		}
-		pl->vclass[v] = (uint8_t)c;
-		if (c == VC_MERGE || c == VC_FLAG) {
-			int64_t bytes = c == VC_FLAG ? 4 * VK_WG_MAX : k->vars[v].n * type_bytes(k->vars[v].type);
+		pl->vshare[v] = (uint8_t)c;
+		if (c == MAP_V_MERGE || c == MAP_V_FLAG) {
+			int64_t bytes = c == MAP_V_FLAG ? 4 * p->tg->wg_max : k->vars[v].n * type_bytes(k->vars[v].type);
 			shared += bytes;
-			if (c == VC_MERGE && bytes > big) {
+			if (c == MAP_V_MERGE && bytes > big) {
 				big = bytes;
 				bigvar = v;
 			}
-			pl->slot[v] = (int8_t)pl->nslots;
+			pl->vslot[v] = (int8_t)pl->nslots;
 			pl->slotvar[pl->nslots++] = v;
 		}
 	}
-	if (!changed && shared > VK_SHARED_MAX && bigvar >= 0) {
+	if (!changed && shared > p->tg->shared_max && bigvar >= 0) {
 		COV(vk_shared_over);
 		disable_writers(p, bigvar);
 		changed = true;
 	}
 	/* a non-par root that leaves nothing behind is not worth distributing */
-	for (int32_t s = 1; !changed && s < pl->nstmt; s++) {
-		if (pl->role[s] != VR_CHAIN || k->s[s].par)
+	for (int32_t s = 1; !changed && s < p->ns; s++) {
+		if (pl->srole[s] != MAP_S_NEST || k->s[s].par)
 			continue;
 		bool w = false;
 		for (int i = 0; i < p->nacc && !w; i++)
 			w = p->acc[i].write && where(p, &p->acc[i]) == s &&
-			    pl->vclass[p->acc[i].var] != VC_PLAIN;
+			    pl->vshare[p->acc[i].var] != MAP_V_OWN;
 		if (!w) {
 			p->disabled[s] = 1;
 			changed = true;
@@ -342,55 +347,32 @@ static bool round_(P *p, VkPlan *pl)
 	return changed;
 }
 
-static int64_t upper(const Kernels *k, int32_t e)
+int64_t map_upper(const Kernels *k, int32_t e)
 {
 	const KExpr *x = &k->x[e];
 	if (x->kind == KX_ICONST)
 		return x->i;
 	if (x->kind == KX_OP && x->op == OP_MIN) {
-		int64_t a = upper(k, x->a[0]), b = upper(k, x->a[1]);
+		int64_t a = map_upper(k, x->a[0]), b = map_upper(k, x->a[1]);
 		return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 	}
 	return -1;
 }
 
-bool vk_loop_narrow(const Kernels *k, int32_t s)
-{
-	const KStmt *t = &k->s[s];
-	if (t->kind != KS_LOOP || t->a < 0 || k->x[t->a].kind != KX_ICONST || k->x[t->a].i < 0)
-		return false;
-	int64_t hi = upper(k, t->b);
-	return hi >= 0 && hi < INT32_MAX;
-}
-
-/* An upper bound of the iterations of the nest rooted at s, or -1 where unknown. */
-int64_t vk_chain_bound(const Kernels *k, const VkPlan *pl, int32_t s)
-{
-	int64_t n = 1;
-	int32_t c = s;
-	for (int i = 0; i < pl->chainlen[s]; i++, c = k->s[c].body) {
-		int64_t hi = upper(k, k->s[c].b);
-		if (hi < 0 || !is_const(k, k->s[c].a, 0) || (hi > 0 && n > INT64_MAX / hi))
-			return -1;
-		n *= hi;
-	}
-	return n;
-}
-
 /* The largest iteration count of any distributed nest that is known here. */
-static int work_group(const P *p, const VkPlan *pl)
+static int work_group(const P *p, const MapKernel *pl)
 {
 	const Kernels *k = p->k;
 	int64_t best = 0;
-	for (int32_t s = 1; s < pl->nstmt; s++) {
-		if (pl->role[s] != VR_CHAIN)
+	for (int32_t s = 1; s < p->ns; s++) {
+		if (pl->srole[s] != MAP_S_NEST)
 			continue;
 		int64_t n = 1;
 		for (int32_t c = s; n > 0; c = k->s[c].body) {
-			int64_t hi = upper(k, k->s[c].b);
+			int64_t hi = map_upper(k, k->s[c].b);
 			n = hi < 0 || !is_const(k, k->s[c].a, 0) ? -1 : n * hi;
-			if (n > VK_WG_MAX)
-				n = VK_WG_MAX;
+			if (n > p->tg->wg_max)
+				n = p->tg->wg_max;
 			if (c == p->inner[s])
 				break;
 		}
@@ -398,13 +380,13 @@ static int work_group(const P *p, const VkPlan *pl)
 			best = n;
 	}
 	if (best <= 0)
-		return VK_WG_SERIAL;
+		return p->tg->item_wg;
 	/* whole subgroups: a power of two from 32 (the extra invocations find no iteration).
 	 * NVIDIA's driver lost the stores of a 5-invocation group (softmax, `tile s : r=5`
 	 * with `store s : f64`: rows 0..4 of s never written) where 3, 4 and 8 worked; no
 	 * group smaller than a warp has been seen to fail since. */
-	int64_t wg = 32;
-	while (wg < best && wg < VK_WG_MAX)
+	int64_t wg = p->tg->wg_min;
+	while (wg < best && wg < p->tg->wg_max)
 		wg *= 2;
 	return (int)wg;
 }
@@ -453,104 +435,22 @@ static bool self_reading(P *p)
 }
 
 /* The merge slots each statement's replicated code and distributed loops touch. */
-static void masks(P *p, VkPlan *pl)
+static void masks(P *p, MapKernel *pl)
 {
 	for (int i = 0; i < p->nacc; i++) {
 		const Access *a = &p->acc[i];
-		if (pl->slot[a->var] < 0)
+		if (pl->vslot[a->var] < 0)
 			continue;
-		uint64_t bit = 1ull << pl->slot[a->var];
-		uint64_t *m = where(p, a) ? pl->dist : pl->rep;
+		uint64_t bit = 1ull << pl->vslot[a->var];
+		uint64_t *m = where(p, a) ? pl->sdist : pl->srep;
 		for (int32_t s = a->stmt; s > 0; s = p->parent[s])
 			m[s] |= bit;
 	}
 }
 
-int vk_plan(const Kernels *k, int kernel, VkPlan *pl, Diag *d)
-{
-	(void)d;
-	memset(pl, 0, sizeof *pl);
-	P p = {0};
-	p.k = k;
-	p.kn = &k->k[kernel];
-	pl->nstmt = k->ns + 1;
-	pl->nvar = k->nvars + 1;
-	size_t ns = (size_t)pl->nstmt, nv = (size_t)pl->nvar;
-	pl->role = calloc(ns, 1);
-	pl->chainlen = calloc(ns, 1);
-	pl->vclass = calloc(nv, 1);
-	pl->slot = calloc(nv, 1);
-	pl->rep = calloc(ns, sizeof *pl->rep);
-	pl->dist = calloc(ns, sizeof *pl->dist);
-	p.parent = calloc(ns, sizeof *p.parent);
-	p.decl = calloc(nv, sizeof *p.decl);
-	p.seen = calloc((size_t)k->nx + 1, sizeof *p.seen);
-	p.disabled = calloc(ns, 1);
-	p.ctx = calloc(ns, sizeof *p.ctx);
-	p.inner = calloc(ns, sizeof *p.inner);
-	IR_ASSERT(pl->role && pl->chainlen && pl->vclass && pl->slot && pl->rep && pl->dist &&
-		  p.parent && p.decl && p.seen && p.disabled && p.ctx && p.inner);
-	memset(pl->slot, -1, nv);
-	scan(&p, p.kn->body, 0);
-	bool serial = self_reading(&p);
-	while (!serial && round_(&p, pl))
-		;
-	bool any = false;
-	for (int32_t s = 1; !serial && s < pl->nstmt; s++)
-		any |= pl->role[s] == VR_CHAIN;
-	if (serial || !any) {
-		memset(pl->role, 0, ns);
-		memset(pl->chainlen, 0, ns);
-		memset(pl->vclass, 0, nv);
-		memset(pl->slot, -1, nv);
-		pl->nslots = 0;
-		pl->group = false;
-		pl->wg = VK_WG_SERIAL;
-	} else {
-		pl->group = true;
-		pl->wg = work_group(&p, pl);
-		masks(&p, pl);
-		COV(vk_group);
-		if (pl->wg > 32)
-			COV(vk_wg_wide);
-		for (int32_t v = 0; v < k->nvars; v++) {
-			if (pl->vclass[v] == VC_PART)
-				COV(vk_part);
-			else if (pl->vclass[v] == VC_MERGE)
-				COV(vk_merge);
-			else if (pl->vclass[v] == VC_FLAG)
-				COV(vk_flag);
-		}
-	}
-	free(p.parent);
-	free(p.decl);
-	free(p.seen);
-	free(p.disabled);
-	free(p.ctx);
-	free(p.inner);
-	free(p.acc);
-	return 0;
-}
-
-void vk_plan_free(VkPlan *p)
-{
-	free(p->role);
-	free(p->chainlen);
-	free(p->vclass);
-	free(p->slot);
-	free(p->rep);
-	free(p->dist);
-	memset(p, 0, sizeof *p);
-}
-
-int64_t vk_part_len(const Kernels *k, const VkPlan *p, int32_t var)
-{
-	return (k->vars[var].n + p->wg - 1) / p->wg;
-}
-
 /* ------------------------------------------------------------ 32-bit integers */
 
-bool vk_i32_check(const Kernels *k, int32_t id)
+bool map_i32_check(const Kernels *k, int32_t id)
 {
 	const KExpr *x = &k->x[id];
 	return x->kind == KX_CHECK && is_const(k, x->a[1], INT32_MIN) &&
@@ -567,11 +467,11 @@ typedef struct {
 
 /* An upper bound of the iterations of the distributed nest rooted at s from the intervals
  * of its bounds, or -1 beyond INT32_MAX. */
-static int64_t chain_count(const N32 *n, const VkPlan *pl, int32_t s)
+static int64_t chain_count(const N32 *n, const MapKernel *pl, int32_t s)
 {
 	int64_t most = 1;
 	int32_t c = s;
-	for (int i = 0; i < pl->chainlen[s]; i++, c = n->k->s[c].body) {
+	for (int i = 0; i < pl->sdepth[s]; i++, c = n->k->s[c].body) {
 		KIvl a = n->xiv[n->k->s[c].a], b = n->xiv[n->k->s[c].b];
 		if (a.hi < a.lo || b.hi < b.lo)
 			return -1;
@@ -601,7 +501,7 @@ static void n32_expr(N32 *n, int32_t id)
 		n->ok = false;
 		return;
 	}
-	if (vk_i32_check(n->k, id)) {   /* an int holds an i32: emitted as its operand */
+	if (map_i32_check(n->k, id)) {   /* an int holds an i32: emitted as its operand */
 		n32_expr(n, x->a[0]);
 		return;
 	}
@@ -610,13 +510,13 @@ static void n32_expr(N32 *n, int32_t id)
 		n32_expr(n, x->a[i]);
 }
 
-static void n32_stmts(N32 *n, const VkPlan *pl, int32_t s)
+static void n32_stmts(N32 *n, const MapKernel *pl, int32_t s)
 {
 	for (; s > 0 && n->ok; s = n->k->s[s].next) {
 		const KStmt *t = &n->k->s[s];
 		n32_expr(n, t->a);
 		n32_expr(n, t->b);
-		if (pl->role[s] == VR_CHAIN) {
+		if (pl->srole[s] == MAP_S_NEST) {
 			int64_t most = chain_count(n, pl, s);
 			if (most < 0 || most > (int64_t)INT32_MAX - pl->wg)
 				n->ok = false;
@@ -626,10 +526,16 @@ static void n32_stmts(N32 *n, const VkPlan *pl, int32_t s)
 	}
 }
 
-bool vk_kernel_i32(const Kernels *k, int kernel, const VkPlan *pl, const KIvl *xiv, const bool *xwide)
+/* Whether kernel `kernel` may hold its integers as 32-bit ints (map.h: MapKernel.i32; NVIDIA's
+ * Vulkan driver miscompiled shaders doing their index arithmetic in int64_t,
+ * tests/regress/vk_nvidia_tile5_f64.tg): no integer operation of it may leave i32 (xwide), no
+ * constant lies outside i32 but the identities INT64_MIN/MAX of integer max/min, and its
+ * items, its distributed nests' iteration counts (from the intervals xiv of their bounds) and
+ * buffers' elements fit. */
+static bool kernel_i32(const Kernels *k, const MapTarget *t, int kernel, const MapKernel *pl, const KIvl *xiv, const bool *xwide)
 {
 	const Kernel *kn = &k->k[kernel];
-	if (kn->nitems > (int64_t)INT32_MAX - VK_WG_MAX)
+	if (kn->nitems > (int64_t)INT32_MAX - t->wg_max)
 		return false;
 	for (int b = 0; b < k->nbufs; b++)
 		if (k->bufs[b].n > INT32_MAX)
@@ -640,3 +546,131 @@ bool vk_kernel_i32(const Kernels *k, int kernel, const VkPlan *pl, const KIvl *x
 	free(n.seen);
 	return n.ok;
 }
+
+/* Local arrays longer than private_elems elements live in per-invocation scratch. */
+static void scratch_place(const Kernels *k, const MapTarget *t, int32_t s, MapKernel *pl)
+{
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *st = &k->s[s];
+		if (st->kind == KS_DECL && pl->vplace[st->v] != MAP_P_SCRATCH) {
+			const KVar *V = &k->vars[st->v];
+			int64_t len = pl->vshare[st->v] == MAP_V_PART ? map_part_len(k, pl, st->v) : V->n;
+			if (V->type != KT_BOOL && len > t->private_elems) {
+				COV(vk_scratch);
+				pl->vplace[st->v] = MAP_P_SCRATCH;
+				pl->voff[st->v] = pl->scratch;
+				pl->scratch += (len * (V->type == KT_F32 || (V->type == KT_INT && pl->i32) ? 4 : 8) + 7) / 8 * 8;
+			}
+		}
+		scratch_place(k, t, st->body, pl);
+		scratch_place(k, t, st->body2, pl);
+	}
+}
+
+static bool f64_expr(P *p, int32_t e)
+{
+	if (e < 0 || p->seen[e] == p->stamp)
+		return false;
+	p->seen[e] = p->stamp;
+	const KExpr *x = &p->k->x[e];
+	if ((x->type == KT_F64 && x->kind != KX_FCONST) ||
+	    (x->kind == KX_LOAD && p->k->bufs[x->v].fmt == DT_F64))
+		return true;
+	for (int i = 0; i < 4; i++)
+		if (f64_expr(p, x->a[i]))
+			return true;
+	return false;
+}
+
+/* Does the kernel compute or store in f64: an f64 local, a computed f64 value or an f64
+ * buffer? (f64 constants alone do not count: a constant converted to f32 is spelled
+ * with integer operations on its bits, no f64 arithmetic, so the shader needs no f64
+ * float-controls modes.) */
+static bool uses_f64(P *p, int32_t s)
+{
+	const Kernels *k = p->k;
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		if ((t->kind == KS_DECL || t->kind == KS_SET || t->kind == KS_TREE) && k->vars[t->v].type == KT_F64)
+			return true;
+		if (t->kind == KS_STORE && k->bufs[t->v].fmt == DT_F64)
+			return true;
+		if (t->kind != KS_DECL && (f64_expr(p, t->a) || f64_expr(p, t->b)))
+			return true;
+		if (uses_f64(p, t->body) || uses_f64(p, t->body2))
+			return true;
+	}
+	return false;
+}
+
+void map_replicate(const Kernels *k, const MapTarget *tg, const MapPlan *mp, int kernel, MapKernel *pl)
+{
+	P p = {0};
+	p.k = k;
+	p.kn = &k->k[kernel];
+	p.tg = tg;
+	p.ns = k->ns + 1;
+	size_t ns = (size_t)p.ns, nv = (size_t)k->nvars + 1;
+	p.parent = calloc(ns, sizeof *p.parent);
+	p.decl = calloc(nv, sizeof *p.decl);
+	p.seen = calloc((size_t)k->nx + 1, sizeof *p.seen);
+	p.disabled = calloc(ns, 1);
+	p.ctx = calloc(ns, sizeof *p.ctx);
+	p.inner = calloc(ns, sizeof *p.inner);
+	IR_ASSERT(p.parent && p.decl && p.seen && p.disabled && p.ctx && p.inner);
+	scan(&p, p.kn->body, 0);
+	bool serial = self_reading(&p);
+	while (!serial && round_(&p, pl))
+		;
+	bool any = false;
+	for (int32_t s = 1; !serial && s < p.ns; s++)
+		any |= pl->srole[s] == MAP_S_NEST;
+	if (serial || !any) {
+		memset(pl->srole, 0, ns);
+		memset(pl->sdepth, 0, ns);
+		memset(pl->vshare, 0, nv);
+		memset(pl->vslot, -1, nv);
+		pl->nslots = 0;
+		pl->mode = MAP_ITEM;
+		pl->wg = tg->item_wg;
+		pl->groups = (p.kn->nitems + pl->wg - 1) / pl->wg;
+	} else {
+		pl->mode = MAP_GROUP;
+		pl->wg = work_group(&p, pl);
+		pl->groups = p.kn->nitems;
+		masks(&p, pl);
+		COV(vk_group);
+		if (pl->wg > 32)
+			COV(vk_wg_wide);
+		for (int32_t v = 0; v < k->nvars; v++) {
+			if (pl->vshare[v] == MAP_V_PART)
+				COV(vk_part);
+			else if (pl->vshare[v] == MAP_V_MERGE)
+				COV(vk_merge);
+			else if (pl->vshare[v] == MAP_V_FLAG)
+				COV(vk_flag);
+		}
+	}
+	for (int32_t v = 0; v < k->nvars; v++)
+		if (pl->vshare[v] == MAP_V_MERGE || pl->vshare[v] == MAP_V_FLAG)
+			pl->vplace[v] = MAP_P_SHARED;   /* merged through work-group memory */
+	pl->i32 = kernel_i32(k, tg, kernel, pl, mp->xiv, mp->xwide);
+	if (!pl->i32)
+		COV(vk_i64);
+	scratch_place(k, tg, p.kn->body, pl);
+	p.stamp++;
+	pl->f64 = uses_f64(&p, p.kn->body);
+	free(p.parent);
+	free(p.decl);
+	free(p.seen);
+	free(p.disabled);
+	free(p.ctx);
+	free(p.inner);
+	free(p.acc);
+}
+
+int64_t map_part_len(const Kernels *k, const MapKernel *p, int32_t var)
+{
+	return (k->vars[var].n + p->wg - 1) / p->wg;
+}
+

@@ -1,41 +1,45 @@
-/* compiler/wgsl/plan.c: what the WGSL emitter needs to know about a program before it
- * writes a line: integer ranges, and how each kernel's items become work-groups.
+/* compiler/map/owner.c: the mapping stage's rules for targets whose work-groups deal par
+ * nests by owner or a split's partials by lane (MAP_RULES_OWNER: the wgsl backend; map.h
+ * compares the four rule sets): how each kernel's items become work-groups, which local
+ * arrays live in scratch, and what each kernel binds.
  *
- * Integer ranges (compiler/kivl.c, kir_int_ranges): WGSL has i32 only; every integer
- * value the emitted code holds is an exact i32, and an operation whose result could leave
- * i32 (WgslPlan.xwide) is emitted checked: on overflow it reports an error instead of
+ * Integer ranges (compiler/kivl.c, kir_int_ranges, in MapPlan): WGSL has i32 only; every
+ * integer value the emitted code holds is an exact i32, and an operation whose result could
+ * leave i32 (MapPlan.xwide) is emitted checked: on overflow it reports an error instead of
  * wrapping.
  *
- * Work-groups (wgsl.h WgslMode). WM_GROUP needs every par nest in uniform position (its
+ * Work-groups (map.h MapMode). MAP_GROUP needs every par nest in uniform position (its
  * bounds, and the conditions and loops around it, depend on tile origins and constants
  * only) to be owner-consistent: a local declared outside the nests and written inside one
  * must be an array accessed only inside nests of one shape, always at one index
  * expression, so that the invocation that owns iteration f owns that element in every
- * nest. WM_LANES needs a top-level local array whose every access before the partials
+ * nest. MAP_LANES needs a top-level local array whose every access before the partials
  * meet is either a write at a constant index (the initialisation) or inside a lane loop:
  * a loop over L whose body only sets A[L] from values reading A at L only. Anything else
- * runs WM_ITEM.
+ * runs MAP_ITEM.
  *
- * Local arrays (wgsl.h, "Scratch"): every array longer than WGSL_PRIVATE_MAX bytes goes to
- * scratch, then, while the kernel's private arrays together exceed WGSL_PRIVATE_BUDGET, the
- * longest remaining one (the first declared among equals); the partials of WM_LANES stay
- * private (at most WGSL_MAX_WG elements: within both bounds). Every element is one 32-bit
+ * Local arrays (wgsl.h, "Scratch"): every array longer than private_bytes goes to
+ * scratch, then, while the kernel's private arrays together exceed private_budget, the
+ * longest remaining one (the first declared among equals); the partials of MAP_LANES stay
+ * private (at most wg_max elements: within both bounds). Every element is one 32-bit
  * word. The pairwise trees of a kernel share one set of stacks, as deep as its longest
  * term array needs: a tree over n terms has frames nested 1 + ceil(log2 n) deep, and holds
  * at most as many pending values.
  */
 #include <stdlib.h>
 #include <string.h>
-#include "wgsl.h"
+#include "../map.h"
 
 typedef struct {
 	const Kernels *k;
-	WgslPlan *p;
+	const MapTarget *t;
+	const MapPlan *mp;     /* its intervals */
+	MapKernel *p;          /* the kernel's plan */
 	bool *origin;          /* per variable: a tile origin */
 	bool *uloop;           /* per variable: a loop variable of a uniform loop */
 } P;
 
-static bool empty(WgslIvl a)
+static bool empty(KIvl a)
 {
 	return a.hi < a.lo;
 }
@@ -67,7 +71,7 @@ static bool nest_level(const P *p, const KStmt *t)
 
 static int64_t trips(const P *p, const KStmt *t)
 {
-	WgslIvl a = p->p->xiv[t->a], b = p->p->xiv[t->b];
+	KIvl a = p->mp->xiv[t->a], b = p->mp->xiv[t->b];
 	return empty(a) || empty(b) || b.hi <= a.lo ? 0 : b.hi - a.lo;
 }
 
@@ -86,8 +90,8 @@ static int64_t find_nests(P *p, int32_t s, bool u)
 				int64_t m = trips(p, in);
 				n = n > 0 && m > INT32_MAX / n ? INT32_MAX : n * m;
 			}
-			p->p->srole[s] = WS_NEST;
-			p->p->slevels[s] = (uint8_t)lv;
+			p->p->srole[s] = MAP_S_NEST;
+			p->p->sdepth[s] = (uint8_t)lv;
 			most = n > most ? n : most;
 			continue;
 		}
@@ -108,7 +112,7 @@ static int64_t find_nests(P *p, int32_t s, bool u)
 	return most;
 }
 
-/* ------------------------------------------------------------ owners (WM_GROUP) */
+/* ------------------------------------------------------------ owners (MAP_GROUP) */
 
 typedef struct {
 	int32_t nest;        /* the first nest head that touched it, or -1 */
@@ -153,8 +157,8 @@ static void touch(Own *o, int32_t v, int32_t index, int32_t nest, bool write)
 		u->nest = nest;
 		u->index = index;
 	} else if (u->index != index ||
-		   o->p->p->slevels[u->nest] != o->p->p->slevels[nest] ||
-		   !same_nest(k, u->nest, nest, o->p->p->slevels[nest])) {
+		   o->p->p->sdepth[u->nest] != o->p->p->sdepth[nest] ||
+		   !same_nest(k, u->nest, nest, o->p->p->sdepth[nest])) {
 		u->irregular = true;
 	}
 }
@@ -178,7 +182,7 @@ static void own_stmts(Own *o, int32_t s, int32_t nest)
 	const Kernels *k = o->p->k;
 	for (; s > 0; s = k->s[s].next) {
 		const KStmt *t = &k->s[s];
-		int32_t n = nest >= 0 ? nest : (o->p->p->srole[s] == WS_NEST ? s : -1);
+		int32_t n = nest >= 0 ? nest : (o->p->p->srole[s] == MAP_S_NEST ? s : -1);
 		o->stamp++;
 		own_expr(o, t->a, n);
 		own_expr(o, t->b, n);
@@ -225,7 +229,7 @@ static void clear_roles(P *p, int32_t s)
 	}
 }
 
-/* ------------------------------------------------------------ lanes (WM_LANES) */
+/* ------------------------------------------------------------ lanes (MAP_LANES) */
 
 /* Does expression id read array a anywhere but at index var L (lane < 0: anywhere)? */
 static bool reads_other(const Kernels *k, int32_t id, int32_t a, int32_t lane)
@@ -251,7 +255,7 @@ static bool lane_loop(const P *p, const KStmt *t, int32_t a)
 	const Kernels *k = p->k;
 	if (t->kind != KS_LOOP || t->body <= 0)
 		return false;
-	WgslIvl lo = p->p->xiv[t->a], hi = p->p->xiv[t->b];
+	KIvl lo = p->mp->xiv[t->a], hi = p->mp->xiv[t->b];
 	if (empty(lo) || empty(hi) || lo.lo < 0 || hi.hi > k->vars[a].n)
 		return false;
 	for (int32_t s = t->body; s > 0; s = k->s[s].next) {
@@ -272,7 +276,7 @@ static bool lane_stmt(P *p, int32_t s, int32_t a, bool u, int *lanes)
 	const Kernels *k = p->k;
 	const KStmt *t = &k->s[s];
 	if (u && lane_loop(p, t, a)) {
-		p->p->srole[s] = WS_LANE;
+		p->p->srole[s] = MAP_S_LANE;
 		(*lanes)++;
 		return true;
 	}
@@ -306,11 +310,11 @@ static bool lanes_in(P *p, int32_t s, int32_t a, bool u, int *lanes)
 static bool try_lanes(P *p, int ki)
 {
 	const Kernels *k = p->k;
-	WgslKPlan *kp = &p->p->kp[ki];
+	MapKernel *kp = p->p;
 	for (int32_t d = k->k[ki].body; d > 0; d = k->s[d].next) {
 		const KStmt *t = &k->s[d];
 		int64_t n = t->kind == KS_DECL ? k->vars[t->v].n : 0;
-		if (n < 2 || n > WGSL_MAX_WG || k->vars[t->v].type == KT_BOOL)
+		if (n < 2 || n > p->t->wg_max || k->vars[t->v].type == KT_BOOL)
 			continue;
 		int32_t last = -1;
 		for (int32_t s = t->next; s > 0; s = k->s[s].next) {
@@ -334,7 +338,7 @@ static bool try_lanes(P *p, int ki)
 			continue;
 		}
 		COV(wgsl_lanes);
-		kp->mode = WM_LANES;
+		kp->mode = MAP_LANES;
 		kp->wg = (int)n;
 		kp->lane_arr = t->v;
 		kp->gather_after = last;
@@ -372,107 +376,143 @@ static void arrays(const Kernels *k, int32_t s, int32_t *list, int *n, uint8_t *
 	}
 }
 
-static void to_scratch(WgslPlan *w, WgslKPlan *kp, int32_t v)
+static void to_scratch(const Kernels *k, MapKernel *kp, int32_t v)
 {
-	w->soff[v] = kp->scratch;
-	kp->scratch += w->k->vars[v].n;
+	kp->vplace[v] = MAP_P_SCRATCH;
+	kp->voff[v] = kp->scratch;
+	kp->scratch += k->vars[v].n * 4;
 }
 
-/* Which of kernel ki's local arrays live in scratch (the file comment). */
-static void place_arrays(WgslPlan *w, int ki, int32_t *list, uint8_t *seen)
+/* Which of kernel ki's local arrays live in scratch (the file comment): every element one
+ * 32-bit word. */
+static void place_arrays(const Kernels *k, const MapTarget *t, int ki, MapKernel *kp)
 {
-	const Kernels *k = w->k;
-	WgslKPlan *kp = &w->kp[ki];
+	int32_t *list = malloc(((size_t)k->ns + 1) * sizeof *list);
+	uint8_t *seen = calloc((size_t)k->nvars + 1, 1);
+	IR_ASSERT(list && seen);
 	int n = 0;
 	arrays(k, k->k[ki].body, list, &n, seen, &kp->tree_depth);
 	int64_t priv = 0;
 	for (int j = 0; j < n; j++) {
 		int32_t v = list[j];
-		if (v != kp->lane_arr && k->vars[v].n > WGSL_PRIVATE_MAX / 4) {
+		if (v != kp->lane_arr && k->vars[v].n > t->private_bytes / 4) {
 			COV(wgsl_scratch);
-			to_scratch(w, kp, v);
+			to_scratch(k, kp, v);
 		}
 		else
 			priv += k->vars[v].n * 4;
 	}
-	while (priv > WGSL_PRIVATE_BUDGET) {
+	while (priv > t->private_budget) {
 		int32_t big = -1;
 		for (int j = 0; j < n; j++)
-			if (w->soff[list[j]] < 0 && list[j] != kp->lane_arr &&
+			if (kp->vplace[list[j]] != MAP_P_SCRATCH && list[j] != kp->lane_arr &&
 			    (big < 0 || k->vars[list[j]].n > k->vars[big].n))
 				big = list[j];
 		IR_ASSERT(big >= 0);   /* the partials alone are within the budget */
 		COV(wgsl_scratch_budget);
-		to_scratch(w, kp, big);
+		to_scratch(k, kp, big);
 		priv -= k->vars[big].n * 4;
 	}
+	free(list);
+	free(seen);
 }
 
 /* ------------------------------------------------------------ plans */
 
-static void plan_kernel(P *p, int ki)
+/* ------------------------------------------------------------ bindings */
+
+/* What the kernel's text will use (MapKernel.buse, err): the buffers its statements load
+ * and store, and whether it may report into the error slot: a KS_CHECK, a KX_CHECK the
+ * intervals do not prove, or an integer op that may leave i32 among those spelled checked
+ * (t->int_checked). The emitter confirms both against what it wrote. */
+typedef struct {
+	const Kernels *k;
+	const MapTarget *t;
+	const MapPlan *mp;
+	MapKernel *kp;
+	uint8_t *seen;
+} B;
+
+static bool check_proved(const Kernels *k, const KIvl *xiv, const KExpr *x)
 {
-	const Kernel *kn = &p->k->k[ki];
-	WgslKPlan *kp = &p->p->kp[ki];
-	*kp = (WgslKPlan){WM_ITEM, WGSL_ITEM_WG, (kn->nitems + WGSL_ITEM_WG - 1) / WGSL_ITEM_WG, -1, -1, 0, 0};
-	int64_t most = find_nests(p, kn->body, true);
-	if (most >= 2 && owners_ok(p, kn->body)) {
-		COV(wgsl_group);
-		kp->mode = WM_GROUP;
-		/* whole subgroups, as the vulkan backend does (compiler/vulkan/plan.c) */
-		int64_t wg = 32;
-		while (wg < most && wg < WGSL_MAX_WG)
-			wg *= 2;
-		kp->wg = (int)wg;
-		kp->groups = kn->nitems;
-		return;
-	}
-	clear_roles(p, kn->body);
-	if (try_lanes(p, ki))
-		kp->groups = kn->nitems;
+	KIvl v = xiv[x->a[0]];
+	return x->a[1] >= 0 && x->a[2] >= 0 && k->x[x->a[1]].kind == KX_ICONST &&
+	       k->x[x->a[2]].kind == KX_ICONST && v.lo <= v.hi && v.lo >= k->x[x->a[1]].i &&
+	       v.hi < k->x[x->a[2]].i;
 }
 
-WgslPlan *wgsl_plan(const Kernels *k)
+static void bind_expr(B *b, int32_t id)
 {
-	WgslPlan *w = calloc(1, sizeof *w);
-	IR_ASSERT(w);
-	w->k = k;
-	w->xiv = calloc((size_t)k->nx + 1, sizeof *w->xiv);
-	w->xwide = calloc((size_t)k->nx + 1, sizeof *w->xwide);
-	w->srole = calloc((size_t)k->ns + 1, 1);
-	w->slevels = calloc((size_t)k->ns + 1, 1);
-	w->kp = calloc((size_t)k->nk + 1, sizeof *w->kp);
-	w->soff = malloc(((size_t)k->nvars + 1) * sizeof *w->soff);
-	P p = {k, w, calloc((size_t)k->nvars + 1, 1), calloc((size_t)k->nvars + 1, 1)};
-	int32_t *list = malloc(((size_t)k->ns + 1) * sizeof *list);
-	uint8_t *seen = calloc((size_t)k->nvars + 1, 1);
-	IR_ASSERT(w->xiv && w->xwide && w->srole && w->slevels && w->kp && w->soff && p.origin && p.uloop && list && seen);
-	for (int v = 0; v <= k->nvars; v++)
-		w->soff[v] = -1;
-	kir_int_ranges(k, w->xiv, w->xwide);
+	if (id < 0 || b->seen[id])
+		return;
+	b->seen[id] = 1;
+	const KExpr *x = &b->k->x[id];
+	if (x->kind == KX_LOAD)
+		b->kp->buse[x->v] |= 1;
+	if (x->kind == KX_CHECK && check_proved(b->k, b->mp->xiv, x)) {
+		bind_expr(b, x->a[0]);
+		return;
+	}
+	if (x->kind == KX_CHECK)
+		b->kp->err = true;
+	if (x->kind == KX_OP && x->type == KT_INT && b->mp->xwide[id] && (b->t->int_checked & (1ull << x->op)))
+		b->kp->err = true;
+	int na = x->kind == KX_OP ? op_info((Op)x->op)->arity : x->kind == KX_CHECK ? 4 : 1;
+	if (x->kind == KX_VAR || x->kind == KX_FCONST || x->kind == KX_ICONST)
+		na = 0;
+	for (int i = 0; i < na; i++)
+		bind_expr(b, x->a[i]);
+}
+
+static void bind_stmts(B *b, int32_t s)
+{
+	for (; s > 0; s = b->k->s[s].next) {
+		const KStmt *t = &b->k->s[s];
+		if (t->kind == KS_STORE)
+			b->kp->buse[t->v] |= 2;
+		if (t->kind == KS_CHECK)
+			b->kp->err = true;
+		if (t->kind != KS_DECL) {
+			bind_expr(b, t->a);
+			bind_expr(b, t->b);
+		}
+		bind_stmts(b, t->body);
+		bind_stmts(b, t->body2);
+	}
+}
+
+void map_owner(const Kernels *k, const MapTarget *t, const MapPlan *mp, int ki, MapKernel *kp)
+{
+	const Kernel *kn = &k->k[ki];
+	P p = {k, t, mp, kp, calloc((size_t)k->nvars + 1, 1), calloc((size_t)k->nvars + 1, 1)};
+	IR_ASSERT(p.origin && p.uloop);
 	for (int i = 0; i < k->nk; i++)
 		for (int d = 0; d < k->k[i].npar; d++)
 			p.origin[k->k[i].par[d].origin] = true;
-	for (int i = 0; i < k->nk; i++) {
-		plan_kernel(&p, i);
-		place_arrays(w, i, list, seen);
+	kp->mode = MAP_ITEM;
+	kp->wg = t->item_wg;
+	kp->groups = (kn->nitems + t->item_wg - 1) / t->item_wg;
+	kp->i32 = t->int32;
+	int64_t most = find_nests(&p, kn->body, true);
+	if (most >= 2 && owners_ok(&p, kn->body)) {
+		COV(wgsl_group);
+		kp->mode = MAP_GROUP;
+		/* whole subgroups, as the vulkan backend does (compiler/map/replicate.c) */
+		int64_t wg = t->wg_min;
+		while (wg < most && wg < t->wg_max)
+			wg *= 2;
+		kp->wg = (int)wg;
+		kp->groups = kn->nitems;
+	} else {
+		clear_roles(&p, kn->body);
+		if (try_lanes(&p, ki))
+			kp->groups = kn->nitems;
 	}
-	free(list);
-	free(seen);
+	place_arrays(k, t, ki, kp);
+	B b = {k, t, mp, kp, calloc((size_t)k->nx + 1, 1)};
+	IR_ASSERT(b.seen);
+	bind_stmts(&b, kn->body);
+	free(b.seen);
 	free(p.origin);
 	free(p.uloop);
-	return w;
-}
-
-void wgsl_plan_free(WgslPlan *p)
-{
-	if (!p)
-		return;
-	free(p->xiv);
-	free(p->xwide);
-	free(p->srole);
-	free(p->slevels);
-	free(p->kp);
-	free(p->soff);
-	free(p);
 }

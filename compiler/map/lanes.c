@@ -1,10 +1,12 @@
-/* compiler/opencl/plan.c: how one kernel of the kernel IR maps onto OpenCL work-groups
- * (the model is opencl.h's): which loops are dealt to the lanes of a work-group, which
- * local variables the lanes share, and where each variable is stored.
+/* compiler/map/lanes.c: the mapping stage's rules for targets that deal proved-independent
+ * nests to the lanes of a work-group (MAP_RULES_LANES: the opencl backend; map.h compares
+ * the four rule sets): how one kernel of the kernel IR maps onto work-groups (the model is
+ * opencl/opencl.h's), which loops are dealt to the lanes, which local variables the lanes
+ * share, and where each variable is stored.
  *
  * A loop nest may be dealt to lanes when its iterations are independent. For loops marked
  * par (a tile's point loops, a topk's output loop) the kernel IR promises it for buffer
- * stores; for every loop, plan.c proves it for local variables declared outside the nest
+ * stores; for every loop, this file proves it for local variables declared outside the nest
  * (the only state lanes could share): such a variable may be
  * - a scalar written only with one constant and never read inside (a "some term was
  *   added" flag), or
@@ -28,13 +30,19 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "opencl.h"
+#include "../map.h"
 
 enum { HOR_MAX = 16, NEST_MAX = 8, TRIPS_UNKNOWN = 64 };
 
+/* A statement's role and a variable's sharing, as this file's analysis keeps them. */
+#define SM_NONE MAP_S_NONE
+#define SM_NEST MAP_S_NEST
+#define SM_SWAP MAP_S_SWAP
+
 typedef struct {
 	const Kernels *k;
-	OclPlan *p;
+	const MapTarget *t;
+	MapKernel *p;
 	int32_t *vloop;    /* per variable: the loop statement binding it, 0 for none */
 	uint8_t *veto;     /* per statement: may not head a nest */
 	int32_t *swapv;    /* per nest head: the variable of the SM_SWAP loop around it, or -1 */
@@ -49,11 +57,6 @@ typedef struct {
 	int32_t swapvar;
 	bool par, ok;
 } A;
-
-int ocl_type_bytes(KType t)
-{
-	return t == KT_BOOL || t == KT_F32 ? 4 : 8;
-}
 
 /* ------------------------------------------------------------ index expressions */
 
@@ -332,7 +335,7 @@ static bool try_nest(A *a, int32_t s)
 			depth++;
 	for (; depth >= 1; depth--)
 		if (nest_ok(a, s, depth, -1)) {
-			a->p->smark[s] = SM_NEST;
+			a->p->srole[s] = SM_NEST;
 			a->p->sdepth[s] = (uint8_t)depth;
 			a->swapv[s] = -1;
 			return true;
@@ -347,8 +350,8 @@ static bool try_swap(A *a, int32_t s)
 	if (b <= 0 || k->s[b].kind != KS_LOOP || k->s[b].next > 0 || a->veto[b] ||
 	    !nest_ok(a, b, 1, k->s[s].v))
 		return false;
-	a->p->smark[s] = SM_SWAP;
-	a->p->smark[b] = SM_NEST;
+	a->p->srole[s] = SM_SWAP;
+	a->p->srole[b] = SM_NEST;
 	a->p->sdepth[b] = 1;
 	a->swapv[b] = k->s[s].v;
 	return true;
@@ -375,7 +378,7 @@ static void uniform_writes(A *a, int32_t s, int depth, uint8_t *uw)
 	const Kernels *k = a->k;
 	for (; s > 0; s = k->s[s].next) {
 		const KStmt *t = &k->s[s];
-		if (a->p->smark[s] != SM_NONE)
+		if (a->p->srole[s] != SM_NONE)
 			continue;
 		if ((t->kind == KS_SET || t->kind == KS_TREE) && depth > 0)
 			uw[t->v] = 1;
@@ -388,7 +391,7 @@ static void uniform_writes(A *a, int32_t s, int depth, uint8_t *uw)
 	}
 }
 
-static int64_t trips(const Kernels *k, int32_t s, int depth)
+static int64_t trips(const Kernels *k, int32_t s, int depth, int64_t most)
 {
 	int64_t n = 1;
 	for (int i = 0; i < depth; i++, s = k->s[s].body) {
@@ -402,8 +405,8 @@ static int64_t trips(const Kernels *k, int32_t s, int depth)
 					h = k->x[hi->a[j]].i;
 		int64_t t = lo->kind == KX_ICONST && h >= 0 ? h - lo->i : TRIPS_UNKNOWN;
 		n *= t > 0 ? t : 1;
-		if (n > OCL_LANES_MAX)
-			return OCL_LANES_MAX;
+		if (n > most)
+			return most;
 	}
 	return n;
 }
@@ -412,17 +415,17 @@ static int64_t trips(const Kernels *k, int32_t s, int depth)
 static bool settle(A *a, int32_t body, uint8_t *uw)
 {
 	const Kernels *k = a->k;
-	OclPlan *p = a->p;
-	memset(p->smark, 0, (size_t)k->ns);
+	MapKernel *p = a->p;
+	memset(p->srole, 0, (size_t)k->ns);
 	memset(p->sdepth, 0, (size_t)k->ns);
 	memset(p->sbarrier, 0, (size_t)k->ns);
-	memset(p->shared, 0, (size_t)k->nvars);
+	memset(p->vshare, 0, (size_t)k->nvars);
 	memset(uw, 0, (size_t)k->nvars);
 	mark(a, body);
 	uniform_writes(a, body, 0, uw);
 	bool quiet = true;
 	for (int32_t s = 1; s < k->ns; s++) {
-		if (p->smark[s] != SM_NEST)
+		if (p->srole[s] != SM_NEST)
 			continue;
 		bool ok = nest_ok(a, s, p->sdepth[s], a->swapv[s]);
 		IR_ASSERT(ok);
@@ -430,7 +433,7 @@ static bool settle(A *a, int32_t body, uint8_t *uw)
 			if (!a->wr[v])
 				continue;
 			p->sbarrier[s] = 1;
-			p->shared[v] = 1;
+			p->vshare[v] = MAP_V_SHARED;
 			if (uw[v] && !a->veto[s]) {
 				COV(ocl_veto);
 				a->veto[s] = 1;
@@ -456,48 +459,41 @@ static void decls(const Kernels *k, int32_t s, uint8_t *declared)
 	}
 }
 
-static void storage(const Kernels *k, int32_t body, OclPlan *p)
+static void storage(const Kernels *k, const MapTarget *t, int32_t body, MapKernel *p)
 {
 	uint8_t *declared = calloc((size_t)k->nvars + 1, 1);
 	IR_ASSERT(declared);
 	decls(k, body, declared);
-	int64_t local = 0;
 	for (int32_t v = 0; v < k->nvars; v++) {
 		if (!declared[v])
 			continue;
 		const KVar *V = &k->vars[v];
-		int64_t bytes = (int64_t)ocl_type_bytes(V->type) * (V->n > 0 ? V->n : 1);
+		int64_t bytes = (int64_t)map_type_bytes(V->type) * (V->n > 0 ? V->n : 1);
 		bytes = (bytes + 7) & ~(int64_t)7;
-		if (p->shared[v] && local + bytes <= OCL_LOCAL_BYTES) {
+		bool shared = p->vshare[v] == MAP_V_SHARED;
+		if (shared && p->shared_bytes + bytes <= t->shared_max) {
 			COV(ocl_shared_local);
-			p->vclass[v] = VC_LOCAL;
-			local += bytes;
-		} else if (p->shared[v]) {
+			p->vplace[v] = MAP_P_SHARED;
+			p->shared_bytes += bytes;
+		} else if (shared) {
 			COV(ocl_shared_scratch);
-			p->vclass[v] = VC_SCR_SHARED;
-			p->voff[v] = p->scr_shared;
-			p->scr_shared += bytes;
-		} else if (V->n > OCL_PRIV_MAX) {
+			p->vplace[v] = MAP_P_SCRATCH_GROUP;
+			p->voff[v] = p->scratch_group;
+			p->scratch_group += bytes;
+		} else if (V->n > t->private_elems) {
 			COV(ocl_private_scratch);
-			p->vclass[v] = VC_SCR_PRIV;
-			p->voff[v] = p->scr_priv;
-			p->scr_priv += bytes;
+			p->vplace[v] = MAP_P_SCRATCH;
+			p->voff[v] = p->scratch;
+			p->scratch += bytes;
 		}
 	}
 	free(declared);
 }
 
-void ocl_plan(const Kernels *k, int i, OclPlan *p)
+void map_lanes(const Kernels *k, const MapTarget *tg, int i, MapKernel *p)
 {
-	memset(p, 0, sizeof *p);
 	size_t ns = (size_t)k->ns + 1, nv = (size_t)k->nvars + 1;
-	p->smark = calloc(ns, 1);
-	p->sdepth = calloc(ns, 1);
-	p->sbarrier = calloc(ns, 1);
-	p->shared = calloc(nv, 1);
-	p->vclass = calloc(nv, 1);
-	p->voff = calloc(nv, sizeof *p->voff);
-	A a = {.k = k, .p = p};
+	A a = {.k = k, .t = tg, .p = p};
 	a.vloop = calloc(nv, sizeof *a.vloop);
 	a.veto = calloc(ns, 1);
 	a.swapv = calloc(ns, sizeof *a.swapv);
@@ -506,8 +502,7 @@ void ocl_plan(const Kernels *k, int i, OclPlan *p)
 	a.wconst = calloc(nv, sizeof *a.wconst);
 	a.seen = calloc((size_t)k->nx + 1, sizeof *a.seen);
 	uint8_t *uw = calloc(nv, 1);
-	IR_ASSERT(p->smark && p->sdepth && p->sbarrier && p->shared && p->vclass && p->voff &&
-		  a.vloop && a.veto && a.swapv && a.inner && a.wr && a.wconst && a.seen && uw);
+	IR_ASSERT(a.vloop && a.veto && a.swapv && a.inner && a.wr && a.wconst && a.seen && uw);
 	for (int32_t s = 1; s < k->ns; s++)
 		if (k->s[s].kind == KS_LOOP)
 			a.vloop[k->s[s].v] = s;
@@ -516,29 +511,31 @@ void ocl_plan(const Kernels *k, int i, OclPlan *p)
 		;
 	int64_t want = 1;
 	for (int32_t s = 1; s < k->ns; s++)
-		if (p->smark[s] == SM_NEST) {
-			int64_t t = trips(k, s, p->sdepth[s]);
+		if (p->srole[s] == SM_NEST) {
+			int64_t t = trips(k, s, p->sdepth[s], tg->wg_max);
 			want = t > want ? t : want;
 		}
 	int64_t w = 1;
-	while (w < want && w < OCL_LANES_MAX)
+	while (w < want && w < tg->wg_max)
 		w *= 2;
-	p->lanes = w >= 2;
-	p->want = p->lanes ? w : 1;
-	for (int32_t s = 1; p->lanes && s < k->ns; s++) {
-		if (p->smark[s] == SM_NEST && p->sdepth[s] >= 2)
+	bool lanes = w >= tg->wg_min;
+	p->mode = lanes ? MAP_GROUP : MAP_ITEM;
+	p->wg = lanes ? (int)w : 1;
+	p->groups = lanes ? k->k[i].nitems : 0;
+	for (int32_t s = 1; lanes && s < k->ns; s++) {
+		if (p->srole[s] == SM_NEST && p->sdepth[s] >= 2)
 			COV(ocl_nest_collapsed);
-		if (p->smark[s] == SM_SWAP)
+		if (p->srole[s] == SM_SWAP)
 			COV(ocl_swap);
 	}
-	if (p->lanes)
+	if (lanes)
 		COV(ocl_lanes);
-	if (!p->lanes) {
-		memset(p->smark, 0, ns);
+	if (!lanes) {
+		memset(p->srole, 0, ns);
 		memset(p->sbarrier, 0, ns);
-		memset(p->shared, 0, nv);
+		memset(p->vshare, 0, nv);
 	}
-	storage(k, body, p);
+	storage(k, tg, body, p);
 	free(a.vloop);
 	free(a.veto);
 	free(a.swapv);
@@ -547,15 +544,4 @@ void ocl_plan(const Kernels *k, int i, OclPlan *p)
 	free(a.wconst);
 	free(a.seen);
 	free(uw);
-}
-
-void ocl_plan_free(OclPlan *p)
-{
-	free(p->smark);
-	free(p->sdepth);
-	free(p->sbarrier);
-	free(p->shared);
-	free(p->vclass);
-	free(p->voff);
-	memset(p, 0, sizeof *p);
 }

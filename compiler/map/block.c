@@ -1,5 +1,7 @@
-/* compiler/cuda/plan.c: how each kernel of the kernel IR maps onto CUDA threads and blocks
- * (the model is in cuda.h), and where each of its locals lives.
+/* compiler/map/block.c: the mapping stage's rules for targets that run an item per thread
+ * or per block (MAP_RULES_BLOCK: the cuda backend; map.h compares the four rule sets): how
+ * each kernel of the kernel IR maps onto threads and blocks (the model is in cuda/cuda.h),
+ * and where each of its locals lives.
  *
  * The analysis walks the item body in "uniform" context and marks distributable
  * constructs met there:
@@ -16,18 +18,20 @@
  * A construct is accepted only if every scalar it writes that is declared outside it is
  * written with a constant (idempotent, so concurrent writes agree).
  *
- * A kernel becomes CM_BLOCK when it has a split reduction (the schedule asked for a
+ * A kernel becomes MAP_GROUP (a block per item) when it has a split reduction (the schedule asked for a
  * parallel reduction) or a par nest of at least 32 known iterations (or an unknown
- * number); otherwise CM_THREAD (one thread per item beats idle lanes). The block size is
- * the largest construct's trip count rounded up to a power of two within [32, 256].
+ * number); otherwise MAP_ITEM (one thread per item beats idle lanes). The block size is
+ * the largest construct's trip count rounded up to a power of two within [32, 256]
+ * (cuda_target's wg_min and wg_max).
  */
 #include <stdlib.h>
 #include <string.h>
-#include "cuda.h"
+#include "../map.h"
 
 typedef struct {
 	const Kernels *k;
-	CuPlan *p;
+	const MapTarget *t;
+	MapKernel *p;
 	uint8_t *decl_dist;    /* per var: declared inside a distributed construct */
 	uint8_t *wr_dist;      /* per var: written inside one */
 	uint32_t *seen;        /* per expression: visit stamp */
@@ -313,8 +317,8 @@ static void walk(A *a, int32_t s, bool dist)
 		} else if (t->kind == KS_LOOP && t->par && construct_ok(a, t->body)) {
 			int64_t trip;
 			int d = nest_depth(a, s, &trip);
-			a->p->mark[s] = CD_NEST;
-			a->p->depth[s] = (uint8_t)d;
+			a->p->srole[s] = MAP_S_NEST;
+			a->p->sdepth[s] = (uint8_t)d;
 			a->any_nest = true;
 			trip_seen(a, trip);
 			const KStmt *in = t;
@@ -324,8 +328,8 @@ static void walk(A *a, int32_t s, bool dist)
 			continue;
 		} else if (split_at(a, s)) {
 			const KStmt *in = &k->s[t->body], *tl = &k->s[t->next];
-			a->p->mark[s] = CD_SPLIT;
-			a->p->mark[t->next] = CD_SPLIT_TAIL;
+			a->p->srole[s] = MAP_S_SPLIT;
+			a->p->srole[t->next] = MAP_S_SPLIT_TAIL;
 			a->p->split = a->split;
 			a->any_split = true;
 			trip_seen(a, a->split);
@@ -340,11 +344,6 @@ static void walk(A *a, int32_t s, bool dist)
 }
 
 /* ------------------------------------------------------------ storage */
-
-int cuda_type_bytes(KType t)
-{
-	return t == KT_BOOL ? 4 : t == KT_F32 ? 4 : 8;
-}
 
 static int64_t align8(int64_t n)
 {
@@ -368,82 +367,77 @@ static void kernel_vars(const Kernels *k, int32_t s, uint8_t *mine)
 static void place(A *a, const uint8_t *mine)
 {
 	const Kernels *k = a->k;
-	CuPlan *p = a->p;
+	MapKernel *p = a->p;
 	for (int32_t v = 0; v < k->nvars; v++) {
 		const KVar *V = &k->vars[v];
 		if (!mine[v] || V->loop)
 			continue;
-		int64_t bytes = (V->n ? V->n : 1) * cuda_type_bytes(V->type);
-		bool shared = p->mode == CM_BLOCK && a->wr_dist[v] && !a->decl_dist[v];
-		if (shared && p->shared_bytes + align8(bytes) <= CU_SHARED_MAX) {
+		int64_t bytes = (V->n ? V->n : 1) * map_type_bytes(V->type);
+		bool shared = p->mode == MAP_GROUP && a->wr_dist[v] && !a->decl_dist[v];
+		if (shared && p->shared_bytes + align8(bytes) <= a->t->shared_max) {
 			COV(cuda_shared);
-			p->store[v] = SC_SHARED;
+			p->vshare[v] = MAP_V_SHARED;
+			p->vplace[v] = MAP_P_SHARED;
 			p->shared_bytes += align8(bytes);
 		} else if (shared) {
 			COV(cuda_scratch_block);
-			p->store[v] = SC_SCRATCH_B;
-			p->off[v] = p->block_bytes;
-			p->block_bytes += align8(bytes);
-		} else if (V->n == 0) {
-			p->store[v] = SC_REG;
-		} else if (bytes <= CU_LOCAL_MAX) {
-			p->store[v] = SC_LOCAL;
-		} else {
+			p->vshare[v] = MAP_V_SHARED;
+			p->vplace[v] = MAP_P_SCRATCH_GROUP;
+			p->voff[v] = p->scratch_group;
+			p->scratch_group += align8(bytes);
+		} else if (V->n > 0 && bytes > a->t->private_bytes) {
 			COV(cuda_scratch_thread);
-			p->store[v] = SC_SCRATCH_T;
-			p->off[v] = p->thread_bytes;
-			p->thread_bytes += align8(bytes);
+			p->vplace[v] = MAP_P_SCRATCH;
+			p->voff[v] = p->scratch;
+			p->scratch += align8(bytes);
 		}
 	}
 }
 
-void cuda_plan(const Kernels *k, int ki, CuPlan *p)
+void map_block(const Kernels *k, const MapTarget *tg, int ki, MapKernel *p)
 {
 	const Kernel *kn = &k->k[ki];
 	size_t nv = (size_t)k->nvars + 1, ns = (size_t)k->ns + 1;
-	memset(p, 0, sizeof *p);
-	p->store = calloc(nv, 1);
-	p->off = calloc(nv, sizeof *p->off);
-	p->mark = calloc(ns, 1);
-	p->depth = calloc(ns, 1);
-	A a = {.k = k, .p = p};
+	A a = {.k = k, .t = tg, .p = p};
 	a.decl_dist = calloc(nv, 1);
 	a.wr_dist = calloc(nv, 1);
 	a.seen = calloc((size_t)k->nx + 1, sizeof *a.seen);
 	uint8_t *mine = calloc(nv, 1);
-	IR_ASSERT(p->store && p->off && p->mark && p->depth && a.decl_dist && a.wr_dist && a.seen && mine);
+	IR_ASSERT(a.decl_dist && a.wr_dist && a.seen && mine);
 	const DefSched *ds = &k->sched.defs[kn->def];
 	for (int r = 0; r < IR_MAXRED; r++)
 		if (ds->split[r] > 1)
 			a.split = ds->split[r];
 	walk(&a, kn->body, false);
 	const char *force = getenv("ASSAY_CUDA_MODE");
-	bool block = a.any_split || (a.any_nest && (a.maxtrip < 0 || a.maxtrip >= 32));
+	bool block = a.any_split || (a.any_nest && (a.maxtrip < 0 || a.maxtrip >= tg->wg_min));
 	if (force && strcmp(force, "block") == 0)
 		block = a.any_split || a.any_nest;
 	else if (force && strcmp(force, "thread") == 0)
 		block = false;
 	if (block) {
-		int64_t t = a.maxtrip < 0 ? CU_MAX_BLOCK : a.maxtrip;
-		p->mode = CM_BLOCK;
-		p->threads = 32;
-		while (p->threads < t && p->threads < CU_MAX_BLOCK)
-			p->threads *= 2;
+		int64_t t = a.maxtrip < 0 ? tg->wg_max : a.maxtrip;
+		p->mode = MAP_GROUP;
+		p->wg = tg->wg_min;
+		while (p->wg < t && p->wg < tg->wg_max)
+			p->wg *= 2;
+		p->groups = kn->nitems;
 		COV(cuda_block);
-		if (p->threads > 32)
+		if (p->wg > 32)
 			COV(cuda_threads_wide);
 		for (int32_t s = 1; s < k->ns; s++) {
-			if (p->mark[s] == CD_NEST)
+			if (p->srole[s] == MAP_S_NEST)
 				COV(cuda_nest);
-			if (p->mark[s] == CD_NEST && p->depth[s] >= 2)
+			if (p->srole[s] == MAP_S_NEST && p->sdepth[s] >= 2)
 				COV(cuda_nest_collapsed);
-			if (p->mark[s] == CD_SPLIT)
+			if (p->srole[s] == MAP_S_SPLIT)
 				COV(cuda_split);
 		}
 	} else {
-		p->mode = CM_THREAD;
-		p->threads = CU_THREAD_BLOCK;
-		memset(p->mark, 0, ns);
+		p->mode = MAP_ITEM;
+		p->wg = tg->item_wg;
+		p->groups = (kn->nitems + p->wg - 1) / p->wg;
+		memset(p->srole, 0, ns);
 		p->split = 0;
 	}
 	kernel_vars(k, kn->body, mine);
@@ -452,13 +446,4 @@ void cuda_plan(const Kernels *k, int ki, CuPlan *p)
 	free(a.decl_dist);
 	free(a.wr_dist);
 	free(a.seen);
-}
-
-void cuda_plan_free(CuPlan *p)
-{
-	free(p->store);
-	free(p->off);
-	free(p->mark);
-	free(p->depth);
-	memset(p, 0, sizeof *p);
 }

@@ -16,6 +16,8 @@ static const FlagSpec flags[] = {
 	{"seed", true, false, "S        --verify: seed of the inputs, cotangents and directions (default 1)"},
 	{"threads", true, false, "N        --verify: the oracle's threads (default 1)"},
 	{"json", false, false, "         --verify: machine-readable output on stdout"},
+	{"fault", true, false, "NAME     seed a derivation fault (tests and campaigns): max-both, bcast-nosum,\n"
+	 "                  view-transpose, scatter-one or div-denom"},
 	{"help", false, false, "         this help"},
 };
 
@@ -89,6 +91,10 @@ int cmd_grad(int argc, char **argv)
 	if ((code = wrt_list(cli_get(&a, "wrt"), buf, sizeof buf, names, 64, &go.nwrt)))
 		return code;
 	go.wrt = names;
+	if (cli_get(&a, "fault") && !(go.faults = gr_fault_parse(cli_get(&a, "fault")))) {
+		fprintf(stderr, "assay grad: --fault: unknown fault '%s'\n", cli_get(&a, "fault"));
+		return 2;
+	}
 	Graph *g = cli_load_graph(&a, "grad", a.pos[0], &code);
 	if (!g)
 		return code;

@@ -396,6 +396,21 @@ int npy_check(const Graph *g, int tensor, const HostTensor *t, const char *path,
 
 /* --- derived gradients (compiler/grad.c, docs/grad.md; spec/cli.md v2) --- */
 
+/* Seeded faults of the derivation (GradOpts.faults), each a rule gone wrong, which the
+ * directional check (interp.h mp_grad_verify) must catch (tests/test_grad.c). */
+enum {
+	GF_MAX_BOTH = 1 << 0,      /* max/min: every tied term gets the whole cotangent (no share) */
+	GF_BCAST_NOSUM = 1 << 1,   /* a consumer index the read does not use (a broadcast) is
+	                              not summed over: only its first value contributes */
+	GF_VIEW_TRANSPOSE = 1 << 2, /* a transposed read's adjoint is not transposed back: the
+	                              consumer's own index order is used */
+	GF_SCATTER_ONE = 1 << 3,   /* a scatter through an index table keeps one write (the
+	                              largest) instead of adding them */
+	GF_DIV_DENOM = 1 << 4,     /* a quotient by a read has no derivative in its denominator:
+	                              softmax's backward loses its - sum p dp term */
+	GF__COUNT = 5,
+};
+
 typedef struct {
 	const char *const *wrt;  /* the inputs to derive against (names); nwrt 0: every real one */
 	int nwrt;
@@ -411,6 +426,10 @@ typedef struct {
  * support (a prod reduction, a tensor read inside a padding default, a taken name), code 3
  * for an internal error. */
 Graph *gr_derive(const Graph *g, const GradOpts *o, Diag *d);
+/* The GF_* fault called name ("max-both", "bcast-nosum", "view-transpose", "scatter-one",
+ * "div-denom"), or 0; gr_fault_name(k) is the k-th (0..GF__COUNT-1). */
+unsigned gr_fault_parse(const char *name);
+const char *gr_fault_name(int k);
 
 /* The directional check's graph (docs/grad.md "Verifying a derivation"), for g and its
  * gradient gg = gr_derive(g, strip_casts): inputs gg's, then t_a (f64, a's shape) for each

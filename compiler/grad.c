@@ -409,6 +409,9 @@ static Ref deriv(Dv *v, Ref e)
 				return REF_NONE;
 			}
 			for (int k = 0; k < op_info(op)->arity; k++) {
+				if ((v->x->o.faults & GF_DIV_DENOM) && op == OP_DIV && k == 1 &&
+				    ir_node(h, n.a[1])->kind == NK_READ)
+					continue;   /* fault: the denominator's term dropped */
 				Ref dk = deriv(v, n.a[k]);
 				if (!dk)
 					continue;
@@ -753,6 +756,10 @@ static int contribution(Gx *x, const Space *sp0, Ref R, Ref term, int gt)
 	for (int p = 0; p < n; p++) {
 		Ref u = ir_var(h, (uint32_t)(UVAR + p), TY_INT);
 		Ref e = subst(h, idx[p], vmap, &dm);
+		const Node *en = ir_node(h, e);
+		if ((x->o.faults & GF_VIEW_TRANSPOSE) && en->kind == NK_VAR && en->u.var < (uint32_t)n &&
+		    (int)en->u.var < sp0->nv && en->u.var != (uint32_t)p && !vmap[en->u.var])
+			u = ir_var(h, UVAR + en->u.var, TY_INT);   /* fault: not transposed back */
 		int best = -1;
 		int64_t bc = 0;
 		for (int w = 0; w < sp.nv; w++) {
@@ -784,6 +791,14 @@ static int contribution(Gx *x, const Space *sp0, Ref R, Ref term, int gt)
 		vmap[best] = sol;
 	}
 
+	if (x->o.faults & GF_BCAST_NOSUM)   /* fault: a broadcast index is not summed over */
+		for (int w = 0; w < sp0->nv; w++) {
+			bool used = false;
+			for (int p = 0; p < n; p++)
+				used |= mentions(h, idx[p], (uint32_t)w);
+			if (!used && !vmap[w])
+				vmap[w] = ir_int(h, sp.box.lo[w]);
+		}
 	/* final numbering: u_p is variable p, the free ones follow */
 	Ref fin[UVAR + IR_MAXRANK] = {0};
 	Box fb;
@@ -874,6 +889,11 @@ static int contribution(Gx *x, const Space *sp0, Ref R, Ref term, int gt)
 	}
 	D.nred = nfree;
 	D.monoid = nfree ? MO_SUM : MO_NONE;
+	bool indirect = false;
+	for (int k = 0; k < neq; k++)
+		indirect |= ir_node(h, ir_node(h, eqs[k])->a[0])->kind == NK_READ;
+	if ((x->o.faults & GF_SCATTER_ONE) && indirect && nfree)
+		D.monoid = MO_MAX;   /* fault: one write kept, not their sum */
 	D.body = body;
 	char base[300];
 	snprintf(base, sizeof base, "adj_%s_%d", X->name, x->contrib[gt].n + 1);
@@ -965,6 +985,8 @@ static int derive_def(Gx *x, int k, int adj)
 		/* ties share the cotangent equally (docs/grad.md) */
 		int cnt = tie_count(x, &Y, yread);
 		Ref share = mkop(h, OP_DIV, dy, read_at(h, cnt, lhsv, Y.nlhs), 0);
+		if (x->o.faults & GF_MAX_BOTH)   /* fault: no share */
+			share = dy;
 		W = select3(h, mkop(h, OP_EQ, Y.body, yread, 0), share, REF_NONE);
 		break;
 	}
@@ -1299,6 +1321,23 @@ Graph *gr_derive(const Graph *g, const GradOpts *o, Diag *d)
 fail:
 	gx_free(&x);
 	return NULL;
+}
+
+static const char *const fault_names[GF__COUNT] = {
+	"max-both", "bcast-nosum", "view-transpose", "scatter-one", "div-denom",
+};
+
+unsigned gr_fault_parse(const char *name)
+{
+	for (int k = 0; k < GF__COUNT; k++)
+		if (strcmp(name, fault_names[k]) == 0)
+			return 1u << k;
+	return 0;
+}
+
+const char *gr_fault_name(int k)
+{
+	return k >= 0 && k < GF__COUNT ? fault_names[k] : NULL;
 }
 
 /* ------------------------------------------------------------ the directional check */

@@ -431,6 +431,10 @@ Graph *gr_derive(const Graph *g, const GradOpts *o, Diag *d);
 unsigned gr_fault_parse(const char *name);
 const char *gr_fault_name(int k);
 
+/* A copy of g with every cast replaced by its operand and every real output delivered in f64
+ * (the function the directional check differentiates). The caller frees; NULL with d. */
+Graph *gr_strip(const Graph *g, Diag *d);
+
 /* The directional check's graph (docs/grad.md "Verifying a derivation"), for g and its
  * gradient gg = gr_derive(g, strip_casts): inputs gg's, then t_a (f64, a's shape) for each
  * input a that gg derives, in gg's output order; outputs ip = sum_a <grad_a, t_a>,

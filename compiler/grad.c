@@ -161,11 +161,27 @@ static Ref mkop(Graph *h, Op op, Ref a, Ref b, Ref c)
 	return ir_op(h, op, ck_op_type(h, op, a, b, c), a, b, c);
 }
 
-/* a * b, REF_NONE standing for a structural zero */
+static Ref zero(Graph *h);
+
+/* a * b, REF_NONE standing for a structural zero. A factor `c ? e : 0` (a mask: max's
+ * chosen terms, a select's arm) is distributed, c ? a * e : 0, so that the masked-out
+ * terms are exactly 0 even where the other factor is infinite (never 0 * inf). */
 static Ref mul(Graph *h, Ref a, Ref b)
 {
 	if (!a || !b || is_int(h, a, 0) || is_int(h, b, 0))
 		return REF_NONE;
+	for (int k = 0; k < 2; k++) {
+		Ref m = k ? b : a, o = k ? a : b;
+		const Node *n = ir_node(h, m);
+		if (n->kind == NK_OP && n->op == OP_SELECT &&
+		    (is_int(h, n->a[1], 0) || is_int(h, n->a[2], 0))) {
+			Node s = *n;
+			Ref x = mul(h, o, s.a[1]), y = mul(h, o, s.a[2]);
+			if (!x && !y)
+				return REF_NONE;
+			return mkop(h, OP_SELECT, s.a[0], x ? x : zero(h), y ? y : zero(h));
+		}
+	}
 	if (is_int(h, a, 1))
 		return b;
 	if (is_int(h, b, 1))
@@ -958,6 +974,59 @@ static int tie_count(Gx *x, const Def *Y, Ref yread)
 	return new_def(x, fresh(h, base), h->tensors[Y->out[0]].dims, &D);
 }
 
+/* others[lhs, r...] = prod(r'...) (r' != r ? body(r') : 1): the product of the other terms
+ * of a prod reduction (no division: exact with zeros). -1 with d when the reduction's
+ * indices cannot be left-hand ones (too many, or a range below 0). */
+static int other_terms(Gx *x, const Def *Y, const Space *sp)
+{
+	Graph *h = x->h;
+	int nl = Y->nlhs, nr = Y->nred;
+	const char *yname = h->tensors[Y->out[0]].name;
+	if (nl + nr > IR_MAXRANK) {
+		diag_set(x->d, 2, "%s: the gradient of prod '%s' needs more than %d indices",
+			 x->g->file, yname, IR_MAXRANK);
+		return -1;
+	}
+	Def D;
+	memset(&D, 0, sizeof D);
+	Extent dims[IR_MAXRANK];
+	char *names[IR_MAXVARS];
+	Ref vmap[UVAR + IR_MAXRANK] = {0};
+	for (int k = 0; k < nl; k++) {
+		D.lhs[k] = Y->lhs[k];
+		names[k] = D.lhs[k].name;
+		dims[k] = Y->lhs[k].ext;
+	}
+	Ref differ = REF_NONE;
+	for (int r = 0; r < nr; r++) {
+		int v = nl + r;
+		if (sp->box.lo[v] < 0 || sp->box.hi[v] < sp->box.lo[v]) {
+			diag_set(x->d, 2, "%s: the gradient of prod '%s': index %s ranges below 0",
+				 x->g->file, yname, Y->red[r].name);
+			return -1;
+		}
+		names[v] = D.lhs[v].name = fresh_index(h, Y->red[r].name, names, v);
+		D.lhs[v].ext = dims[v] = (Extent){-1, sp->box.hi[v] + 1};
+		vmap[v] = ir_var(h, (uint32_t)(nl + nr + r), TY_INT);
+		Ref ne = mkop(h, OP_NE, vmap[v], ir_var(h, (uint32_t)v, TY_INT), 0);
+		differ = differ ? mkop(h, OP_OR, differ, ne, 0) : ne;
+	}
+	D.nlhs = nl + nr;
+	for (int r = 0; r < nr; r++) {
+		D.red[r] = Y->red[r];
+		names[nl + nr + r] = D.red[r].name = fresh_index(h, Y->red[r].name, names, nl + nr + r);
+		D.red[r].lo = subst(h, Y->red[r].lo, vmap, NULL);
+		D.red[r].hi = subst(h, Y->red[r].hi, vmap, NULL);
+		D.red[r].full = Y->red[r].full;
+	}
+	D.nred = nr;
+	D.monoid = MO_PROD;
+	D.body = mkop(h, OP_SELECT, differ, subst(h, Y->body, vmap, NULL), ir_int(h, 1));
+	char base[300];
+	snprintf(base, sizeof base, "others_%s", yname);
+	return new_def(x, fresh(h, base), dims, &D);
+}
+
 /* The contributions of definition k (g's and h's index) whose adjoint is h tensor adj. */
 static int derive_def(Gx *x, int k, int adj)
 {
@@ -969,6 +1038,8 @@ static int derive_def(Gx *x, int k, int adj)
 	Ref dy = read_at(h, adj, lhsv, Y.nlhs);
 	Ref yread = read_at(h, Y.out[0], lhsv, Y.nlhs);
 	Ref W = REF_NONE;
+	Space sp;
+	space_of(x, &Y, &sp);
 	const char *yname = x->g->tensors[x->g->defs[k].out[0]].name;
 	if (pad_has_real_read(h, Y.body, false)) {
 		diag_set(x->d, 2, "%s: '%s' reads a tensor inside a padding default (`?? x[...]`); "
@@ -999,13 +1070,21 @@ static int derive_def(Gx *x, int k, int adj)
 		W = select3(h, mkop(h, OP_EQ, r, chosen, 0), dy, REF_NONE);
 		break;
 	}
+	case MO_PROD: {
+		int ot = other_terms(x, &Y, &sp);
+		if (ot < 0)
+			return -1;
+		Ref at[IR_MAXRANK];
+		for (int i = 0; i < Y.nlhs + Y.nred; i++)
+			at[i] = ir_var(h, (uint32_t)i, TY_INT);
+		W = mul(h, dy, read_at(h, ot, at, Y.nlhs + Y.nred));
+		break;
+	}
 	default:
 		diag_set(x->d, 2, "%s: the gradient of a %s reduction ('%s') is not supported",
 			 x->g->file, monoid_name((Monoid)Y.monoid), yname);
 		return -1;
 	}
-	Space sp;
-	space_of(x, &Y, &sp);
 	Ref reads[MAXREADS];
 	int nr = collect_reads(x, Y.body, reads, 0);
 	if (x->failed)
@@ -1341,6 +1420,30 @@ const char *gr_fault_name(int k)
 }
 
 /* ------------------------------------------------------------ the directional check */
+
+Graph *gr_strip(const Graph *g, Diag *d)
+{
+	Graph *h = ir_new(g->file);
+	if (g->name)
+		h->name = ir_strdup(h, g->name, strlen(g->name));
+	copy_sizes(g, h);
+	int *tm = malloc(((size_t)g->ntensors + 1) * sizeof *tm);
+	IR_ASSERT(tm);
+	for (int t = 0; t < g->ntensors; t++)
+		tm[t] = g->tensors[t].kind == TK_INPUT ? copy_tensor(g, t, h, NULL) : -1;
+	Xl c = {.src = g, .dst = h, .tmap = tm, .strip = true};
+	for (int k = 0; k < g->ndefs; k++)
+		copy_def(&c, k, NULL);
+	for (int i = 0; i < g->noutputs; i++)
+		ir_add_output(h, tm[g->outputs[i].tensor],
+			      g->outputs[i].dtype == DT_I32 ? DT_I32 : DT_F64, (SrcPos){0});
+	free(tm);
+	char *text = ir_print(h);
+	ir_free(h);
+	Graph *out = ir_parse(text, strlen(text), g->file, NULL, 0, d);
+	free(text);
+	return out;
+}
 
 /* name[] = sum(i...) a[i] * b[i] (abs of each product when absval). */
 static int full_dot(Gx *x, const char *name, int a, int b, bool absval)

@@ -51,12 +51,37 @@ static int eval_prefix(Ck *c, int64_t prefix, double out[3], Diag *d)
 static bool agree(const MpGradOpts *o, const double v[3])
 {
 	double ip = v[0], cd = v[1], mag = v[2];
-	if (isnan(ip) || isnan(cd))
-		return isnan(ip) && isnan(cd);
-	if (isinf(ip) || isinf(cd))
-		return ip == cd;
+	if (!isfinite(ip) || !isfinite(cd))
+		return false;   /* (a pair whose cd is not finite is not judged) */
 	double rtol = o->rtol > 0 ? o->rtol : 0x1p-40;
 	return fabs(ip - cd) <= rtol * (mag + fabs(cd)) + 0x1p-900;
+}
+
+/* Zeroes the cotangents of the output elements that are not finite at the drawn inputs
+ * (NaN or an infinity of the cast-free graph gs, in f64): the derivative of <c, y> exists
+ * only where y does. The cotangents are inputs ng .. of the directional graph, one per real
+ * output of g in order. */
+static int mask_cotangents(const Graph *gs, Ck *c, Diag *d)
+{
+	int ng = ir_ninputs(gs);
+	HostTensor *outs = calloc((size_t)gs->noutputs + 1, sizeof *outs);
+	if (!outs) {
+		diag_env(d, "out of memory checking the gradient of %s", gs->file);
+		return -1;
+	}
+	int rc = mp_exact(gs, c->in, c->mp, outs, NULL, NULL, d);
+	for (int k = 0, j = 0; !rc && k < gs->noutputs; k++) {
+		if (gs->outputs[k].dtype == DT_I32)
+			continue;
+		HostTensor *cy = &c->in[ng + j++];
+		for (int64_t i = 0; i < cy->n; i++)
+			if (!isfinite(ht_get(&outs[k], i)))
+				ht_set(cy, i, 0);
+	}
+	for (int k = 0; k < gs->noutputs; k++)
+		ht_free(&outs[k]);
+	free(outs);
+	return rc;
 }
 
 /* Names element e (of all the directions, in order) as grad_a[i, j] in r->what. */
@@ -134,12 +159,18 @@ int mp_grad_verify(const Graph *g, const GradOpts *go, const MpGradOpts *o, MpGr
 	if (!gg)
 		return -1;
 	Graph *v = gr_dirgraph(g, gg, k, d);
-	if (!v) {
+	Graph *gs = v ? gr_strip(g, d) : NULL;
+	if (!gs) {
+		if (v)
+			ir_free(v);
 		ir_free(gg);
 		return -1;
 	}
 	int nin = ir_ninputs(v), rc = 0;
-	Ck c = {.v = v, .nt = gg->noutputs, .mp = &o->mp};
+	MpOpts mp = o->mp;
+	if (mp.prec_cap <= 0)
+		mp.prec_cap = 2048;   /* an exactly cancelling difference is unsamplable: not judged */
+	Ck c = {.v = v, .nt = gg->noutputs, .mp = &mp};
 	c.first_t = nin - c.nt;
 	c.in = calloc((size_t)nin + 1, sizeof *c.in);
 	c.t0 = calloc((size_t)c.nt + 1, sizeof *c.t0);
@@ -152,6 +183,8 @@ int mp_grad_verify(const Graph *g, const GradOpts *go, const MpGradOpts *o, MpGr
 	for (int p = 0; p < pairs && r->ok; p++) {
 		InputSpec spec = {DIST_NORMAL, o->seed * 1000003u + (uint64_t)p, false};
 		if ((rc = mp_make_inputs_opts(v, &spec, NULL, &o->mp, c.in, d)))
+			goto out;
+		if ((rc = mask_cotangents(gs, &c, d)))
 			goto out;
 		for (int t = 0; t < c.nt; t++) {
 			HostTensor *src = &c.in[c.first_t + t];
@@ -166,6 +199,15 @@ int mp_grad_verify(const Graph *g, const GradOpts *go, const MpGradOpts *o, MpGr
 		if ((rc = eval_prefix(&c, INT64_MAX, vals, d)))
 			goto out;
 		r->pairs_done++;
+		if (!isfinite(vals[1])) {
+			/* the directional derivative is not defined here (a pole, an overflow) */
+			r->undefined++;
+			for (int i = 0; i < nin; i++)
+				ht_free(&c.in[i]);
+			for (int t = 0; t < c.nt; t++)
+				ht_free(&c.t0[t]);
+			continue;
+		}
 		double scale = vals[2] + fabs(vals[1]);
 		double rel = scale > 0 ? fabs(vals[0] - vals[1]) / scale : 0;
 		if (isfinite(rel) && rel > r->worst)
@@ -175,6 +217,7 @@ int mp_grad_verify(const Graph *g, const GradOpts *go, const MpGradOpts *o, MpGr
 		if (!agree(o, vals)) {
 			r->ok = false;
 			r->pair = p;
+			r->nonfinite = !isfinite(vals[0]);
 			if ((rc = localize(&c, o, gg, vals, r, d)))
 				goto out;
 		}
@@ -192,6 +235,7 @@ out:
 			ht_free(&c.t0[t]);
 	free(c.in);
 	free(c.t0);
+	ir_free(gs);
 	ir_free(v);
 	ir_free(gg);
 	return rc;

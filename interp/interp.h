@@ -240,14 +240,21 @@ typedef struct {
 typedef struct {
 	bool ok;
 	int pairs_done;
+	int undefined;     /* of them, pairs where the directional derivative is not finite (a
+	                      pole or an overflow at those inputs): not judged */
 	int pair;          /* the failing pair (when !ok) */
+	bool nonfinite;    /* when !ok: the derived <grad, t> was not finite where the exact
+	                      derivative is (the chain rule through an infinite intermediate
+	                      value: 0 * inf is NaN, as in every autodiff; docs/grad.md) */
 	int64_t element;   /* the first wrong element of all the gradients, in output order */
 	double ip, cd;     /* the last pair's figures */
 	double worst;      /* the largest |ip - cd| / (mag + |cd|) over the pairs */
 	char what[512];    /* when !ok: "grad_x[3, 4] = D but the exact partial derivative is E" */
 } MpGradResult;
 
-/* 0 with r (r->ok false on a mismatch, naming the first wrong element), or -1 / -2 with d
+/* Output elements that are not finite at a pair's inputs get a zero cotangent (the
+ * derivative of <c, y> exists only where y does).
+ * 0 with r (r->ok false on a mismatch, naming the first wrong element), or -1 / -2 with d
  * as mp_exact (a derivation the compiler refuses is -1 with its code-2 diagnostic). */
 int mp_grad_verify(const Graph *g, const GradOpts *go, const MpGradOpts *o, MpGradResult *r,
 		   Diag *d);

@@ -319,6 +319,21 @@ static Ref extent_ref(Graph *h, Extent e)
 	return e.size >= 0 ? ir_size(h, (uint32_t)e.size) : ir_int(h, e.value);
 }
 
+/* D's left-hand side shaped like dims[0..rank): indices named i0, i1, ... (fresh), their
+ * variables in idx. */
+static void lhs_like(Graph *h, Def *D, const Extent *dims, int rank, Ref *idx)
+{
+	char *names[IR_MAXRANK];
+	D->nlhs = rank;
+	for (int p = 0; p < rank; p++) {
+		char b[8];
+		snprintf(b, sizeof b, "i%d", p);
+		names[p] = D->lhs[p].name = fresh_index(h, b, names, p);
+		D->lhs[p].ext = dims[p];
+		idx[p] = ir_var(h, (uint32_t)p, TY_INT);
+	}
+}
+
 /* ------------------------------------------------------------ templates */
 
 /* The partials of op (ops.def's grad column) parsed into x->tg. */
@@ -471,7 +486,9 @@ static int64_t fdiv64(int64_t a, int64_t b)
 	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-/* The range of integer expression r over box b. */
+/* The range of integer expression r over box b (unknown where int64 would overflow). The
+ * checker's own (check.c qivl) is private to a Checker and saturates; this one needs only
+ * the graph. */
 static Iv iv(const Graph *h, Ref r, const Box *b)
 {
 	const Node *n = ir_node(h, r);
@@ -490,13 +507,21 @@ static Iv iv(const Graph *h, Ref r, const Box *b)
 		c = iv(h, n->a[1], b);
 	if (!a.ok || !c.ok)
 		return bad;
+	Iv o = {0, 0, true};
 	switch (n->op) {
-	case OP_NEG: return (Iv){-a.hi, -a.lo, true};
-	case OP_ADD: return (Iv){a.lo + c.lo, a.hi + c.hi, true};
-	case OP_SUB: return (Iv){a.lo - c.hi, a.hi - c.lo, true};
+	case OP_NEG: return a.lo == INT64_MIN ? bad : (Iv){-a.hi, -a.lo, true};
+	case OP_ADD:
+		return __builtin_add_overflow(a.lo, c.lo, &o.lo) ||
+		       __builtin_add_overflow(a.hi, c.hi, &o.hi) ? bad : o;
+	case OP_SUB:
+		return __builtin_sub_overflow(a.lo, c.hi, &o.lo) ||
+		       __builtin_sub_overflow(a.hi, c.lo, &o.hi) ? bad : o;
 	case OP_MUL: {
-		int64_t p[4] = {a.lo * c.lo, a.lo * c.hi, a.hi * c.lo, a.hi * c.hi};
-		Iv o = {p[0], p[0], true};
+		int64_t p[4];
+		if (__builtin_mul_overflow(a.lo, c.lo, &p[0]) || __builtin_mul_overflow(a.lo, c.hi, &p[1]) ||
+		    __builtin_mul_overflow(a.hi, c.lo, &p[2]) || __builtin_mul_overflow(a.hi, c.hi, &p[3]))
+			return bad;   /* an overflow: unknown */
+		o = (Iv){p[0], p[0], true};
 		for (int k = 1; k < 4; k++) {
 			o.lo = p[k] < o.lo ? p[k] : o.lo;
 			o.hi = p[k] > o.hi ? p[k] : o.hi;
@@ -715,83 +740,88 @@ static void space_of(Gx *x, const Def *D, Space *sp)
 	}
 }
 
-/* The contribution of read R (of g tensor gt) with term `term` to gt's adjoint, as a new
- * definition; -1 when it is empty. */
-static int contribution(Gx *x, const Space *sp0, Ref R, Ref term, int gt)
+/* A contribution's equations e_p = u_p being solved: the working variables (the consumer's,
+ * then split ones) with their box, the splits, each variable's solution (vmap: REF_NONE for
+ * a free one; the u_p are variables UVAR + p) and the equations left. */
+typedef struct {
+	Space sp;
+	int nv0;                /* the consumer's own variables */
+	int n;                  /* the read's rank */
+	Ref idx[IR_MAXRANK];    /* its index expressions */
+	Xl dm;
+	Ref vmap[UVAR + IR_MAXRANK];
+	Ref eqs[IR_MAXRANK];
+	int neq;
+} Solve;
+
+/* Splits v = c*q + s where an index reads v / c or v % c (c a constant). */
+static void split_divmod(Gx *x, Solve *S)
 {
 	Graph *h = x->h;
-	Space sp = *sp0;
-	Node rn = *ir_node(h, R);
-	int n = (int)rn.u.read.n;
-	Ref idx[IR_MAXRANK];
-	memcpy(idx, &h->refs[rn.u.read.first], (size_t)n * sizeof(Ref));
-	const Tensor *X = &x->g->tensors[gt];
-
-	/* split v = c*q + s where an index reads v / c or v % c */
-	Xl dm = {0};
-	Ref S[MAXW] = {0};     /* solutions in working variables and the u's */
-	for (int p = 0; p < n; p++) {
-		const Node *e = ir_node(h, idx[p]);
+	for (int p = 0; p < S->n; p++) {
+		const Node *e = ir_node(h, S->idx[p]);
 		if (e->kind != NK_OP || (e->op != OP_IDIV && e->op != OP_MOD) ||
 		    ir_node(h, e->a[0])->kind != NK_VAR)
 			continue;
 		uint32_t v = ir_node(h, e->a[0])->u.var;
 		int64_t c = divisor(h, e->a[1]);
 		bool seen = false;
-		for (int k = 0; k < dm.ndm; k++)
-			seen |= dm.dm[k].var == v;
-		if (seen || !c || sp.nv + 2 > MAXW || S[v])
+		for (int k = 0; k < S->dm.ndm; k++)
+			seen |= S->dm.dm[k].var == v;
+		if (seen || !c || S->sp.nv + 2 > MAXW || S->vmap[v])
 			continue;
-		int q = sp.nv++, s = sp.nv++;
-		dm.dm[dm.ndm].var = v;
-		dm.dm[dm.ndm].c = e->a[1];
-		dm.dm[dm.ndm].q = ir_var(h, (uint32_t)q, TY_INT);
-		dm.dm[dm.ndm].s = ir_var(h, (uint32_t)s, TY_INT);
-		sp.box.lo[q] = fdiv64(sp.box.lo[v], c);
-		sp.box.hi[q] = fdiv64(sp.box.hi[v], c);
-		sp.box.lo[s] = 0;
-		sp.box.hi[s] = c - 1;
-		if (sp.box.lo[q] == sp.box.hi[q]) {
-			sp.box.lo[s] = sp.box.lo[v] - c * sp.box.lo[q];
-			sp.box.hi[s] = sp.box.hi[v] - c * sp.box.lo[q];
+		int q = S->sp.nv++, s = S->sp.nv++;
+		S->dm.dm[S->dm.ndm].var = v;
+		S->dm.dm[S->dm.ndm].c = e->a[1];
+		S->dm.dm[S->dm.ndm].q = ir_var(h, (uint32_t)q, TY_INT);
+		S->dm.dm[S->dm.ndm].s = ir_var(h, (uint32_t)s, TY_INT);
+		S->sp.box.lo[q] = fdiv64(S->sp.box.lo[v], c);
+		S->sp.box.hi[q] = fdiv64(S->sp.box.hi[v], c);
+		S->sp.box.lo[s] = 0;
+		S->sp.box.hi[s] = c - 1;
+		if (S->sp.box.lo[q] == S->sp.box.hi[q]) {
+			S->sp.box.lo[s] = S->sp.box.lo[v] - c * S->sp.box.lo[q];
+			S->sp.box.hi[s] = S->sp.box.hi[v] - c * S->sp.box.lo[q];
 		}
-		sp.lo[q] = sp.lo[s] = sp.hi[q] = sp.hi[s] = REF_NONE;
-		sp.name[q] = sp.name[v];
-		sp.name[s] = sp.name[v];
-		S[v] = mkop(h, OP_ADD, mkop(h, OP_MUL, dm.dm[dm.ndm].q, e->a[1], 0), dm.dm[dm.ndm].s, 0);
-		dm.ndm++;
+		S->sp.lo[q] = S->sp.lo[s] = S->sp.hi[q] = S->sp.hi[s] = REF_NONE;
+		S->sp.name[q] = S->sp.name[v];
+		S->sp.name[s] = S->sp.name[v];
+		Ref qc = mkop(h, OP_MUL, S->dm.dm[S->dm.ndm].q, e->a[1], 0);
+		S->vmap[v] = mkop(h, OP_ADD, qc, S->dm.dm[S->dm.ndm].s, 0);
+		S->dm.ndm++;
 	}
-	/* the current substitution as a vmap (free variables map to themselves) */
-	Ref vmap[UVAR + IR_MAXRANK] = {0};
-	for (int w = 0; w < sp.nv; w++)
-		vmap[w] = S[w];
+}
 
-	/* solve e_p = u_p for a variable of coefficient +-1 where there is one */
-	Ref eqs[IR_MAXRANK];
-	int neq = 0;
-	for (int p = 0; p < n; p++) {
+/* Solves each e_p = u_p for a variable of coefficient +-1 where there is one (the one with
+ * the largest range); keeps the others as equations. */
+static void solve(Gx *x, Solve *S)
+{
+	Graph *h = x->h;
+	for (int p = 0; p < S->n; p++) {
 		Ref u = ir_var(h, (uint32_t)(UVAR + p), TY_INT);
-		Ref e = subst(h, idx[p], vmap, &dm);
+		Ref e = subst(h, S->idx[p], S->vmap, &S->dm);
 		const Node *en = ir_node(h, e);
-		if ((x->o.faults & GF_VIEW_TRANSPOSE) && en->kind == NK_VAR && en->u.var < (uint32_t)n &&
-		    (int)en->u.var < sp0->nv && en->u.var != (uint32_t)p && !vmap[en->u.var])
+		if ((x->o.faults & GF_VIEW_TRANSPOSE) && en->kind == NK_VAR &&
+		    en->u.var < (uint32_t)S->n && (int)en->u.var < S->nv0 && en->u.var != (uint32_t)p &&
+		    !S->vmap[en->u.var])
 			u = ir_var(h, UVAR + en->u.var, TY_INT);   /* fault: not transposed back */
 		int best = -1;
 		int64_t bc = 0;
-		for (int w = 0; w < sp.nv; w++) {
-			if (vmap[w])
+		for (int w = 0; w < S->sp.nv; w++) {
+			if (S->vmap[w])
 				continue;
 			bool ok = true;
 			int64_t c = coef(h, e, (uint32_t)w, &ok);
 			if (!ok || (c != 1 && c != -1))
 				continue;
-			if (best < 0 || sp.box.hi[w] - sp.box.lo[w] > sp.box.hi[best] - sp.box.lo[best]) {
+			const Box *b = &S->sp.box;
+			if (best < 0 || b->hi[w] - b->lo[w] > b->hi[best] - b->lo[best]) {
 				best = w;
 				bc = c;
 			}
 		}
 		if (best < 0) {
-			eqs[neq++] = mkop(h, OP_EQ, e, u, 0);
+			S->eqs[S->neq++] = mkop(h, OP_EQ, e, u, 0);
 			continue;
 		}
 		Ref z[UVAR + IR_MAXRANK] = {0};
@@ -801,11 +831,33 @@ static int contribution(Gx *x, const Space *sp0, Ref R, Ref term, int gt)
 			  mkop(h, OP_SUB, rest, u, 0);
 		Ref one[UVAR + IR_MAXRANK] = {0};
 		one[best] = sol;
-		for (int w = 0; w < sp.nv; w++)
-			if (vmap[w])
-				vmap[w] = subst(h, vmap[w], one, NULL);
-		vmap[best] = sol;
+		for (int w = 0; w < S->sp.nv; w++)
+			if (S->vmap[w])
+				S->vmap[w] = subst(h, S->vmap[w], one, NULL);
+		S->vmap[best] = sol;
 	}
+}
+
+/* The contribution of read R (of g tensor gt) with term `term` to gt's adjoint, as a new
+ * definition; -1 when it is empty. */
+static int contribution(Gx *x, const Space *sp0, Ref R, Ref term, int gt)
+{
+	Graph *h = x->h;
+	Solve sv;
+	memset(&sv, 0, sizeof sv);
+	Solve *S = &sv;
+	S->sp = *sp0;
+	S->nv0 = sp0->nv;
+	Node rn = *ir_node(h, R);
+	int n = S->n = (int)rn.u.read.n;
+	memcpy(S->idx, &h->refs[rn.u.read.first], (size_t)n * sizeof(Ref));
+	const Tensor *X = &x->g->tensors[gt];
+	split_divmod(x, S);
+	solve(x, S);
+	Space sp = S->sp;
+	Xl dm = S->dm;
+	Ref *vmap = S->vmap, *eqs = S->eqs, *idx = S->idx;
+	int neq = S->neq;
 
 	if (x->o.faults & GF_BCAST_NOSUM)   /* fault: a broadcast index is not summed over */
 		for (int w = 0; w < sp0->nv; w++) {
@@ -1126,16 +1178,8 @@ static int finish_adjoint(Gx *x, int gt, const char *name)
 	}
 	Def D;
 	memset(&D, 0, sizeof D);
-	D.nlhs = X->rank;
-	char *names[IR_MAXRANK];
 	Ref idx[IR_MAXRANK];
-	for (int p = 0; p < X->rank; p++) {
-		char b[8];
-		snprintf(b, sizeof b, "i%d", p);
-		names[p] = D.lhs[p].name = fresh_index(h, b, names, p);
-		D.lhs[p].ext = X->dims[p];
-		idx[p] = ir_var(h, (uint32_t)p, TY_INT);
-	}
+	lhs_like(h, &D, X->dims, X->rank, idx);
 	Ref body = REF_NONE;
 	for (int k = 0; k < l->n; k++)
 		body = add(h, body, read_at(h, l->t[k], idx, X->rank));
@@ -1529,15 +1573,7 @@ Graph *gr_dirgraph(const Graph *g, const Graph *gg, int k, Diag *d)
 			Def D;
 			memset(&D, 0, sizeof D);
 			Ref idx[IR_MAXRANK];
-			char *names[IR_MAXRANK];
-			D.nlhs = A->rank;
-			for (int p = 0; p < A->rank; p++) {
-				char nb[8];
-				snprintf(nb, sizeof nb, "i%d", p);
-				names[p] = D.lhs[p].name = fresh_index(h, nb, names, p);
-				D.lhs[p].ext = A->dims[p];
-				idx[p] = ir_var(h, (uint32_t)p, TY_INT);
-			}
+			lhs_like(h, &D, A->dims, A->rank, idx);
 			char lit[32];
 			snprintf(lit, sizeof lit, "0x1p-%d", k);
 			Ref step = mkop(h, OP_MUL, ir_num(h, lit, strlen(lit)),

@@ -55,12 +55,19 @@ static int verify(const Args *a, const Graph *g, const GradOpts *go)
 	if (mp_grad_verify(g, go, &o, &r, &d))
 		return cli_report(&d);
 	if (cli_has(a, "json"))
-		printf("{\"graph\": \"%s\", \"pairs\": %d, \"ok\": %s, \"worst_rel\": %.3g%s%s%s}\n",
-		       g->name ? g->name : "", r.pairs_done, r.ok ? "true" : "false", r.worst,
+		printf("{\"graph\": \"%s\", \"pairs\": %d, \"undefined\": %d, \"ok\": %s, "
+		       "\"worst_rel\": %.3g%s%s%s}\n",
+		       g->name ? g->name : "", r.pairs_done, r.undefined, r.ok ? "true" : "false",
+		       r.worst,
 		       r.ok ? "" : ", \"first\": \"", r.ok ? "" : r.what, r.ok ? "" : "\"");
-	else if (r.ok)
+	else if (r.ok && !r.undefined)
 		printf("%s: the derivation agrees with the exact directional derivative for %d "
 		       "pairs (largest relative difference %.3g)\n", g->file, r.pairs_done, r.worst);
+	else if (r.ok)
+		printf("%s: the derivation agrees with the exact directional derivative for %d "
+		       "pairs (largest relative difference %.3g); %d pairs not judged (no finite "
+		       "derivative there)\n", g->file, r.pairs_done - r.undefined, r.worst,
+		       r.undefined);
 	else
 		printf("%s: the derivation is wrong (pair %d): %s\n", g->file, r.pair, r.what);
 	return r.ok ? 0 : 1;

@@ -415,7 +415,8 @@ typedef struct {
 	const char *const *wrt;  /* the inputs to derive against (names); nwrt 0: every real one */
 	int nwrt;
 	bool strip_casts;        /* derive the graph with every cast replaced by its operand (the
-	                            directional check's graph: docs/grad.md "Casts") */
+	                            directional check's graph: docs/grad.md, "Verifying a
+	                            derivation") */
 	unsigned faults;         /* GF_* (seeded derivation faults, for tests and campaigns) */
 } GradOpts;
 
@@ -423,13 +424,13 @@ typedef struct {
  * frees): g's inputs, a cotangent d_y for each real output y (y's format, f32 for 16-bit
  * ones), and outputs grad_a (a's shape and format) = sum_y (dy/da)^T d_y for each input a of
  * o->wrt. o may be NULL. NULL with d: code 2 for a graph or --wrt the derivation does not
- * support (a prod reduction, a tensor read inside a padding default, a taken name), code 3
+ * support (a tensor read inside a padding default, a name the spec fixes already taken, a
+ * prod whose indices cannot be left-hand ones, more reduction indices than IR_MAXRED), code 3
  * for an internal error. */
 Graph *gr_derive(const Graph *g, const GradOpts *o, Diag *d);
 /* The GF_* fault called name ("max-both", "bcast-nosum", "view-transpose", "scatter-one",
- * "div-denom"), or 0; gr_fault_name(k) is the k-th (0..GF__COUNT-1). */
+ * "div-denom"), or 0. */
 unsigned gr_fault_parse(const char *name);
-const char *gr_fault_name(int k);
 
 /* A copy of g with every cast replaced by its operand and every real output delivered in f64
  * (the function the directional check differentiates). The caller frees; NULL with d. */

@@ -326,7 +326,7 @@ static void lhs_like(Graph *h, Def *D, const Extent *dims, int rank, Ref *idx)
 	char *names[IR_MAXRANK];
 	D->nlhs = rank;
 	for (int p = 0; p < rank; p++) {
-		char b[8];
+		char b[16];
 		snprintf(b, sizeof b, "i%d", p);
 		names[p] = D->lhs[p].name = fresh_index(h, b, names, p);
 		D->lhs[p].ext = dims[p];
@@ -1458,11 +1458,6 @@ unsigned gr_fault_parse(const char *name)
 	return 0;
 }
 
-const char *gr_fault_name(int k)
-{
-	return k >= 0 && k < GF__COUNT ? fault_names[k] : NULL;
-}
-
 /* ------------------------------------------------------------ the directional check */
 
 Graph *gr_strip(const Graph *g, Diag *d)
@@ -1499,7 +1494,7 @@ static int full_dot(Gx *x, const char *name, int a, int b, bool absval)
 	Ref idx[IR_MAXRANK];
 	char *names[IR_MAXRANK];
 	for (int p = 0; p < A->rank; p++) {
-		char nb[8];
+		char nb[16];
 		snprintf(nb, sizeof nb, "i%d", p);
 		names[p] = D.red[p].name = fresh_index(h, nb, names, p);
 		D.red[p].lo = zero(h);

@@ -759,7 +759,8 @@ static void split_divmod(Gx *x, Solve *S)
 {
 	Graph *h = x->h;
 	for (int p = 0; p < S->n; p++) {
-		const Node *e = ir_node(h, S->idx[p]);
+		Node en = *ir_node(h, S->idx[p]);   /* by value: ir_var below may grow the nodes */
+		const Node *e = &en;
 		if (e->kind != NK_OP || (e->op != OP_IDIV && e->op != OP_MOD) ||
 		    ir_node(h, e->a[0])->kind != NK_VAR)
 			continue;

@@ -22,6 +22,7 @@ static const Command commands[] = {
 	{"decode", cmd_decode, "greedy-decode a model on backends; judge every token against the oracle"},
 	{"gate", cmd_gate, "decide a release: evaluate a policy's gates over a run"},
 	{"merge", cmd_merge, "merge the shards of one campaign into one campaign directory"},
+	{"grad", cmd_grad, "derive a gradient graph, or check a derivation against exact derivatives"},
 	{"backends", cmd_backends, "list the backends, their devices, and why any is unavailable"},
 };
 

@@ -115,7 +115,7 @@ enum {
 };
 
 typedef enum {
-#define X(name, spelling, arity, flags, c, helper, mpfr) OP_##name,
+#define X(name, spelling, arity, flags, c, helper, mpfr, grad) OP_##name,
 #include "ops.def"
 #undef X
 	OP__COUNT
@@ -393,6 +393,56 @@ int npy_write(const char *path, const HostTensor *t, Diag *d);
 int npy_read(const char *path, Dtype want, HostTensor *t, Diag *d);
 /* An input file must match its declaration exactly: names both on a mismatch. */
 int npy_check(const Graph *g, int tensor, const HostTensor *t, const char *path, Diag *d);
+
+/* --- derived gradients (compiler/grad.c, docs/grad.md; spec/cli.md v2) --- */
+
+/* Seeded faults of the derivation (GradOpts.faults), each a rule gone wrong, which the
+ * directional check (interp.h mp_grad_verify) must catch (tests/test_grad.c). */
+enum {
+	GF_MAX_BOTH = 1 << 0,      /* max/min: every tied term gets the whole cotangent (no share) */
+	GF_BCAST_NOSUM = 1 << 1,   /* a consumer index the read does not use (a broadcast) is
+	                              not summed over: only its first value contributes */
+	GF_VIEW_TRANSPOSE = 1 << 2, /* a transposed read's adjoint is not transposed back: the
+	                              consumer's own index order is used */
+	GF_SCATTER_ONE = 1 << 3,   /* a scatter through an index table keeps one write (the
+	                              largest) instead of adding them */
+	GF_DIV_DENOM = 1 << 4,     /* a quotient by a read has no derivative in its denominator:
+	                              softmax's backward loses its - sum p dp term */
+	GF__COUNT = 5,
+};
+
+typedef struct {
+	const char *const *wrt;  /* the inputs to derive against (names); nwrt 0: every real one */
+	int nwrt;
+	bool strip_casts;        /* derive the graph with every cast replaced by its operand (the
+	                            directional check's graph: docs/grad.md, "Verifying a
+	                            derivation") */
+	unsigned faults;         /* GF_* (seeded derivation faults, for tests and campaigns) */
+} GradOpts;
+
+/* The gradient graph of g (checked, parsed back from its own canonical text; the caller
+ * frees): g's inputs, a cotangent d_y for each real output y (y's format, f32 for 16-bit
+ * ones), and outputs grad_a (a's shape and format) = sum_y (dy/da)^T d_y for each input a of
+ * o->wrt. o may be NULL. NULL with d: code 2 for a graph or --wrt the derivation does not
+ * support (a tensor read inside a padding default, a name the spec fixes already taken, a
+ * prod whose indices cannot be left-hand ones, more reduction indices than IR_MAXRED), code 3
+ * for an internal error. */
+Graph *gr_derive(const Graph *g, const GradOpts *o, Diag *d);
+/* The GF_* fault called name ("max-both", "bcast-nosum", "view-transpose", "scatter-one",
+ * "div-denom"), or 0. */
+unsigned gr_fault_parse(const char *name);
+
+/* A copy of g with every cast replaced by its operand and every real output delivered in f64
+ * (the function the directional check differentiates). The caller frees; NULL with d. */
+Graph *gr_strip(const Graph *g, Diag *d);
+
+/* The directional check's graph (docs/grad.md "Verifying a derivation"), for g and its
+ * gradient gg = gr_derive(g, strip_casts): inputs gg's, then t_a (f64, a's shape) for each
+ * input a that gg derives, in gg's output order; outputs ip = sum_a <grad_a, t_a>,
+ * cd = (L(x + h t) - L(x - h t)) / 2h with L(x) = sum_y <d_y, y(x)> and h = 2^-k, computed
+ * on g with its casts dropped, and mag = sum_a sum |grad_a * t_a| (the scale of ip). The
+ * caller frees; NULL with d on failure. */
+Graph *gr_dirgraph(const Graph *g, const Graph *gg, int k, Diag *d);
 
 /* --- schedules, kernel IR entry points (issue 3) --- */
 

@@ -45,7 +45,7 @@ Dtype dt_parse(const char *s, size_t len)
 }
 
 static const OpInfo ops[] = {
-#define X(name, spelling, arity, flags, c, helper, mpfr) \
+#define X(name, spelling, arity, flags, c, helper, mpfr, grad) \
 	[OP_##name] = {#name, spelling, arity, flags, c, helper},
 #include "ops.def"
 #undef X

@@ -223,4 +223,40 @@ int mp_make_inputs(const Graph *g, const InputSpec *spec, const HostTensor *give
 int mp_make_inputs_opts(const Graph *g, const InputSpec *spec, const HostTensor *given,
 			const MpOpts *o, HostTensor *inputs, Diag *d);
 
+/* ------------------------------------------------------------ gradients */
+
+/* The directional check of a derived gradient (interp/gradcheck.c, docs/grad.md): for
+ * `pairs` random draws of g's inputs, cotangents c and directions t, the derived
+ * <grad, t> against the exact central difference of <c, g> along t (step 2^-step_log2),
+ * both from the oracle. The gradient is gr_derive(g, go) with its casts stripped. */
+typedef struct {
+	int pairs;         /* <= 0: 20 */
+	uint64_t seed;
+	int step_log2;     /* <= 0: 60 */
+	double rtol;       /* agreement: |ip - cd| <= rtol (mag + |cd|); <= 0: 2^-40 */
+	MpOpts mp;         /* the oracle's limits */
+} MpGradOpts;
+
+typedef struct {
+	bool ok;
+	int pairs_done;
+	int undefined;     /* of them, pairs where the directional derivative is not finite (a
+	                      pole or an overflow at those inputs): not judged */
+	int pair;          /* the failing pair (when !ok) */
+	bool nonfinite;    /* when !ok: the derived <grad, t> was not finite where the exact
+	                      derivative is (the chain rule through an infinite intermediate
+	                      value: 0 * inf is NaN, as in every autodiff; docs/grad.md) */
+	int64_t element;   /* the first wrong element of all the gradients, in output order */
+	double ip, cd;     /* the last pair's figures */
+	double worst;      /* the largest |ip - cd| / (mag + |cd|) over the pairs */
+	char what[512];    /* when !ok: "grad_x[3, 4] = D but the exact partial derivative is E" */
+} MpGradResult;
+
+/* Output elements that are not finite at a pair's inputs get a zero cotangent (the
+ * derivative of <c, y> exists only where y does).
+ * 0 with r (r->ok false on a mismatch, naming the first wrong element), or -1 / -2 with d
+ * as mp_exact (a derivation the compiler refuses is -1 with its code-2 diagnostic). */
+int mp_grad_verify(const Graph *g, const GradOpts *go, const MpGradOpts *o, MpGradResult *r,
+		   Diag *d);
+
 #endif

@@ -18,7 +18,7 @@ int mp_rsqrt(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
 #define MP_2(f) {.f2 = f}
 #define MP_3(f) {.f3 = f}
 static const MpOpFn fns[] = {
-#define X(name, spelling, arity, flags, c, helper, mpfr) [OP_##name] = MP_##arity(mpfr),
+#define X(name, spelling, arity, flags, c, helper, mpfr, grad) [OP_##name] = MP_##arity(mpfr),
 #include "../compiler/ops.def"
 #undef X
 };

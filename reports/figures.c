@@ -7,6 +7,8 @@
  *   check too.
  * - emulated: results the emulation check applied to (verify/emucheck.c: held to the
  *   emulating interpreter bit for bit).
+ * - mean_signed_ratio (the bias gate): the largest |mean signed error / budget| of a numeric
+ *   result (verify/metrics.c), whatever its sign: a kernel whose errors lean one way;
  * - frac_within: elements within budget over elements compared, pooled over the results;
  *   a result that failed without numbers (crash, timeout, oob-write, compile-error)
  *   counts all its elements as outside; unsupported results count nothing.
@@ -158,6 +160,8 @@ static void add(RpFig *f, const RpRecord *r)
 			       r->max_ratio : r->f64_max_ratio;
 		f->max_ratio = isnan(ratio) || ratio > f->max_ratio ? ratio : f->max_ratio;
 		f->max_ulp = r->max_ulp > f->max_ulp ? r->max_ulp : f->max_ulp;
+		double bias = fabs(r->mean_signed_ratio);
+		f->max_bias = isnan(bias) || bias > f->max_bias ? bias : f->max_bias;
 		f->checked += (double)r->n_checked;
 		f->within += round(r->frac_within * (double)r->n_checked);
 	} else if (vf_verdict_fails(r->verdict)) {

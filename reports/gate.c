@@ -35,8 +35,8 @@ static bool lower_is_better(GateMetric m)
 {
 	return m == GM_MAX_RATIO || m == GM_MAX_ULP || m == GM_DISTINCT_FAILURES ||
 	       m == GM_SPECIAL_MISMATCHES || m == GM_FAILING || m == GM_FLAKY ||
-	       m == GM_EMULATION_MISMATCHES || m == GM_LICENSED_DIVERGENCES ||
-	       m == GM_DEFECT_DIVERGENCES;
+	       m == GM_EMULATION_MISMATCHES || m == GM_MEAN_SIGNED_RATIO ||
+	       m == GM_LICENSED_DIVERGENCES || m == GM_DEFECT_DIVERGENCES;
 }
 
 static double figure(const Gate *g, const RpRun *run, int64_t *results)
@@ -60,6 +60,7 @@ static double figure(const Gate *g, const RpRun *run, int64_t *results)
 	switch (g->metric) {
 	case GM_MAX_RATIO: return F.numeric ? F.max_ratio : NAN;
 	case GM_MAX_ULP: return F.numeric ? F.max_ulp : NAN;
+	case GM_MEAN_SIGNED_RATIO: return F.numeric ? F.max_bias : NAN;
 	case GM_FRAC_WITHIN: return rp_frac_within(&F);
 	case GM_ARGMAX_AGREE: return rp_argmax_agree(&F);
 	case GM_TOPK_AGREE: return rp_topk_agree(&F);
@@ -114,7 +115,7 @@ static void show(char *buf, size_t n, GateMetric m, double x)
 		snprintf(buf, n, x > 0 ? "inf" : "-inf");
 	else if (is_frac(m))
 		snprintf(buf, n, "%.3f%%", 100 * x);
-	else if (m == GM_MAX_RATIO)
+	else if (m == GM_MAX_RATIO || m == GM_MEAN_SIGNED_RATIO)
 		snprintf(buf, n, "%.4g", x);
 	else
 		snprintf(buf, n, "%.0f", x);

@@ -194,6 +194,7 @@ static const char *record_of(const JsVal *o, RpRecord *r)
 	r->max_ulp = num_of(o, "max_ulp", 0), r->max_abs = num_of(o, "max_abs", 0);
 	r->max_rel = num_of(o, "max_rel", 0), r->nmse = num_of(o, "nmse", 0);
 	r->max_ratio = num_of(o, "max_ratio", 0), r->frac_within = num_of(o, "frac_within", 0);
+	r->mean_signed_ratio = num_of(o, "mean_signed_ratio", 0);
 	r->f64_max_ratio = num_of(rp_json_get(o, "f64"), "max_ratio", 0);
 	r->argmax_agree = num_of(o, "argmax_agree", NAN);
 	r->topk_agree = num_of(o, "topk_agree", NAN);

@@ -25,7 +25,7 @@ static const char *const metric_names[GM__COUNT] = {
 	[GM_DISTINCT_FAILURES] = "distinct_failures", [GM_SPECIAL_MISMATCHES] = "special_mismatches",
 	[GM_FAILING] = "failing", [GM_RESULTS] = "results", [GM_MAX_ULP] = "max_ulp",
 	[GM_FLAKY] = "flaky", [GM_EMULATION_MISMATCHES] = "emulation_mismatches",
-	[GM_EMULATED] = "emulated",
+	[GM_EMULATED] = "emulated", [GM_MEAN_SIGNED_RATIO] = "mean_signed_ratio",
 };
 _Static_assert(ARRAY_LEN(metric_names) == GM__COUNT, "one name per metric");
 
@@ -165,8 +165,8 @@ static int gate_line(const Ctx *c, int line, const Tok *t, int n, Gate *g)
 	if (m == GM__COUNT)
 		return err(c, line, t[2].col, "unknown metric '%.*s' (known: max_ratio, frac_within, "
 			   "argmax_agree, topk_agree, distinct_failures, special_mismatches, failing, "
-			   "results, max_ulp, flaky, emulation_mismatches, emulated, token_agree, "
-			   "licensed_divergences, defect_divergences)", (int)t[2].n,
+			   "results, max_ulp, flaky, emulation_mismatches, emulated, mean_signed_ratio, "
+			   "token_agree, licensed_divergences, defect_divergences)", (int)t[2].n,
 			   t[2].s);
 	g->metric = (GateMetric)m;
 	int op = 0;

@@ -74,6 +74,7 @@ typedef struct {
 	char *failure_dir;    /* campaign records: its failure folder ("" if none) */
 	Verdict verdict;
 	double max_ulp, max_abs, max_rel, nmse, max_ratio, frac_within;
+	double mean_signed_ratio;        /* the record's bias (older records: 0) */
 	double f64_max_ratio;            /* sampled outputs: all elements vs f64; else 0 */
 	double argmax_agree, topk_agree; /* NAN when the record has none */
 	int64_t n_checked, n_special, n_unsamplable, n_unbounded, n_ties, n_tie_disagree;
@@ -175,6 +176,7 @@ typedef struct {
 	                             unclaimed special values */
 	int64_t numeric;
 	double max_ratio;         /* worst error/budget over numeric results (also vs f64) */
+	double max_bias;          /* the largest |mean_signed_ratio| over numeric results */
 	double max_ulp;
 	double checked, within;   /* elements compared, within budget (pooled) */
 	double rows, argmax_ok, topk_ok;  /* agreement rows (pooled) */
@@ -360,8 +362,8 @@ void rp_steps_html(FILE *f, const RpRun *run);
 typedef enum {
 	GM_MAX_RATIO, GM_FRAC_WITHIN, GM_ARGMAX_AGREE, GM_TOPK_AGREE, GM_DISTINCT_FAILURES,
 	GM_SPECIAL_MISMATCHES, GM_FAILING, GM_RESULTS, GM_MAX_ULP, GM_FLAKY,
-	GM_EMULATION_MISMATCHES, GM_EMULATED, GM_TOKEN_AGREE, GM_LICENSED_DIVERGENCES,
-	GM_DEFECT_DIVERGENCES, GM__COUNT
+	GM_EMULATION_MISMATCHES, GM_EMULATED, GM_MEAN_SIGNED_RATIO, GM_TOKEN_AGREE,
+	GM_LICENSED_DIVERGENCES, GM_DEFECT_DIVERGENCES, GM__COUNT
 } GateMetric;
 
 typedef enum { GO_LE, GO_LT, GO_GE, GO_GT, GO_EQ } GateOp;

@@ -494,6 +494,44 @@ static void add_record(const char *dir, const char *graph, const char *backend, 
 	ck_assert_int_eq(vf_append_record(dir, &r, &d), 0);
 }
 
+static int gate_count(const char *policy, const RpRun *run, const RpRun *base);
+
+/* The bias gate: mean_signed_ratio holds the largest |bias| of the results in scope, read
+ * back from the records; larger is worse against a baseline. */
+START_TEST(bias_gate)
+{
+	char *dir = tmpdir();
+	for (int k = 0; k < 2; k++) {
+		VfRecord r = {.graph = "g", .file = "", .backend = k ? "opencl" : "c",
+			      .sched = "default", .sched_text = "", .output = "y", .dtype = DT_F32,
+			      .verdict = V_PASS, .reason = "", .dist = "normal", .case_dir = "",
+			      .ref64_by = "", .agree = {-1, 1, 0, 0, 0, "oracle"}, .n_elements = 100};
+		vf_metrics_init(&r.m);
+		r.m.n_checked = 100;
+		r.m.frac_within = 1;
+		r.m.mean_signed_ratio = k ? -0.625 : 0.125;
+		Diag d = {0};
+		ck_assert_int_eq(vf_append_record(dir, &r, &d), 0);
+	}
+	RpRun run;
+	Diag d = {0};
+	ck_assert_int_eq(rp_load(dir, NULL, &run, &d), 0);
+	ck_assert_int_eq(gate_count("gate * mean_signed_ratio <= 0.5\n", &run, NULL), 1);
+	ck_assert_int_eq(gate_count("gate * mean_signed_ratio <= 0.625\n", &run, NULL), 0);
+	ck_assert_int_eq(gate_count("gate c/*/* mean_signed_ratio <= 0.125\n", &run, NULL), 0);
+	ck_assert_int_eq(gate_count("gate c/*/* mean_signed_ratio < 0.125\n", &run, NULL), 1);
+	GateResult g;
+	RpPolicy p;
+	const char *pol = "gate * mean_signed_ratio <= 1\n";
+	ck_assert_int_eq(rp_policy_parse(pol, strlen(pol), "p.policy", &p, &d), 0);
+	rp_gate_eval(&p.gates[0], &run, NULL, &g);
+	ck_assert_double_eq(g.figure, 0.625);
+	rp_policy_free(&p);
+	rp_free(&run);
+	free(dir);
+}
+END_TEST
+
 static int gate_count(const char *policy, const RpRun *run, const RpRun *base)
 {
 	RpPolicy p;
@@ -1566,6 +1604,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(u, policy_parse, 0, ARRAY_LEN(policy_cases));
 	tcase_add_test(u, policy_values);
 	tcase_add_test(u, gates_on_records);
+	tcase_add_test(u, bias_gate);
 	tcase_add_test(u, baseline_worse);
 	tcase_add_test(u, classes_agree);
 	tcase_add_test(u, failing_rows_show_no_zero);

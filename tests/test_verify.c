@@ -110,6 +110,27 @@ START_TEST(special_values)
 }
 END_TEST
 
+/* The bias figure: the mean of (got - want) / budget over the bounded numeric elements. A
+ * kernel that errs one way by half its budget everywhere is within budget everywhere but has
+ * bias 0.5; one whose errors cancel has none. */
+START_TEST(mean_signed_ratio)
+{
+	VfMetrics m;
+	vf_metrics_init(&m);
+	for (int k = 0; k < 4; k++)
+		vf_metrics_add(&m, DT_F32, k, 1.0 + 0.25, 1.0, 0.5, false);
+	vf_metrics_add(&m, DT_F32, 4, 7.0, 1.0, INFINITY, false);   /* no bound: left out */
+	vf_metrics_done(&m);
+	ck_assert_int_eq(vf_metrics_verdict(&m), V_PASS);
+	ck_assert_double_eq(m.mean_signed_ratio, 0.5);
+	vf_metrics_init(&m);
+	vf_metrics_add(&m, DT_F32, 0, 1.25, 1.0, 0.5, false);
+	vf_metrics_add(&m, DT_F32, 1, 0.75, 1.0, 0.5, false);
+	vf_metrics_done(&m);
+	ck_assert_double_eq(m.mean_signed_ratio, 0);
+}
+END_TEST
+
 START_TEST(near_ties)
 {
 	VfMetrics m;
@@ -1060,6 +1081,7 @@ static Suite *suite(void)
 	tcase_add_test(m, special_values);
 	tcase_add_test(m, array_metrics);
 	tcase_add_test(m, near_ties);
+	tcase_add_test(m, mean_signed_ratio);
 	tcase_add_test(m, unbounded_specials);
 	tcase_add_test(m, flushed_subnormals);
 	tcase_add_test(m, fault_names);

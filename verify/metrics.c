@@ -170,6 +170,10 @@ void vf_metrics_add(VfMetrics *m, Dtype f, int64_t k, double got, double want, d
 	m->max_rel = fmax(m->max_rel, rel);
 	m->sum_d2 += err * err;
 	m->sum_w2 += want * want;
+	if (budget > 0 && isfinite(budget)) {
+		m->sum_signed += (got - want) / budget;
+		m->n_signed++;
+	}
 	if (tie && r > 1) {
 		m->n_tie_disagree++;
 		return;
@@ -187,6 +191,7 @@ void vf_metrics_done(VfMetrics *m)
 		m->nmse = m->sum_d2 / m->sum_w2;
 	else
 		m->nmse = m->sum_d2 > 0 ? INFINITY : 0;
+	m->mean_signed_ratio = m->n_signed ? m->sum_signed / (double)m->n_signed : 0;
 	m->frac_within = m->n_checked ?
 		(double)(m->n_checked - m->n_special - m->n_over - m->n_tie_disagree) /
 		(double)m->n_checked : 1;

@@ -5,7 +5,8 @@
  *   graph, file, backend, schedule (name: default | graph | file | s1..sN),
  *   schedule_text (the directives that differ from the default, sched_text), sched_seed,
  *   output, dtype, verdict, reason ("" when none), max_ulp, max_abs, max_rel, nmse,
- *   max_ratio, frac_within, n_checked, n_special, n_special_unbounded (of them, where the
+ *   max_ratio, frac_within, mean_signed_ratio (the bias: mean (got - want) / budget over the
+ *   bounded elements), n_checked, n_special, n_special_unbounded (of them, where the
  *   budget is +inf), n_over (elements over budget), n_unsamplable, n_unbounded (elements
  *   whose budget is +inf: no bound known, they pass whatever), n_ties (elements the
  *   budget flags as near ties), n_tie_disagree (of them, disagreeing: not failures),
@@ -176,6 +177,7 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	key(f, "nmse"), json_num(f, m->nmse);
 	key(f, "max_ratio"), json_num(f, m->max_ratio);
 	key(f, "frac_within"), json_num(f, m->frac_within);
+	key(f, "mean_signed_ratio"), json_num(f, m->mean_signed_ratio);
 	key(f, "n_checked"), fprintf(f, "%lld", (long long)m->n_checked);
 	key(f, "n_special"), fprintf(f, "%lld", (long long)m->n_special);
 	key(f, "n_special_unbounded"), fprintf(f, "%lld", (long long)m->n_special_unbounded);

@@ -91,13 +91,18 @@ typedef struct {
 	double max_rel;         /* |got - want| / |want| (inf where want is 0 and got is not) */
 	double nmse;            /* sum (got - want)^2 / sum want^2 over numeric elements */
 	double max_ratio;       /* error / budget (0/0 = 0, e/0 = inf, e/inf = 0) */
+	double mean_signed_ratio; /* mean of (got - want) / budget over the numeric elements
+	                           with a finite positive budget (0 if none): a biased kernel
+	                           (truncation, a one-sided rounding) drifts one way while each
+	                           element stays within its budget (issue 17's bias gate) */
 	double frac_within;     /* elements with ratio <= 1 and no special mismatch (near-tie
 	                           disagreements excluded) / n_checked */
 	int64_t worst;          /* flat index of the element of max ratio (or of the first
 	                           special mismatch), -1 if none */
 	double worst_got, worst_want, worst_budget;
-	/* internal sums for nmse */
-	double sum_d2, sum_w2;
+	/* internal sums for nmse and mean_signed_ratio */
+	double sum_d2, sum_w2, sum_signed;
+	int64_t n_signed;
 } VfMetrics;
 
 /* Whether a verdict with these metrics points at the compiler (or the toolkit): a failing

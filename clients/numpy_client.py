@@ -109,7 +109,7 @@ class Evaluator:
         if x.dtype == np.float64:
             # directly from f64 (no double rounding) where the result is a bf16 normal
             u = x.view(np.uint64)
-            r = ((u + np.uint64(0x7FFFFFFFFFFF) + ((u >> np.uint64(45)) & np.uint64(1)))
+            r = ((u + np.uint64(0xFFFFFFFFFFF) + ((u >> np.uint64(45)) & np.uint64(1)))
                  >> np.uint64(45)) << np.uint64(45)
             y = r.view(np.float64)
             with np.errstate(over="ignore"):
@@ -119,8 +119,9 @@ class Evaluator:
             return np.where(small, self.bf16(x.astype(np.float32)), x).astype(np.float32)
         x = x.astype(np.float32)
         u = x.view(np.uint32).astype(np.uint64)
-        r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
-        out = (r & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+        s16 = np.uint64(16)
+        r = ((u + np.uint64(0x7FFF) + ((u >> s16) & np.uint64(1))) >> s16) << s16
+        out = (r & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
         return np.where(np.isnan(x), x, out)
 
     def rnd(self, x, fmt):
@@ -523,6 +524,8 @@ class Evaluator:
         np = self.np
         env, mask, starts = self.grid(d)
         fmt = d["op"] if d["type"] == "real" else "f64"
+        if fmt == "i32":   # a real reduction of integer terms (logsumexp of ints): exact in f64
+            fmt = "f64"
         if fmt not in ("f64", "f32", "f16", "bf16"):
             raise Unsupported("op format %s of %s: NumPy has no arithmetic in it" %
                               (fmt, d["results"][0]))
@@ -554,7 +557,7 @@ class Evaluator:
         if m == "none":
             v = self.real(body, fmt)
         else:
-            if d["accum"] != fmt:
+            if d["accum"] != fmt and d["accum"] != "i32":
                 raise Unsupported("accum %s differs from op %s" % (d["accum"], fmt))
             v = self.reduce(d, self.real(body, fmt), mask, fmt)
         self.vals[d["results"][0]] = self.rnd(self.full(d, v), d["store"])

@@ -765,7 +765,9 @@ int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *bac
 		bool ext = vf_is_external(b);
 		const VfSched *list = ext ? (o->claim ? o->claim : &claim) : scheds;
 		for (int s = 0; s < (ext ? 1 : nscheds); s++) {
-			if (avail ? run_case(&c, b, &list[s], ext ? -1 : s, d) :
+			/* a graph the external command declares it cannot take is never sent */
+			bool lacks = ext && avail && vf_ext_lacks(b, g, &list[s].s, why, sizeof why);
+			if (avail && !lacks ? run_case(&c, b, &list[s], ext ? -1 : s, d) :
 				    emit_records(&c, b, &list[s], s, NULL, NULL, NULL, NULL, 0, why, "",
 						 d))
 				goto out;

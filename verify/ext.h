@@ -14,6 +14,9 @@
 WorkerStatus vf_ext_serve(const Backend *b, const Graph *g, const Schedule *s,
 			  const HostTensor *in, uint64_t seed, HostTensor *outs, char **source,
 			  char *msg, size_t n);
+/* Whether external backend b was given capabilities (vf_ext_set_caps) that g under s
+ * needs more than: true with why; false for any other backend. */
+bool vf_ext_lacks(const Backend *b, const Graph *g, const Schedule *s, char *why, size_t n);
 /* The allowance rows of allowances.def the budgets of b use: "opencl" for an external
  * kernel (docs/external.md "What is claimed"), b->name for the others. */
 const char *vf_ext_rows(const Backend *b);

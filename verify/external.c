@@ -18,7 +18,8 @@
  * - exit 0 and an output missing, unreadable as .npy, or not of the output's dtype and
  *   shape: bad-output, naming the file and what is wrong;
  * - otherwise the outputs are judged against the oracle with the budget of the claim.
- * D is removed after the run. The external's facts (what the budget may assume of it) are
+ * D is removed after the run (kept, and named in the reason, with ASSAY_EXT_KEEP=1: for
+ * debugging a client). The external's facts (what the budget may assume of it) are
  * IEEE special values (NaN, infinities and signed zeros kept: what the protocol asks), no
  * flushed subnormals, IEEE max/min, contraction allowed, nothing promised bit for bit (so
  * no emulation check); its functions are held to the OpenCL C full-profile accuracy table
@@ -45,10 +46,12 @@
 #include "verify.h"
 #include "ext.h"
 
-enum { MAXEXT = 4, TAIL = 1500 };
+enum { MAXEXT = 4, TAIL = 240 };   /* TAIL: the bytes of stderr a reason quotes */
 
 typedef struct {
 	Backend b;
+	bool has_caps;
+	VfCaps caps;
 	char name[64];
 	char *cmd;            /* as given */
 	char *run;            /* with its relative file words made absolute */
@@ -174,6 +177,33 @@ static const Ext *ext_of(const Backend *b)
 bool vf_is_external(const Backend *b)
 {
 	return ext_of(b) != NULL;
+}
+
+const Backend *vf_external_find(const char *name)
+{
+	for (int i = 0; i < nexts; i++)
+		if (strcmp(exts[i].name, name) == 0)
+			return &exts[i].b;
+	return NULL;
+}
+
+void vf_ext_set_caps(const Backend *b, const VfCaps *c)
+{
+	Ext *e = (Ext *)ext_of(b);
+	if (e) {
+		e->caps = *c;
+		e->has_caps = true;
+	}
+}
+
+bool vf_ext_lacks(const Backend *b, const Graph *g, const Schedule *s, char *why, size_t n)
+{
+	const Ext *e = ext_of(b);
+	char what[200];
+	if (!e || !e->has_caps || vf_caps_cover(&e->caps, g, s, what, sizeof what))
+		return false;
+	snprintf(why, n, "the external command declares no %s (its --assay-capabilities)", what);
+	return true;
 }
 
 const char *vf_ext_rows(const Backend *b)
@@ -624,7 +654,12 @@ WorkerStatus vf_ext_serve(const Backend *b, const Graph *g, const Schedule *s,
 		snprintf(msg + len, n - len, "; its stderr ends: %s", tail);
 	}
 out:
-	rm_tree(dir);
+	if (getenv("ASSAY_EXT_KEEP") && *getenv("ASSAY_EXT_KEEP")) {   /* debugging a client */
+		size_t len = strlen(msg);
+		snprintf(msg + len, n - len, "%s(kept: %s)", len ? " " : "", dir);
+	} else {
+		rm_tree(dir);
+	}
 	free(text);
 	free(claim);
 	free(src);

@@ -415,6 +415,8 @@ int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *bac
  * given twice. */
 const Backend *vf_external(const char *name, const char *cmd, Diag *d);
 bool vf_is_external(const Backend *b);
+/* The external backend of that name this process made (vf_external), or NULL. */
+const Backend *vf_external_find(const char *name);
 /* The command of an external backend as given, or NULL for any other backend. */
 const char *vf_ext_command(const Backend *b);
 /* Makes schedule s of g the claim of an external kernel: every sum, prod and logsumexp is
@@ -437,6 +439,10 @@ typedef struct {
  * -1 with d: code 2 when the command fails, says nothing or prints something that is not
  * the capability object (the message quotes it); code 3 when it cannot be started. */
 int vf_ext_caps(const char *cmd, double timeout_s, VfCaps *c, Diag *d);
+/* Gives external backend b its capabilities: vf_check then sends it only graphs they cover
+ * (vf_caps_cover of the graph under the claim), and records the others unsupported, with
+ * what is lacking. */
+void vf_ext_set_caps(const Backend *b, const VfCaps *c);
 /* Whether g, under schedule s, needs only what c lists; false with the first thing it
  * lacks in why ("exp", "monoid topk", "format bf16"). */
 bool vf_caps_cover(const VfCaps *c, const Graph *g, const Schedule *s, char *why, size_t n);

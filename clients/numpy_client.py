@@ -567,7 +567,7 @@ class Evaluator:
         for t in self.req["inputs"]:
             a = np.load(os.path.join(base, t["file"]))
             if t["dtype"] == "bf16":
-                a = (a.astype(np.uint32) << 16).view(np.float32)
+                a = (a.astype(np.uint32).reshape(-1) << np.uint32(16)).view(np.float32).reshape(a.shape)
             elif t["dtype"] == "i32":
                 a = a.astype(np.int64)
             self.vals[t["name"]] = a

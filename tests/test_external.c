@@ -229,6 +229,24 @@ START_TEST(fuzz_keeps_to_capabilities)
 	ck_assert_int_gt(count(log, "\"verdict\":\"pass\""), CASES / 2);
 	free(log);
 	free(r.out);
+	/* a failure's repro names the command, and its reproduce line reproduces it */
+	r = run(dir, "fuzz --external '" NUMPY " --fault crash' --cases 1 --no-reduce --quiet -o "
+		"%s/camp3", dir);
+	ck_assert_msg(r.code == 1, "exit %d: %s", r.code, r.out);
+	free(r.out);
+	snprintf(path, sizeof path, "%s/camp3/failures/external.crash.-.-.-/repro.tg", dir);
+	char *repro = tu_read_file(path, NULL);
+	ck_assert_ptr_nonnull(repro);
+	char *line = strstr(repro, "# reproduce: assay check THIS.tg --external '" NUMPY
+			    " --fault crash' --name external --seed ");
+	ck_assert_msg(line, "%s", repro);
+	line += strlen("# reproduce: assay ");
+	line[strcspn(line, "\n")] = 0;
+	char *again = strstr(line, "THIS.tg");
+	r = run(dir, "check %s%s", path, again + strlen("THIS.tg"));
+	ck_assert_msg(r.code == 1 && strstr(r.out, " crash "), "exit %d: %s", r.code, r.out);
+	free(r.out);
+	free(repro);
 	/* the capability query itself: a command that prints none is refused, exit 2 */
 	r = run(dir, "fuzz --external 'true' --cases 1 --quiet -o %s/camp2", dir);
 	ck_assert_msg(r.code == 2 && strstr(r.out, "capability"), "exit %d: %s", r.code, r.out);

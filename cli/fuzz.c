@@ -144,9 +144,11 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 	return 0;
 }
 
-/* --external CMD [--name NAME]: the external kernel registered, its capabilities asked,
- * the generator kept within them, and its name in the campaign's backends (alone unless
- * --backends named assay's own). */
+/* --external CMD [--name NAME]: the external kernel registered and its capabilities asked
+ * (fz_campaign_run keeps the generator within them), and, for a new campaign, its name in
+ * the campaign's backends (alone unless --backends named assay's own). A campaign with an
+ * external kernel is resumed with the same --external and --name: the settings name the
+ * backend, not the command. */
 static int external(const Args *a, bool resume, FzCampaign *c)
 {
 	const char *cmd = cli_get(a, "external");
@@ -157,17 +159,13 @@ static int external(const Args *a, bool resume, FzCampaign *c)
 		fprintf(stderr, "assay fuzz: --name names an --external kernel; there is none\n");
 		return 2;
 	}
-	if (resume) {
-		fprintf(stderr, "assay fuzz: --resume of a campaign with --external is not supported "
-			"yet (its capabilities are not part of the settings); start a new one\n");
-		return 2;
-	}
 	const Backend *b = vf_external(cli_get(a, "name"), cmd, &d);
 	VfCaps caps;
 	if (!b || vf_ext_caps(cmd, 30, &caps, &d))
 		return cli_report(&d);
-	vf_ext_set_caps(b, &caps);
-	fz_gen_restrict(&c->gen, &caps);
+	vf_ext_set_caps(b, &caps);   /* the campaign keeps its generator within them */
+	if (resume)
+		return 0;   /* the campaign's own backends, which must name it */
 	if (!cli_has(a, "backends"))
 		snprintf(c->backends, sizeof c->backends, "%s", b->name);
 	else if (strlen(c->backends) + strlen(b->name) + 2 <= sizeof c->backends)

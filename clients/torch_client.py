@@ -421,6 +421,12 @@ def main():
         return decline("PyTorch (or NumPy) is not installed here (%s)" % e)
     if opts["device"].startswith("cuda") and not torch.cuda.is_available():
         return decline("no CUDA device is available to PyTorch %s" % torch.__version__)
+    if opts["mode"] == "compile" and not hasattr(torch, "compile"):
+        return decline("PyTorch %s has no torch.compile (2.0 and later)" % torch.__version__)
+    if opts["mode"] == "sdpa" and not hasattr(torch.nn.functional,
+                                              "scaled_dot_product_attention"):
+        return decline("PyTorch %s has no scaled_dot_product_attention (2.0 and later)" %
+                       torch.__version__)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = torch.device(opts["device"])

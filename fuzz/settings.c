@@ -733,7 +733,8 @@ int fz_run_backends(FzRun *r, const char *list, Diag *d)
 			return -1;
 		}
 		if (!b) {
-			diag_set(d, 2, "unknown backend '%.*s' (known: %s)", (int)len, p, known);
+			diag_set(d, 2, "unknown backend '%.*s' (known: %s; an external kernel's is named "
+				 "by --external CMD --name NAME)", (int)len, p, known);
 			return -1;
 		}
 		int i = 0;

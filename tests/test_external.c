@@ -168,6 +168,11 @@ START_TEST(failing_commands)
 	ck_assert_msg(r.code == 1 && strstr(r.out, " timeout ") &&
 		      strstr(r.out, "gave no result within 2 s"), "exit %d: %s", r.code, r.out);
 	free(r.out);
+	/* the name of one of assay's own backends is refused: the records would mix them */
+	r = run(dir, "check %s/small.tg --external '" NUMPY "' --name c", dir);
+	ck_assert_msg(r.code == 2 && strstr(r.out, "one of assay's own backends"), "exit %d: %s",
+		      r.code, r.out);
+	free(r.out);
 	/* a command that is not there at all: sh's 127 is a crash with its stderr */
 	r = run(dir, "check %s/small.tg --external 'no-such-client-here'", dir);
 	ck_assert_msg(r.code == 1 && strstr(r.out, "status 127") && strstr(r.out, "not found"),
@@ -229,6 +234,19 @@ START_TEST(fuzz_keeps_to_capabilities)
 	ck_assert_int_gt(count(log, "\"verdict\":\"pass\""), CASES / 2);
 	free(log);
 	free(r.out);
+	/* a resume needs the external kernel named again; then it continues, still within */
+	r = run(dir, "fuzz --resume %s/camp --cases %d --quiet", dir, CASES + 4);
+	ck_assert_msg(r.code == 2 && strstr(r.out, "--external CMD --name NAME"), "exit %d: %s",
+		      r.code, r.out);
+	free(r.out);
+	r = run(dir, "fuzz --resume %s/camp --external '" NUMPY " --without exp,exp2,expm1' "
+		"--cases %d --quiet", dir, CASES + 4);
+	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.out);
+	free(r.out);
+	log = tu_read_file(path, NULL);
+	ck_assert_int_eq(count(log, "\"verdict\":\"crash\""), 0);
+	ck_assert_int_eq(count(log, "{\"done\":"), CASES + 4);
+	free(log);
 	/* a failure's repro names the command, and its reproduce line reproduces it */
 	r = run(dir, "fuzz --external '" NUMPY " --fault crash' --cases 1 --no-reduce --quiet -o "
 		"%s/camp3", dir);
@@ -322,6 +340,31 @@ START_TEST(order_any_budget)
 }
 END_TEST
 
+/* The PyTorch client here (no CUDA device; PyTorch perhaps absent): it declines with the
+ * reason, so the check tested nothing (exit 2) and says why; its capabilities need no
+ * PyTorch, and sdpa's are attention's only. */
+START_TEST(torch_client_declines_without_device)
+{
+	char *dir = tmpdir();
+	Ran r = run(dir, "check examples/softmax.tg --external 'python3 clients/torch_client.py "
+		    "--mode eager'");
+	ck_assert_msg(r.code == 2 && strstr(r.out, "unsupported") && strstr(r.out, "torch_client: ") &&
+		      (strstr(r.out, "not installed") || strstr(r.out, "no CUDA device")),
+		      "exit %d: %s", r.code, r.out);
+	free(r.out);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "python3 clients/torch_client.py --mode sdpa --assay-capabilities "
+		 ">%s/caps.json", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "%s/caps.json", dir);
+	char *caps = tu_read_file(cmd, NULL);
+	ck_assert_msg(caps && strstr(caps, "\"monoids\": [\"sum\", \"max\"]") &&
+		      !strstr(caps, "\"tanh\""), "%s", caps ? caps : "(none)");
+	free(caps);
+	rm_rf(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("external");
@@ -335,6 +378,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, claimed_schedule);
 	tcase_add_test(tc, fuzz_keeps_to_capabilities);
 	tcase_add_test(tc, report_side_by_side);
+	tcase_add_test(tc, torch_client_declines_without_device);
 	suite_add_tcase(s, tc);
 	return s;
 }

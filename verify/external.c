@@ -196,6 +196,12 @@ void vf_ext_set_caps(const Backend *b, const VfCaps *c)
 	}
 }
 
+const VfCaps *vf_ext_caps_of(const Backend *b)
+{
+	const Ext *e = ext_of(b);
+	return e && e->has_caps ? &e->caps : NULL;
+}
+
 bool vf_ext_lacks(const Backend *b, const Graph *g, const Schedule *s, char *why, size_t n)
 {
 	const Ext *e = ext_of(b);

@@ -443,6 +443,8 @@ int vf_ext_caps(const char *cmd, double timeout_s, VfCaps *c, Diag *d);
  * (vf_caps_cover of the graph under the claim), and records the others unsupported, with
  * what is lacking. */
 void vf_ext_set_caps(const Backend *b, const VfCaps *c);
+/* The capabilities given to b (vf_ext_set_caps), or NULL: none given, or not external. */
+const VfCaps *vf_ext_caps_of(const Backend *b);
 /* Whether g, under schedule s, needs only what c lists; false with the first thing it
  * lacks in why ("exp", "monoid topk", "format bf16"). */
 bool vf_caps_cover(const VfCaps *c, const Graph *g, const Schedule *s, char *why, size_t n);

@@ -182,7 +182,7 @@ class Evaluator:
             v = np.asarray(v).astype(np.int64)
         else:
             v = self.real(v, fmt)
-        if "pad" in e:
+        if "pad" in e and inb is not None:   # a scalar read is never outside
             p = self.ev(e["pad"], env, fmt)
             p = np.asarray(p).astype(np.int64) if isint else self.real(p, fmt)
             v = np.where(inb, v, p)
@@ -507,7 +507,8 @@ class Evaluator:
             key = np.where(isnan, 0, -t.astype(np.float64))
             order = np.lexsort((pos, key, ~isnan, ~mask), axis=-1)[..., :K]
             vals = np.take_along_axis(t, order, axis=-1)
-            return [self.rnd(vals, d["store"]), (order + L).astype(np.int64)]
+            vals = vals.astype(np.int64) if d["store"] == "i32" else self.rnd(vals, d["store"])
+            return [vals, (order + L).astype(np.int64)]
         t, mask = self.terms(d, t, mask)
         isnan = np.isnan(t) & mask
         big = -np.inf if m == "argmax" else np.inf

@@ -33,12 +33,8 @@ import json
 import os
 import sys
 
-ALL_OPS = ["neg", "not", "add", "sub", "mul", "div", "idiv", "mod", "eq", "ne", "lt", "le",
-           "gt", "ge", "and", "or", "select", "exp", "exp2", "expm1", "log", "log2", "log1p",
-           "sqrt", "rsqrt", "abs", "sin", "cos", "tanh", "sigmoid", "erf", "floor", "ceil",
-           "pow", "max", "min", "fma", "cast_f64", "cast_f32", "cast_f16", "cast_bf16"]
-MONOIDS = ["sum", "prod", "max", "min", "logsumexp", "argmax", "argmin", "topk"]
-FORMATS = ["f64", "f32", "f16", "bf16", "i32"]
+from numpy_client import ALL_OPS, MONOIDS, FORMATS   # beside this file; imports no NumPy
+
 MODES = ["eager", "compile", "sdpa"]
 
 
@@ -125,7 +121,7 @@ class Program:
         v = x[tuple(t.broadcast_tensors(*idx))] if idx else x
         isint = self.tensors[name]["type"] == "int"
         v = v.to(t.int64) if isint else v.to(self.dtype(fmt))
-        if "pad" in e:
+        if "pad" in e and inb is not None:   # a scalar read is never outside
             p = self.ev(e["pad"], env, fmt)
             p = p.to(t.int64) if isint else p.to(self.dtype(fmt))
             v = t.where(inb, v, p)
@@ -323,7 +319,8 @@ class Program:
         if m in ("argmax", "argmin", "topk"):
             r = self.select(d, body, mask, fullshape, starts)
             if m == "topk":
-                self.vals[d["results"][0]] = r[0].to(self.dtype(d["store"]))
+                self.vals[d["results"][0]] = (r[0].to(t.int64) if d["store"] == "i32" else
+                                              r[0].to(self.dtype(d["store"])))
                 self.vals[d["results"][1]] = r[1]
             else:
                 self.vals[d["results"][0]] = r
@@ -334,10 +331,13 @@ class Program:
                 v = v.expand(fullshape).reshape(shape + [-1])
                 mk = mask.reshape(shape + [-1])
                 ii = t.iinfo(t.int64)
-                v = {"sum": lambda: t.where(mk, v, 0).sum(-1),
-                     "prod": lambda: t.where(mk, v, 1).prod(-1),
-                     "max": lambda: t.where(mk, v, ii.min).amax(-1),
-                     "min": lambda: t.where(mk, v, ii.max).amin(-1)}[m]()
+
+                def c(x):
+                    return t.tensor(x, dtype=t.int64, device=self.dev)
+                v = {"sum": lambda: t.where(mk, v, c(0)).sum(-1),
+                     "prod": lambda: t.where(mk, v, c(1)).prod(-1),
+                     "max": lambda: t.where(mk, v, c(ii.min)).amax(-1),
+                     "min": lambda: t.where(mk, v, c(ii.max)).amin(-1)}[m]()
             self.vals[d["results"][0]] = v.expand(shape).clone()
             return
         v = self.real(body, fmt) if m == "none" else self.reduce(d, body, mask, fullshape, fmt)

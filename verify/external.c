@@ -239,16 +239,6 @@ void vf_ext_claim(const Graph *g, Schedule *s, bool keep)
 
 /* ------------------------------------------------------------ request.json */
 
-static void jnum(FILE *f, double x)
-{
-	if (isnan(x))
-		fputs("\"nan\"", f);
-	else if (isinf(x))
-		fputs(x > 0 ? "\"inf\"" : "\"-inf\"", f);
-	else
-		fprintf(f, "%.17g", x);
-}
-
 static const char *ty_name(int ty)
 {
 	return ty == TY_BOOL ? "bool" : ty == TY_INT ? "int" : "real";
@@ -271,7 +261,7 @@ static void expr(FILE *f, const Graph *g, const Def *D, Ref r)
 		fputs("\"k\":\"num\",\"text\":", f);
 		vf_json_str(f, g->lits[n->u.lit].text);
 		fputs(",\"value\":", f);
-		jnum(f, g->lits[n->u.lit].approx);
+		vf_json_num(f, g->lits[n->u.lit].approx);
 		break;
 	case NK_INT:
 		fprintf(f, "\"k\":\"int\",\"value\":%lld", (long long)n->u.ival);

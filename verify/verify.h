@@ -585,6 +585,8 @@ int vf_append_record(const char *dir, const VfRecord *r, Diag *d);
 
 /* s (NULL: "") as a JSON string literal, quotes included (records, campaign logs, reports). */
 void vf_json_str(FILE *f, const char *s);
+/* x as a JSON number (%.17g), non-finite ones as the strings "inf", "-inf", "nan". */
+void vf_json_num(FILE *f, double x);
 
 /* --------------------------------------------------------------- provenance */
 

@@ -381,15 +381,13 @@ static void external(const Backend *b, const Graph *g, const Schedule *s, const 
 		memcpy(base + h->src_off, src, h->src_len);
 		free(src);
 	}
-	if (st == WK_OK) {
-		stage(h, ST_DOWNLOAD);
+	if (st == WK_OK) {   /* the stage stays ST_EXTERNAL: await's limit for it holds to the end */
 		for (int k = 0; k < g->noutputs; k++) {
 			if (h->hooks & VF_HOOK_NAN)
 				poison_nan(&outs[k]);
 			memcpy(base + h->out_off[k], outs[k].data, out_bytes(g, k));
 			ht_free(&outs[k]);
 		}
-		stage(h, ST_DONE);
 	}
 	finish(h, st, "%s", msg);
 	free(msg);

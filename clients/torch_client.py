@@ -361,7 +361,7 @@ def sdpa(torch, req, inputs, device):
         raise Unsupported("--mode sdpa takes a graph of examples/attention.tg's five "
                           "definitions (s, m, p, l, o); this one has monoids %s" % names)
     s, mx, p, l, o = defs
-    scale = None
+    scale = 1.0   # s's literal factor (none: 1)
 
     def find_scale(e):
         nonlocal scale
@@ -380,8 +380,10 @@ def sdpa(torch, req, inputs, device):
     if H != KVH:   # grouped heads: head h reads K/V head h / G
         k = k.repeat_interleave(H // KVH, dim=1)
         v = v.repeat_interleave(H // KVH, dim=1)
-    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                                           scale=scale)
+    kw = {}
+    if scale != q.shape[-1] ** -0.5:   # SDPA's own default is 1/sqrt(D) (the scale
+        kw["scale"] = scale            # argument exists from PyTorch 2.1)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, **kw)
     return (out.permute(0, 2, 1, 3).contiguous(),)   # o[b, i, h, d]
 
 

@@ -32,7 +32,9 @@
 #     external   `assay check examples/*.tg` with the PyTorch client in its three modes
 #                (clients/torch_client.py --mode eager|compile|sdpa, names torch-MODE) beside
 #                the cuda backend, each with its report; one table of verdicts per example
-#                and output, every failing row with its reason ($PYTHON: default python3)
+#                and output, every failing row with its reason ($PYTHON: default python3;
+#                $EXTERNAL_MODES: default "eager compile sdpa", one at a time to stay within
+#                a command's time: Inductor compiles each example for tens of seconds)
 #   (default: backends check). Logs and results go to $OUT (the device tool's folder) or /tmp.
 # Exit status: 0 when every step passed.
 set -uo pipefail
@@ -205,12 +207,15 @@ for step in $steps; do
 		# example, with assay's cuda backend beside it, one check directory and report
 		# each; a table of verdicts per example and backend; every failing row with its
 		# reason (the repro: the example, --seed 1, the mode's command)
-		for mode in eager compile sdpa; do
-			"$A" check examples/*.tg --backends cuda --external \
+		own="--backends cuda"   # assay's cuda beside the first mode only
+		for mode in ${EXTERNAL_MODES:-eager compile sdpa}; do
+			# shellcheck disable=SC2086
+			"$A" check examples/*.tg $own --external \
 				"${PYTHON:-python3} clients/torch_client.py --mode $mode" --name "torch-$mode" \
 				--compile-timeout 600 -o "$LOG/external-$mode" >"$LOG/external-$mode.log" 2>&1
 			echo "torch-$mode: assay check exit $? ($(tail -1 "$LOG/external-$mode.log"))"
 			"$A" report "$LOG/external-$mode" -o "$LOG/external-$mode/report" >/dev/null 2>&1
+			own=""
 		done
 		echo "-- verdict per example: cuda, torch-eager, torch-compile, torch-sdpa"
 		cat "$LOG"/external-*.log | awk '

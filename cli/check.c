@@ -26,7 +26,9 @@
 
 static const FlagSpec flags[] = {
 	{"backends", true, false, "LIST     comma list of backends (default: every available one)"},
-	{"schedule", true, false, "FILE     schedule directives replacing the graph's schedule block"},
+	{"schedule", true, false, "FILE     schedule directives replacing the graph's schedule block (with --external: the claim)"},
+	{"external", true, false, "CMD      also (without --backends: only) check the kernel CMD computes (docs/external.md)"},
+	{"name", true, false, "NAME     --external: the backend name of its records (default external)"},
 	{"schedules", true, false, "N        sampled schedules besides the graph's own (default 0)"},
 	{"seed", true, false, "S        seed of the inputs, sampled schedules and elements (default 1)"},
 	{"inputs", true, false, "DIST     normal | uniform | adversarial | edges (default normal)"},
@@ -133,6 +135,23 @@ static int worst(int a, int b)
 	return a > b ? a : b;
 }
 
+/* With --external and --schedule CLAIM: the claim (g's directives replaced by CLAIM's),
+ * every reduction whose order CLAIM does not state `order : any`. */
+static int claim_of(const Args *a, Graph *g, VfSched *claim)
+{
+	bool given;
+	int code = cli_schedule(a, "check", g, &given);
+	Diag d = {0};
+	if (code)
+		return code;
+	if (sched_build(g, &claim->s, &d))
+		return cli_report(&d);
+	vf_ext_claim(g, &claim->s, true);
+	snprintf(claim->name, sizeof claim->name, "claim");
+	claim->text = sched_text(g, &claim->s);
+	return 0;
+}
+
 /* Checks one graph file; returns its exit code. */
 static int check_one(const Args *a, const char *path, const Backend **bs, int nb, int nsched,
 		     VfOpts *o)
@@ -141,15 +160,22 @@ static int check_one(const Args *a, const char *path, const Backend **bs, int nb
 	Graph *g = cli_load_graph(a, "check", path, &code);
 	if (!g)
 		return code;
-	VfSched *scheds = NULL;
+	VfSched *scheds = NULL, claim = {.name = ""};
 	HostTensor *inputs = calloc((size_t)ir_ninputs(g) + 1, sizeof *inputs);
 	Diag d = {0};
-	const char *first;
-	if ((code = own_schedule(a, g, &first)))
+	const char *first = g->has_schedule ? "graph" : "default";
+	bool ext_claim = cli_has(a, "external") && cli_has(a, "schedule");
+	if (!ext_claim && (code = own_schedule(a, g, &first)))
 		goto out;
 	if (vf_sched_list(g, first, o->seed, nsched, &scheds, &ns, &d)) {
 		code = cli_report(&d);
 		goto out;
+	}
+	o->claim = NULL;
+	if (ext_claim) {   /* assay's own backends keep the graph's schedule */
+		if ((code = claim_of(a, g, &claim)))
+			goto out;
+		o->claim = &claim;
 	}
 	if ((code = cli_load_inputs(a, "check", g, inputs)))
 		goto out;
@@ -161,6 +187,9 @@ static int check_one(const Args *a, const char *path, const Backend **bs, int nb
 out:
 	free(inputs);
 	vf_sched_list_free(scheds, ns);
+	sched_free(&claim.s);
+	free(claim.text);
+	o->claim = NULL;
 	ir_free(g);
 	return code;
 }
@@ -381,7 +410,21 @@ int cmd_check(int argc, char **argv)
 	VfOpts o = {.sink = row, .ctx = &sink};
 	Diag d = {0};
 	char why[1024];
-	if ((code = cli_backends(&a, "check", bs, &nb)) || (code = options(&a, &o, &nsched)))
+	nb = 0;
+	const char *ext = cli_get(&a, "external");
+	if (ext) {   /* the external kernel first; assay's own only where --backends names them */
+		if (!(bs[0] = vf_external(cli_get(&a, "name"), ext, &d)))
+			return cli_report(&d);
+		nb = 1;
+	} else if (cli_has(&a, "name")) {
+		fprintf(stderr, "assay check: --name names an --external kernel; there is none\n");
+		return 2;
+	}
+	if ((!ext || cli_has(&a, "backends")) && (code = cli_backends(&a, "check", bs + nb, &nb)))
+		return code;
+	if (ext && cli_has(&a, "backends"))
+		nb++;
+	if ((code = options(&a, &o, &nsched)))
 		return code;
 	if (cli_has(&a, "backends") && cli_unavailable(bs, nb, why, sizeof why) == nb) {
 		fprintf(stderr, "assay check: nothing was tested: every backend is unavailable (%s)\n",

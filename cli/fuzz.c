@@ -56,6 +56,9 @@ static const FlagSpec flags[] = {
 	{"variants", true, false, "K        metamorphic variants checked per case, 0..8; a fraction is a chance (0.25, the default: one in a quarter of the cases; 0: none)"},
 	{"shard", true, false, "I/N      run only the cases n with n mod N = I, as the whole campaign runs them\n"
 	 "                          (no coverage feedback); `assay merge` joins the N shards"},
+	{"external", true, false, "CMD      also (without --backends: only) fuzz the kernel CMD computes, on graphs within\n"
+	 "                          what `CMD --assay-capabilities` declares (docs/external.md)"},
+	{"name", true, false, "NAME     --external: the backend name of its records (default external)"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
 	{"resume", true, false, "DIR      continue the campaign in DIR with its own settings"},
 	{"replay", true, false, "DIR      replay case CASE (the positional argument) of the campaign in DIR"},
@@ -138,6 +141,36 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 	for (int k = 0; k < r.nbackends; k++)
 		r.backends[k] = bs[k];
 	fz_backends_list(&r, c->backends, sizeof c->backends);
+	return 0;
+}
+
+/* --external CMD [--name NAME]: the external kernel registered and its capabilities asked
+ * (fz_campaign_run keeps the generator within them), and, for a new campaign, its name in
+ * the campaign's backends (alone unless --backends named assay's own). A campaign with an
+ * external kernel is resumed with the same --external and --name: the settings name the
+ * backend, not the command. */
+static int external(const Args *a, bool resume, FzCampaign *c)
+{
+	const char *cmd = cli_get(a, "external");
+	Diag d = {0};
+	if (!cmd) {
+		if (!cli_has(a, "name"))
+			return 0;
+		fprintf(stderr, "assay fuzz: --name names an --external kernel; there is none\n");
+		return 2;
+	}
+	const Backend *b = vf_external(cli_get(a, "name"), cmd, &d);
+	VfCaps caps;
+	if (!b || vf_ext_caps(cmd, 30, &caps, &d))
+		return cli_report(&d);
+	vf_ext_set_caps(b, &caps);   /* the campaign keeps its generator within them */
+	if (resume)
+		return 0;   /* the campaign's own backends, which must name it */
+	if (!cli_has(a, "backends"))
+		snprintf(c->backends, sizeof c->backends, "%s", b->name);
+	else if (strlen(c->backends) + strlen(b->name) + 2 <= sizeof c->backends)
+		snprintf(c->backends + strlen(c->backends), sizeof c->backends - strlen(c->backends),
+			 ",%s", b->name);
 	return 0;
 }
 
@@ -418,6 +451,8 @@ int cmd_fuzz(int argc, char **argv)
 		return cli_report(&d);
 	c.faults = env.w.faults;
 	c.hooks = env.w.hooks;
+	if ((code = external(&a, resume, &c)))
+		return code;
 	if (resume && fz_settings_read(dir, &camp, &d))
 		return cli_report(&d);
 	if (resume && (code = same_settings(&a, dir, &c, &camp)))

@@ -1378,7 +1378,7 @@ static int directive_ok(Checker *ck, int k, const char *file, const char *src, s
 	Directive *X = &g->dirs[k];
 	if (X->kind >= SD__COUNT || !X->target || ((X->kind == SD_TILE || X->kind == SD_SPLIT) &&
 	    (X->nargs < 1 || !X->args)) || X->fmt < 0 || X->fmt >= DT__COUNT ||
-	    (X->order != ORDER_LINEAR && X->order != ORDER_PAIRWISE))
+	    (X->order < 0 || X->order >= ORDER__COUNT))
 		return bad(ck, "directive %d is malformed", k);
 	const char *kw = fe_dir_name((DirKind)X->kind);
 	int t = ir_find_tensor(g, X->target);

@@ -253,7 +253,13 @@ typedef struct {
 /* ---------------------------------------------------------------- schedules */
 
 typedef enum { SD_STORE, SD_ACCUM, SD_INLINE, SD_TILE, SD_SPLIT, SD_ORDER, SD__COUNT } DirKind;
-typedef enum { ORDER_LINEAR, ORDER_PAIRWISE } Order;
+/* ORDER_ANY (graph-format.md 7a, claims of --external kernels): the reduction may be computed
+ * in any order; its budget is that of the worst tree (oracles/budget.c), and assay's own
+ * kernels compute it linearly. */
+typedef enum { ORDER_LINEAR, ORDER_PAIRWISE, ORDER_ANY, ORDER__COUNT } Order;
+/* "linear", "pairwise", "any"; order_parse: -1 if unknown. */
+const char *order_name(Order o);
+int order_parse(const char *s, size_t len);
 
 typedef struct {
 	char *name;     /* an index name */

@@ -96,6 +96,20 @@ static const char *monoids[] = {
 };
 _Static_assert(ARRAY_LEN(monoids) == MO__COUNT, "one name per Monoid");
 
+const char *order_name(Order o)
+{
+	static const char *const names[ORDER__COUNT] = {"linear", "pairwise", "any"};
+	return o >= 0 && o < ORDER__COUNT ? names[o] : "?";
+}
+
+int order_parse(const char *s, size_t len)
+{
+	for (int o = 0; o < ORDER__COUNT; o++)
+		if (strlen(order_name((Order)o)) == len && strncmp(order_name((Order)o), s, len) == 0)
+			return o;
+	return -1;
+}
+
 const char *monoid_name(Monoid m)
 {
 	IR_ASSERT(m >= 0 && m < MO__COUNT);

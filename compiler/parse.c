@@ -805,11 +805,14 @@ static void directive(Parser *P)
 		dir_args(P, &D);
 	} else if (kind == SD_ORDER) {
 		expect(P, T_COLON, "':'");
-		const Token *o = expect(P, T_NAME, "linear or pairwise");
-		if (is_word(P, o, "pairwise"))
-			D.order = ORDER_PAIRWISE;
-		else if (!is_word(P, o, "linear"))
-			fail(P, o, "unknown order %s (linear or pairwise)", describe(P, o));
+		const Token *o = expect(P, T_NAME, "linear, pairwise or any");
+		int ord = -1;
+		for (int i = 0; i < ORDER__COUNT && ord < 0; i++)
+			if (is_word(P, o, order_name((Order)i)))
+				ord = i;
+		if (ord < 0)
+			fail(P, o, "unknown order %s (linear, pairwise or any)", describe(P, o));
+		D.order = (Order)ord;
 	}
 	end_statement(P);
 	if (P->ndirs == P->capdirs) {

@@ -288,7 +288,7 @@ static void pdirective(Buf *b, const Directive *X)
 			put(b, "%s%s=%lld", a ? ", " : " : ", X->args[a].name, (long long)X->args[a].value);
 		break;
 	case SD_ORDER:
-		put(b, " : %s", X->order == ORDER_PAIRWISE ? "pairwise" : "linear");
+		put(b, " : %s", order_name(X->order));
 		break;
 	default:
 		break;

@@ -17,7 +17,9 @@
  *                    S partial results are combined in that order (linear: p0, p1, ...;
  *                    pairwise: the tree below over the S partials).
  * - order s : O      linear: ((t0 op t1) op t2) ...; pairwise: left half = the first
- *                    floor(n/2) terms, recursively. Only sum, prod and logsumexp's sum
+ *                    floor(n/2) terms, recursively; any (a claim of an --external
+ *                    kernel, section 7a): any tree, budgeted as the worst one; assay's
+ *                    own kernels compute it linearly. Only sum, prod and logsumexp's sum
  *                    depend on it; max and min are exact in any order.
  * Default formats (section 7, version 2): a format no directive names is f64 when the
  * definition reads an f64 value, else f32 (its computation, accumulation and storage alike).
@@ -600,7 +602,7 @@ char *sched_text(const Graph *g, const Schedule *s)
 			put(&o, "\n");
 		}
 		if (x->order != ORDER_LINEAR)
-			put(&o, "order %s : %s\n", n, x->order == ORDER_PAIRWISE ? "pairwise" : "linear");
+			put(&o, "order %s : %s\n", n, order_name(x->order));
 	}
 	free(memo);
 	return o.buf;

@@ -1447,6 +1447,9 @@ int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *pro
 		goto out;
 	if (fz_case_setup(&C.c, 0, NULL, &probe, d))
 		goto out;
+	for (int k = 0; k < probe.nbackends; k++)   /* an --external kernel's capabilities */
+		if (vf_ext_caps_of(probe.backends[k]))
+			fz_gen_restrict(&C.c.gen, vf_ext_caps_of(probe.backends[k]));
 	fz_cov_init(&C.cov, &C.c);
 	for (int e = 0; C.c.feedback_epoch > 0 && e < 2; e++) {   /* epochs 0 and 1: no bias */
 		add_bias(&C, e);

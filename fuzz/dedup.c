@@ -338,17 +338,30 @@ char *fz_repro_header(const FzSig *s, const FzRun *r, int defs, const char *orig
 			 "both with the command below (-o DIR keeps their outputs) and compare\n",
 			 fz_variant_kind_name((FzVariantKind)r->pair_kind),
 			 (unsigned long long)r->pair_seed, s->output, s->backend);
+	/* an external kernel is named by its command (quoted for sh) and name */
+	char be[1200];
+	const Backend *xb = vf_external_find(s->backend);
+	const char *cmd = xb ? vf_ext_command(xb) : NULL;
+	if (cmd) {
+		size_t len = (size_t)snprintf(be, sizeof be, "--external '");
+		for (const char *c = cmd; *c && len + 8 < sizeof be; c++)
+			len += (size_t)snprintf(be + len, sizeof be - len, "%s",
+						*c == '\'' ? "'\\''" : (char[2]){*c, 0});
+		snprintf(be + len, sizeof be - len, "' --name %s", s->backend);
+	} else {
+		snprintf(be, sizeof be, "--backends %s", s->backend);
+	}
 	char *h = NULL;
 	int n = asprintf(&h,
 		"# assay: a minimal repro (%d definition%s) of failure %s\n"
 		"# (backend %s, output %s: %s)\n"
 		"# inputs: %s\n"
 		"%s"
-		"# reproduce: %s%s%sassay check THIS.tg%s --backends %s %s\n"
+		"# reproduce: %s%s%sassay check THIS.tg%s %s %s\n"
 		"%s%s%s",
 		defs, defs == 1 ? "" : "s", key, s->backend, s->output, vf_verdict_name(s->verdict),
 		inputs, pair, *faults ? "ASSAY_FAULT=" : "", faults, *faults ? " " : "",
-		r->pair ? " variant.tg" : "", s->backend, inputs,
+		r->pair ? " variant.tg" : "", be, inputs,
 		origin ? "# origin: " : "", origin ? origin : "", origin ? "\n" : "");
 	IR_ASSERT(n >= 0);
 	return h;

@@ -220,7 +220,7 @@ static void pdirective(FILE *f, const Directive *X)
 	for (int a = 0; (X->kind == SD_TILE || X->kind == SD_SPLIT) && a < X->nargs; a++)
 		fprintf(f, "%s%s=%lld", a ? ", " : " : ", X->args[a].name, (long long)X->args[a].value);
 	if (X->kind == SD_ORDER)
-		fprintf(f, " : %s", X->order == ORDER_PAIRWISE ? "pairwise" : "linear");
+		fprintf(f, " : %s", order_name(X->order));
 	fputc('\n', f);
 }
 

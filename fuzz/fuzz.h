@@ -159,6 +159,11 @@ int fz_gen_inputs(const Graph *g, uint64_t seed, uint64_t case_no, HostTensor *i
 
 #include "../verify/verify.h"
 
+/* Leaves out of o (weight 0) every op, monoid and input or output format that capabilities
+ * c lack: the graphs drawn then need only what an external kernel declares it takes
+ * (`assay fuzz --external`). */
+void fz_gen_restrict(GenOpts *o, const VfCaps *c);
+
 enum { FZ_MAXBACKENDS = 8 };
 
 /* How the fuzzer checks a graph (campaign cases, classification, the reducer): exactly

@@ -558,6 +558,19 @@ static char *assemble(Gen *G, uint64_t case_no)
 
 /* ------------------------------------------------------------ the API */
 
+void fz_gen_restrict(GenOpts *o, const VfCaps *c)
+{
+	for (int op = 0; op < OP__COUNT; op++)
+		if (!(c->ops & BE_OP(op)))
+			o->op_w[op] = 0;
+	for (int m = MO_NONE + 1; m < MO__COUNT; m++)
+		if (!(c->monoids & (1u << m)))
+			o->monoid_w[m] = 0;
+	for (int f = 0; f <= DT_I32; f++)
+		if (!(c->formats & (1u << f)))
+			o->in_dtype_w[f] = o->out_dtype_w[f] = 0;
+}
+
 void fz_gen_defaults(GenOpts *o)
 {
 	memset(o, 0, sizeof *o);

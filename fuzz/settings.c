@@ -726,12 +726,15 @@ int fz_run_backends(FzRun *r, const char *list, Diag *d)
 		char name[64];
 		snprintf(name, sizeof name, "%.*s", (int)len, p);
 		const Backend *b = len < sizeof name ? be_find(name) : NULL;
+		if (!b && len < sizeof name)   /* an --external kernel registered by this process */
+			b = vf_external_find(name);
 		if (len == 0) {
 			diag_set(d, 2, "an empty name in the list '%s' (known: %s)", list, known);
 			return -1;
 		}
 		if (!b) {
-			diag_set(d, 2, "unknown backend '%.*s' (known: %s)", (int)len, p, known);
+			diag_set(d, 2, "unknown backend '%.*s' (known: %s; an external kernel's is named "
+				 "by --external CMD --name NAME)", (int)len, p, known);
 			return -1;
 		}
 		int i = 0;

@@ -574,15 +574,74 @@ static Bv pairwise(Ba *b, Op op, const Bv *t, size_t n)
 	return node(b, op, &x, &y);
 }
 
+static Bv chain(Ba *b, Op op, const Bv *t, size_t n)
+{
+	Bv acc = bv_round(&b->c, t[0], b->accf);
+	for (size_t i = 1; i < n; i++)
+		acc = node(b, op, &acc, &t[i]);
+	return acc;
+}
+
+/* `order s : any` (graph-format.md 7a: claims of --external kernels): the bound of the
+ * worst tree. Every tree over n terms has n - 1 nodes, and each node's value is the sum
+ * (product) of a subset of the terms. Sums: every subset sum, computed values and their
+ * rounding errors included, lies in H = [sum min(0, lo_i) - E - R, sum max(0, hi_i) + E +
+ * R] (E = sum e_i, R = n ulps at that magnitude, more than the n - 1 roundings of the
+ * partials); a chain whose partial is widened to H before every node adds at each node
+ * half an ulp at the largest magnitude a node of any tree can have, so its error bounds
+ * every tree's (at most gamma_{n-1} * sum |t_i| + sum e_i, Higham's bound for any order).
+ * Products: every tree has the same n - 1 roundings of relative u, so the chain's bound
+ * holds to first order; where a subset product may overflow (the product of max(1, |t_i|)
+ * does) there is no bound, and a subset product that may fall below the normal range adds
+ * up to half a subnormal ulp per node, times that product. The enclosure of the exact
+ * value is the chain's (it does not depend on the order). */
+static Bv any_tree(Ba *b, Op op, const Bv *t, size_t n)
+{
+	Bv lin = chain(b, op, t, n);
+	if (n < 2 || !bv_bounded(&lin))
+		return lin;
+	double lo = 0, hi = 0, E = 0, P = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (!bv_bounded(&t[i]))
+			return bv_unbounded(lin.tie);
+		lo = bv_add_dn(lo, fmin(0, t[i].lo));
+		hi = bv_add_up(hi, fmax(0, t[i].hi));
+		E = bv_add_up(E, t[i].e);
+		P *= fmax(1, fmax(fabs(t[i].lo), fabs(t[i].hi)) + t[i].e) * INFL;
+	}
+	if (op == OP_MUL) {
+		double h = bv_half_ulp(b->accf, P);
+		if (isinf(h))
+			return bv_unbounded(lin.tie);
+		lin.e = (lin.e + (double)(n - 1) * bv_half_ulp(b->accf, 0) * P) * INFL;
+		return lin;
+	}
+	double M = fmax(-lo, hi) + E;
+	double R = (double)n * 2 * bv_half_ulp(b->accf, 2 * M);
+	if (isinf(R))
+		return bv_unbounded(lin.tie);
+	lo = bv_add_dn(lo, -(E + R));
+	hi = bv_add_up(hi, E + R);
+	Bv acc = bv_round(&b->c, t[0], b->accf);
+	for (size_t i = 1; i < n && bv_bounded(&acc); i++) {
+		acc.lo = fmin(acc.lo, lo);
+		acc.hi = fmax(acc.hi, hi);
+		acc = node(b, op, &acc, &t[i]);
+	}
+	if (!bv_bounded(&acc))
+		return bv_unbounded(lin.tie);
+	lin.e = fmax(lin.e, acc.e);
+	return lin;
+}
+
 /* t[0..n-1] (n >= 1) in the accum format and order, as one chain or tree. */
 static Bv fold1(Ba *b, Op op, const Bv *t, size_t n)
 {
 	if (b->order == ORDER_PAIRWISE)
 		return pairwise(b, op, t, n);
-	Bv acc = bv_round(&b->c, t[0], b->accf);
-	for (size_t i = 1; i < n; i++)
-		acc = node(b, op, &acc, &t[i]);
-	return acc;
+	if (b->order == ORDER_ANY)
+		return any_tree(b, op, t, n);
+	return chain(b, op, t, n);
 }
 
 /* The pairwise tree over partials p[lo .. lo+n); an empty partial (the identity) joins
@@ -607,7 +666,7 @@ static bool ptree(Ba *b, Op op, const Bv *p, const bool *empty, size_t lo, size_
  * order, linear or pairwise (lower.c's strided partial accumulators). */
 static Bv fold(Ba *b, Op op, const Bv *t, size_t n)
 {
-	if (b->S <= 1)
+	if (b->S <= 1 || b->order == ORDER_ANY)   /* any order: every split's trees too */
 		return fold1(b, op, t, n);
 	size_t S = (size_t)b->S;
 	if (b->capsbuf < n + S) {

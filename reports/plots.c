@@ -40,6 +40,7 @@ static const char *const verdict_color[V__COUNT] = {
 	[V_COMPILE_ERROR] = "#555555", [V_UNSUPPORTED] = "#bbbbbb", [V_FLAKY] = "#dede00",
 	[V_EMULATION_MISMATCH] = "#377eb8",
 	[V_VARIANT_MISMATCH] = "#00bcd4",
+	[V_BAD_OUTPUT] = "#8b0000",
 };
 
 typedef struct {

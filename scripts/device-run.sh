@@ -31,6 +31,12 @@
 #     throughput bench_fuzz with $(nproc) jobs: campaign cases/s on c alone, on
 #                $BENCH_FUZZ_BACKENDS (default c,opencl,vulkan,cuda) with persistent workers
 #                and with a fresh worker per run
+#     external   `assay check examples/*.tg` with the PyTorch client in its three modes
+#                (clients/torch_client.py --mode eager|compile|sdpa, names torch-MODE) beside
+#                the cuda backend, each with its report; one table of verdicts per example
+#                and output, every failing row with its reason ($PYTHON: default python3;
+#                $EXTERNAL_MODES: default "eager compile sdpa", one at a time to stay within
+#                a command's time: Inductor compiles each example for tens of seconds)
 #   (default: backends check). Logs and results go to $OUT (the device tool's folder) or /tmp.
 # Exit status: 0 when every step passed.
 set -uo pipefail
@@ -215,6 +221,35 @@ for step in $steps; do
 		"$A" check examples/swiglu_mlp.tg examples/rmsnorm.tg --invariance T=1,3 --schedules 2 \
 			>"$LOG/invariance.log" 2>&1 || status=1
 		grep -E 'variant-mismatch|batch invariance|^invariance|per directive' "$LOG/invariance.log"
+		;;
+	external)
+		# the PyTorch client (clients/torch_client.py) in its three modes over every
+		# example, with assay's cuda backend beside it, one check directory and report
+		# each; a table of verdicts per example and backend; every failing row with its
+		# reason (the repro: the example, --seed 1, the mode's command)
+		own="--backends cuda"   # assay's cuda beside the first mode only
+		for mode in ${EXTERNAL_MODES:-eager compile sdpa}; do
+			# shellcheck disable=SC2086
+			"$A" check examples/*.tg $own --external \
+				"${PYTHON:-python3} clients/torch_client.py --mode $mode" --name "torch-$mode" \
+				--compile-timeout 600 -o "$LOG/external-$mode" >"$LOG/external-$mode.log" 2>&1
+			echo "torch-$mode: assay check exit $? ($(tail -1 "$LOG/external-$mode.log"))"
+			"$A" report "$LOG/external-$mode" -o "$LOG/external-$mode/report" >/dev/null 2>&1
+			own=""
+		done
+		echo "-- verdict per example: cuda, torch-eager, torch-compile, torch-sdpa"
+		cat "$LOG"/external-*.log | awk '
+			NF >= 5 && $3 ~ /^(default|graph|claim)$/ { k = $1 "/" $4; seen[k] = 1; v[k, $2] = $5 }
+			END {
+				n = split("cuda torch-eager torch-compile torch-sdpa", bs, " ")
+				printf "%-26s", "example/output"; for (i = 1; i <= n; i++) printf " %-15s", bs[i]; printf "\n"
+				for (k in seen) {
+					printf "%-26s", k
+					for (i = 1; i <= n; i++) printf " %-15s", ((k, bs[i]) in v) ? v[k, bs[i]] : "-"
+					printf "\n"
+				}
+			}' | { read -r h; echo "$h"; sort; }
+		grep -h -A1 -E ' (over-budget|special-mismatch|crash|timeout|bad-output) ' "$LOG"/external-*.log | head -60
 		;;
 	*)
 		echo "device-run: unknown step $step"; status=2

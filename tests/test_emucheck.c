@@ -398,7 +398,7 @@ START_TEST(device_facts)
 	Schedule s;
 	sched_default(g, &s);
 	HostTensor *in = tu_new_inputs(g);
-	WorkerOpts wo = {20, 1, tu_cache_dir("emucheck"), 0, 0, 0, NULL, false};
+	WorkerOpts wo = {20, 1, tu_cache_dir("emucheck"), 0, 0, 0, NULL, false, 0};
 	WorkerResult w;
 	Diag d = {0};
 	ck_assert_int_eq(vf_worker_run(b, g, &s, in, &wo, &w, &d), 0);

@@ -43,6 +43,7 @@
 #include <string.h>
 #include <time.h>
 #include "verify.h"
+#include "ext.h"
 
 typedef struct {
 	HostTensor *want;     /* per output: its compared elements, densely */
@@ -557,6 +558,7 @@ static Verdict verdict_of(WorkerStatus s)
 	static const Verdict t[] = {
 		[WK_OK] = V_PASS, [WK_CRASH] = V_CRASH, [WK_TIMEOUT] = V_TIMEOUT, [WK_OOB] = V_OOB_WRITE,
 		[WK_COMPILE_ERROR] = V_COMPILE_ERROR, [WK_UNSUPPORTED] = V_UNSUPPORTED,
+		[WK_BAD_OUTPUT] = V_BAD_OUTPUT,
 	};
 	return t[s];
 }
@@ -670,8 +672,9 @@ static int budgets_of(Ctx *c, const Backend *b, const VfSched *vs, const WorkerR
 		      HostTensor *budgets, uint8_t **ties, Diag *d)
 {
 	const Graph *g = c->g;
-	int rc = c->o->budget ? c->o->budget(g, &vs->s, b->name, c->inputs, budgets, d) :
-				orc_budget_facts(g, &vs->s, b->name, &w->facts, c->inputs, budgets,
+	const char *rows = vf_ext_rows(b);   /* an external kernel's: ext.h */
+	int rc = c->o->budget ? c->o->budget(g, &vs->s, rows, c->inputs, budgets, d) :
+				orc_budget_facts(g, &vs->s, rows, &w->facts, c->inputs, budgets,
 						 ties, d);
 	if (rc)
 		return -1;
@@ -685,10 +688,10 @@ static int budgets_of(Ctx *c, const Backend *b, const VfSched *vs, const WorkerR
 	return 0;
 }
 
-static int run_case(Ctx *c, const Backend *b, int si, Diag *d)
+/* Runs b under schedule vs, scheds[si] (an external kernel's claim: si < 0). */
+static int run_case(Ctx *c, const Backend *b, const VfSched *vs, int si, Diag *d)
 {
 	const Graph *g = c->g;
-	const VfSched *vs = &c->scheds[si];
 	WorkerResult w;
 	VfEmuResult er = {0};
 	HostTensor *budgets = calloc((size_t)g->noutputs + 1, sizeof *budgets);
@@ -697,7 +700,9 @@ static int run_case(Ctx *c, const Backend *b, int si, Diag *d)
 	double budget_s = 0;
 	char rel[600] = "";
 	int rc = -1;
-	if (vf_worker_run(b, g, &vs->s, c->inputs, &c->o->w, &w, d))
+	WorkerOpts wo = c->o->w;
+	wo.seed = c->o->seed;   /* an external kernel's request states it */
+	if (vf_worker_run(b, g, &vs->s, c->inputs, &wo, &w, d))
 		goto out_budgets;
 	if (w.status == WK_OK) {
 		double t0 = now();
@@ -708,7 +713,10 @@ static int run_case(Ctx *c, const Backend *b, int si, Diag *d)
 	bool sampled = false;
 	for (int k = 0; k < g->noutputs; k++)
 		sampled |= c->orc.idx[k] != NULL;
-	vf_emu_judge(c->emu, b, si, &w, sampled, &er);
+	if (si >= 0)
+		vf_emu_judge(c->emu, b, si, &w, sampled, &er);
+	else
+		snprintf(er.why, sizeof er.why, "an external kernel promises nothing bit for bit");
 	if (c->o->out_dir) {
 		snprintf(rel, sizeof rel, "%s/%s-%s", c->gname, b->name, vs->name);
 		if (save_case(c, b, vs, &w, w.status == WK_OK ? budgets : NULL, rel, d))
@@ -733,6 +741,7 @@ int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *bac
 	     int *failed, Diag *d)
 {
 	Ctx c = {.g = g, .inputs = inputs, .o = o, .scheds = scheds};
+	VfSched claim = {.name = "claim"};
 	vf_graph_name(g, c.gname, sizeof c.gname);
 	int rc = oracle(&c, d);
 	if (rc)
@@ -744,19 +753,30 @@ int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *bac
 		if (save_graph(&c, d))
 			goto out;
 	}
+	if (!o->claim) {
+		sched_default(g, &claim.s);
+		vf_ext_claim(g, &claim.s, false);
+		claim.text = sched_text(g, &claim.s);
+	}
 	for (int i = 0; i < nbackends; i++) {
 		const Backend *b = backends[i];
 		char why[512] = "";
 		bool avail = vf_available(o->w.pool, b, why, sizeof why) == 0;
-		for (int s = 0; s < nscheds; s++) {
-			if (avail ? run_case(&c, b, s, d) :
-				    emit_records(&c, b, &scheds[s], s, NULL, NULL, NULL, NULL, 0, why, "",
+		bool ext = vf_is_external(b);
+		const VfSched *list = ext ? (o->claim ? o->claim : &claim) : scheds;
+		for (int s = 0; s < (ext ? 1 : nscheds); s++) {
+			/* a graph the external command declares it cannot take is never sent */
+			bool lacks = ext && avail && vf_ext_lacks(b, g, &list[s].s, why, sizeof why);
+			if (avail && !lacks ? run_case(&c, b, &list[s], ext ? -1 : s, d) :
+				    emit_records(&c, b, &list[s], s, NULL, NULL, NULL, NULL, 0, why, "",
 						 d))
 				goto out;
 		}
 	}
 	rc = 0;
 out:
+	sched_free(&claim.s);
+	free(claim.text);
 	*failed = c.failed;
 	vf_emu_free(c.emu);
 	free(c.gdir);

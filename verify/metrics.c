@@ -33,6 +33,7 @@ static const char *const verdict_names[V__COUNT] = {
 	[V_FLAKY] = "flaky",
 	[V_EMULATION_MISMATCH] = "emulation-mismatch",
 	[V_VARIANT_MISMATCH] = "variant-mismatch",
+	[V_BAD_OUTPUT] = "bad-output",
 };
 _Static_assert(ARRAY_LEN(verdict_names) == V__COUNT, "one name per verdict");
 
@@ -43,7 +44,8 @@ const char *vf_verdict_name(Verdict v)
 
 bool vf_verdict_whole(Verdict v)
 {
-	return v == V_CRASH || v == V_TIMEOUT || v == V_OOB_WRITE || v == V_COMPILE_ERROR;
+	return v == V_CRASH || v == V_TIMEOUT || v == V_OOB_WRITE || v == V_COMPILE_ERROR ||
+	       v == V_BAD_OUTPUT;
 }
 
 bool vf_verdict_fails(Verdict v)

@@ -64,7 +64,7 @@ void vf_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void json_num(FILE *f, double x)
+void vf_json_num(FILE *f, double x)
 {
 	if (isnan(x))
 		fputs("\"nan\"", f);
@@ -87,11 +87,11 @@ static void worst(FILE *f, const VfMetrics *m)
 		return;
 	}
 	fprintf(f, "{\"index\":%lld,\"got\":", (long long)m->worst);
-	json_num(f, m->worst_got);
+	vf_json_num(f, m->worst_got);
 	fputs(",\"want\":", f);
-	json_num(f, m->worst_want);
+	vf_json_num(f, m->worst_want);
 	fputs(",\"budget\":", f);
-	json_num(f, m->worst_budget);
+	vf_json_num(f, m->worst_budget);
 	fputc('}', f);
 }
 
@@ -99,15 +99,15 @@ static void timings(FILE *f, const VfRecord *r)
 {
 	key(f, "timings");
 	fputs("{\"oracle_s\":", f);
-	json_num(f, r->oracle_s);
+	vf_json_num(f, r->oracle_s);
 	fputs(",\"budget_s\":", f);
-	json_num(f, r->budget_s);
+	vf_json_num(f, r->budget_s);
 	fputs(",\"compile_s\":", f);
-	json_num(f, r->compile_s);
+	vf_json_num(f, r->compile_s);
 	fputs(",\"launch_s\":", f);
-	json_num(f, r->launch_s);
+	vf_json_num(f, r->launch_s);
 	fputs(",\"worker_s\":", f);
-	json_num(f, r->worker_s);
+	vf_json_num(f, r->worker_s);
 	fprintf(f, ",\"cache_hit\":%s}", r->cache_hit ? "true" : "false");
 }
 
@@ -121,8 +121,8 @@ static void agreement(FILE *f, const VfRecord *r)
 	} else {
 		fprintf(f, ",\"agree_axis\":%d,\"agree_k\":%d,\"agree_rows\":%lld", a->axis, a->k,
 			(long long)a->rows);
-		key(f, "argmax_agree"), json_num(f, (double)a->argmax_ok / (double)a->rows);
-		key(f, "topk_agree"), json_num(f, (double)a->topk_ok / (double)a->rows);
+		key(f, "argmax_agree"), vf_json_num(f, (double)a->argmax_ok / (double)a->rows);
+		key(f, "topk_agree"), vf_json_num(f, (double)a->topk_ok / (double)a->rows);
 	}
 	key(f, "agree_ref"), vf_json_str(f, a->rows > 0 && a->ref ? a->ref : "");
 }
@@ -171,13 +171,13 @@ void vf_record_json(FILE *f, const VfRecord *r)
 	key(f, "dtype"), vf_json_str(f, dt_name(r->dtype));
 	key(f, "verdict"), vf_json_str(f, vf_verdict_name(r->verdict));
 	key(f, "reason"), vf_json_str(f, r->reason);
-	key(f, "max_ulp"), json_num(f, m->max_ulp);
-	key(f, "max_abs"), json_num(f, m->max_abs);
-	key(f, "max_rel"), json_num(f, m->max_rel);
-	key(f, "nmse"), json_num(f, m->nmse);
-	key(f, "max_ratio"), json_num(f, m->max_ratio);
-	key(f, "frac_within"), json_num(f, m->frac_within);
-	key(f, "mean_signed_ratio"), json_num(f, m->mean_signed_ratio);
+	key(f, "max_ulp"), vf_json_num(f, m->max_ulp);
+	key(f, "max_abs"), vf_json_num(f, m->max_abs);
+	key(f, "max_rel"), vf_json_num(f, m->max_rel);
+	key(f, "nmse"), vf_json_num(f, m->nmse);
+	key(f, "max_ratio"), vf_json_num(f, m->max_ratio);
+	key(f, "frac_within"), vf_json_num(f, m->frac_within);
+	key(f, "mean_signed_ratio"), vf_json_num(f, m->mean_signed_ratio);
 	key(f, "n_checked"), fprintf(f, "%lld", (long long)m->n_checked);
 	key(f, "n_special"), fprintf(f, "%lld", (long long)m->n_special);
 	key(f, "n_special_unbounded"), fprintf(f, "%lld", (long long)m->n_special_unbounded);
@@ -197,9 +197,9 @@ void vf_record_json(FILE *f, const VfRecord *r)
 		vf_json_str(f, ex);
 		key(f, "f64");
 		fputs("{\"max_ratio\":", f);
-		json_num(f, r->m64.max_ratio);
+		vf_json_num(f, r->m64.max_ratio);
 		fputs(",\"max_ulp\":", f);
-		json_num(f, r->m64.max_ulp);
+		vf_json_num(f, r->m64.max_ulp);
 		fprintf(f, ",\"n_special\":%lld,\"n_special_unbounded\":%lld,\"n_over\":%lld,\"by\":",
 			(long long)r->m64.n_special, (long long)r->m64.n_special_unbounded,
 			(long long)r->m64.n_over);

@@ -39,6 +39,8 @@ typedef enum {
 	V_VARIANT_MISMATCH,   /* fuzz/meta.c: a metamorphic variant that claims a bit-identical
 	              emulation gave outputs that differ, bit for bit, from its original's on
 	              the same backend, both within their budgets (a failure) */
+	V_BAD_OUTPUT,   /* an external kernel (external.c) exited 0 but an output is missing,
+	              not a .npy file, or not of its dtype and shape: a whole-run failure */
 	V__COUNT
 } Verdict;
 
@@ -209,7 +211,8 @@ enum {
 
 /* What a worker came back with. On WK_OK, outs[k] holds output k in its dtype. */
 typedef enum {
-	WK_OK, WK_CRASH, WK_TIMEOUT, WK_OOB, WK_COMPILE_ERROR, WK_UNSUPPORTED
+	WK_OK, WK_CRASH, WK_TIMEOUT, WK_OOB, WK_COMPILE_ERROR, WK_UNSUPPORTED,
+	WK_BAD_OUTPUT   /* an external kernel's outputs are missing or malformed */
 } WorkerStatus;
 
 typedef struct {
@@ -270,6 +273,7 @@ typedef struct {
 	VfPool *pool;        /* persistent workers; NULL: a fresh worker process for each run */
 	bool no_confirm;     /* report a crash or timeout of the first run as it is (tests of the
 	                        mechanism; never for a verdict a user reads) */
+	uint64_t seed;       /* the inputs' seed: an external kernel's request.json states it */
 } WorkerOpts;
 
 /* Runs g under s on backend b in a worker process (its own process group): rewrite
@@ -369,6 +373,11 @@ typedef struct {
 	                            sampled points and f64 emulation together); 0: no limit */
 	int64_t oracle_mem;      /* the oracle's memory cap in bytes (MpOpts.mem_cap); 0: the
 	                            default (mp_default_mem_cap), < 0: none */
+	/* What an external kernel (vf_external) claims to compute: it runs under this one
+	 * schedule, never under the scheds vf_check is given (those are assay's kernels');
+	 * NULL: the default schedule with every sum, prod and logsumexp `order : any`
+	 * (spec/cli.md v2), named "claim". */
+	const VfSched *claim;
 } VfOpts;
 
 /* Reads ASSAY_FAULT (a comma list of seeded fault names: drop_tail, skip_last, pad_zero,
@@ -399,6 +408,51 @@ void vf_sched_list_free(VfSched *s, int n);
 int vf_check(const Graph *g, const HostTensor *inputs, const Backend *const *backends,
 	     int nbackends, const VfSched *scheds, int nscheds, const VfOpts *o,
 	     int *failed, Diag *d);
+
+/* ---------------------------------------------------------- external kernels */
+
+/* An external kernel (external.c, docs/external.md): a Backend named name (NULL or "":
+ * "external") whose every run writes the case into a fresh directory and runs cmd there
+ * through /bin/sh (the protocol of spec/cli.md v2 "Verifying kernels from outside"), in a
+ * worker like any backend's kernel. Records, reports and gates see a backend of that name.
+ * The Backend lives as long as the process (at most 4 of them). NULL with d (code 2) for an
+ * empty command, a name that is not a plain word, one of assay's own backends' names or one
+ * given twice. */
+const Backend *vf_external(const char *name, const char *cmd, Diag *d);
+bool vf_is_external(const Backend *b);
+/* The external backend of that name this process made (vf_external), or NULL. */
+const Backend *vf_external_find(const char *name);
+/* The command of an external backend as given, or NULL for any other backend. */
+const char *vf_ext_command(const Backend *b);
+/* Makes schedule s of g the claim of an external kernel: every sum, prod and logsumexp is
+ * `order : any` (graph-format.md 7a), but with stated, those whose order a directive of g
+ * states (s built from g's directives: the claim's text, --schedule CLAIM). */
+void vf_ext_claim(const Graph *g, Schedule *s, bool stated);
+
+/* What an external kernel takes (its answer to CMD --assay-capabilities, a JSON object
+ * docs/external.md defines): op bits (BE_OP), monoid bits (1 << Monoid) and format bits
+ * (1 << Dtype, of input, output, op, accumulation and storage formats alike). */
+typedef struct {
+	uint64_t ops;
+	unsigned monoids;
+	unsigned formats;
+	char name[64];       /* its "name", or "" */
+} VfCaps;
+
+/* Runs cmd --assay-capabilities (through /bin/sh, relative words as vf_external makes them,
+ * killed after timeout_s seconds, <= 0: 30) and parses its standard output into c. 0, or
+ * -1 with d: code 2 when the command fails, says nothing or prints something that is not
+ * the capability object (the message quotes it); code 3 when it cannot be started. */
+int vf_ext_caps(const char *cmd, double timeout_s, VfCaps *c, Diag *d);
+/* Gives external backend b its capabilities: vf_check then sends it only graphs they cover
+ * (vf_caps_cover of the graph under the claim), and records the others unsupported, with
+ * what is lacking. */
+void vf_ext_set_caps(const Backend *b, const VfCaps *c);
+/* The capabilities given to b (vf_ext_set_caps), or NULL: none given, or not external. */
+const VfCaps *vf_ext_caps_of(const Backend *b);
+/* Whether g, under schedule s, needs only what c lists; false with the first thing it
+ * lacks in why ("exp", "monoid topk", "format bf16"). */
+bool vf_caps_cover(const VfCaps *c, const Graph *g, const Schedule *s, char *why, size_t n);
 
 /* ---------------------------------------------------------- emulation check */
 
@@ -536,6 +590,8 @@ int vf_append_record(const char *dir, const VfRecord *r, Diag *d);
 
 /* s (NULL: "") as a JSON string literal, quotes included (records, campaign logs, reports). */
 void vf_json_str(FILE *f, const char *s);
+/* x as a JSON number (%.17g), non-finite ones as the strings "inf", "-inf", "nan". */
+void vf_json_num(FILE *f, double x);
 
 /* --------------------------------------------------------------- provenance */
 

@@ -73,6 +73,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "verify.h"
+#include "ext.h"
 
 enum {
 	SRC_CAP = 16 << 20, MSG_CAP = 16384, MAXIO = 64, CANARY_GUARD = 64, CANARY_BYTE = 0xa5,
@@ -82,13 +83,14 @@ enum {
 #define MAGIC 0x61737361795f7275ull   /* "assay_ru" */
 
 typedef enum {
-	ST_START, ST_REWRITE, ST_LOWER, ST_EMIT, ST_COMPILE, ST_ALLOC, ST_UPLOAD, ST_LAUNCH,
-	ST_GUARDS, ST_DOWNLOAD, ST_DONE, ST__COUNT
+	ST_START, ST_REWRITE, ST_LOWER, ST_EMIT, ST_COMPILE, ST_EXTERNAL, ST_ALLOC, ST_UPLOAD,
+	ST_LAUNCH, ST_GUARDS, ST_DOWNLOAD, ST_DONE, ST__COUNT
 } Stage;
 
 static const char *const stage_names[ST__COUNT] = {
 	[ST_START] = "start", [ST_REWRITE] = "rewrite", [ST_LOWER] = "lowering",
-	[ST_EMIT] = "emit", [ST_COMPILE] = "compile", [ST_ALLOC] = "alloc", [ST_UPLOAD] = "upload",
+	[ST_EMIT] = "emit", [ST_COMPILE] = "compile", [ST_EXTERNAL] = "the external command",
+	[ST_ALLOC] = "alloc", [ST_UPLOAD] = "upload",
 	[ST_LAUNCH] = "launch", [ST_GUARDS] = "the guard check", [ST_DOWNLOAD] = "download",
 	[ST_DONE] = "exit",
 };
@@ -108,6 +110,7 @@ typedef struct {
 	size_t size;
 	unsigned faults, hooks;
 	int threads;
+	uint64_t seed;            /* the inputs' seed (an external kernel's request states it) */
 	char cache_dir[4096];
 	int ndefs, ninputs, noutputs;
 	size_t text_off, text_len, file_off, sched_off, src_off;
@@ -356,6 +359,40 @@ static void coverage(Shm *h)
 	h->cov_done = 1;
 }
 
+/* The run of an external kernel (external.c): the command in place of the compiler, under
+ * one limit (await: the compile limit plus the run limit, since it does both). */
+static void external(const Backend *b, const Graph *g, const Schedule *s, const HostTensor *in,
+		     Shm *h, unsigned char *base)
+{
+	stage(h, ST_EXTERNAL);
+	h->facts = b->facts;
+	h->facts_done = 1;
+	HostTensor outs[MAXIO];
+	memset(outs, 0, sizeof outs);
+	char *src = NULL, *msg = malloc(MSG_CAP);
+	IR_ASSERT(msg);
+	msg[0] = 0;
+	double t0 = now();
+	WorkerStatus st = vf_ext_serve(b, g, s, in, h->seed, outs, &src, msg, MSG_CAP);
+	h->launch_s = now() - t0;
+	if (src) {
+		size_t n = strlen(src);
+		h->src_len = n < SRC_CAP ? n : SRC_CAP;
+		memcpy(base + h->src_off, src, h->src_len);
+		free(src);
+	}
+	if (st == WK_OK) {   /* the stage stays ST_EXTERNAL: await's limit for it holds to the end */
+		for (int k = 0; k < g->noutputs; k++) {
+			if (h->hooks & VF_HOOK_NAN)
+				poison_nan(&outs[k]);
+			memcpy(base + h->out_off[k], outs[k].data, out_bytes(g, k));
+			ht_free(&outs[k]);
+		}
+	}
+	finish(h, st, "%s", msg);
+	free(msg);
+}
+
 /* One run, from the request in the mapping at base; everything it makes is freed. */
 static void serve(const Backend *b, unsigned char *base)
 {
@@ -380,6 +417,11 @@ static void serve(const Backend *b, unsigned char *base)
 		memcpy(in[i].dims, h->in[i].dims, sizeof in[i].dims);
 	}
 	Schedule s = {h->ndefs, (DefSched *)(base + h->sched_off)};
+	if (vf_is_external(b)) {
+		external(b, g0, &s, in, h, base);
+		ir_free(g0);
+		return;
+	}
 	Graph *g = rewrite(g0, h);
 	Kernels *k = NULL;
 	BeRun run = {0};
@@ -691,6 +733,7 @@ static int region_make(const Graph *g, const Schedule *s, const HostTensor *in,
 	h->faults = o->faults;
 	h->hooks = o->hooks;
 	h->threads = o->threads;
+	h->seed = o->seed;
 	snprintf(h->cache_dir, sizeof h->cache_dir, "%s", o->cache_dir ? o->cache_dir : "");
 	h->ndefs = s->ndefs;
 	h->ninputs = ni;
@@ -851,8 +894,9 @@ static void await(Server *sv, const Graph *g, const Region *r, double t0, double
 	Shm *h = r->h;
 	for (;;) {
 		double t = now();
-		bool compiling = h->stage < ST_ALLOC;
-		double deadline = compiling ? t0 + climit : h->t_stage[ST_ALLOC] + rlimit;
+		bool compiling = h->stage < ST_ALLOC, ext = h->stage == ST_EXTERNAL;
+		double deadline = ext ? t0 + climit + rlimit : compiling ? t0 + climit :
+				  h->t_stage[ST_ALLOC] + rlimit;
 		if (t >= deadline) {
 			kill(-sv->pid, SIGKILL);
 			server_stop(sv, true);
@@ -860,7 +904,10 @@ static void await(Server *sv, const Graph *g, const Region *r, double t0, double
 			res->timed_out_compiling = compiling;
 			rules_of(h, res);
 			cov_of(h, res);
-			res->reason = compiling ?
+			res->reason = ext ?
+				strdup_fmt("the external command gave no result within %g s (the compile "
+					   "limit plus the run limit); it was killed", climit + rlimit) :
+				compiling ?
 				strdup_fmt("no result after %g s of compiling (the compile limit; the "
 					   "worker was in %s)", climit, stage_of(h)) :
 				strdup_fmt("the kernel ran past the run limit of %g s (the worker was in "

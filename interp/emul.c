@@ -43,8 +43,9 @@
  *   remaining terms, then evaluates them a second time to sum exp(x - m).
  * - Subnormals: every operand and result of an operation, every loaded, literal, cast and stored
  *   value is noted when it is a subnormal of the width its operation computes in (f32 for
- *   f32, f16 and bf16; f64), into MpStats.subnormal: a device that may flush them could
- *   compute otherwise there, and nowhere else.
+ *   f32, f16 and bf16; f64), into MpStats.subnormal and, per definition, into
+ *   mp_emulate_defs's def_sub: a device that may flush them could compute otherwise there,
+ *   and nowhere else.
  * - Limits (MpOpts): the footprint (every tensor dense, in doubles) is checked against the
  *   memory cap before anything is allocated; workers poll the deadline and report
  *   progress between elements and every 1024 terms; a limit stops the call with -2.
@@ -1403,6 +1404,12 @@ static int deliver(Emu *E, Scratch *s, int k, HostTensor *out, Diag *d)
 int mp_emulate(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
 	       const MpOpts *o, HostTensor *outs, MpStats *st, Diag *d)
 {
+	return mp_emulate_defs(g, inputs, cfg, o, outs, st, NULL, d);
+}
+
+int mp_emulate_defs(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
+		    const MpOpts *o, HostTensor *outs, MpStats *st, uint32_t *def_sub, Diag *d)
+{
 	int nw = o && o->threads > 0 ? o->threads : 1, rc = -1, nout = 0;
 	Emu E = {0};
 	Limits L;
@@ -1421,11 +1428,20 @@ int mp_emulate(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
 	lim_phase_defs(&L, "emulating");
 	if (emu_init(&E, g, inputs, &L, d) < 0)
 		goto fail_init;
-	round_literals(&E, &ws[0].s);
+	round_literals(&E, &ws[0].s);   /* notes nothing: a literal is noted where it is used */
+	uint32_t sub = 0;
 	for (int k = 0; k < g->ndefs; k++) {
 		lim_tensor(&L, g->tensors[g->defs[k].out[0]].name);
 		if (run_def(&E, cfg, k, ws, nw, d) < 0)
 			goto fail_run;
+		uint32_t here = 0;   /* definition k's subnormals, whichever worker met them */
+		for (int i = 0; i < nw; i++) {
+			here |= ws[i].s.sub;
+			ws[i].s.sub = 0;
+		}
+		sub |= here;
+		if (def_sub)
+			def_sub[k] = here;
 	}
 	for (; nout < g->noutputs; nout++)
 		if (deliver(&E, &ws[0].s, nout, &outs[nout], d) < 0)
@@ -1433,12 +1449,11 @@ int mp_emulate(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
 	rc = 0;
 	if (st) {
 		memset(st, 0, sizeof *st);
+		st->subnormal = sub;   /* deliver's roundings into the outputs' dtypes note none */
 		for (int k = 0; k < g->noutputs; k++)
 			st->elements += outs[k].n;
-		for (int i = 0; i < nw; i++) {
+		for (int i = 0; i < nw; i++)
 			st->mpfr_ops += ws[i].s.ops;
-			st->subnormal |= ws[i].s.sub;
-		}
 		for (int k = 0; k < g->ndefs; k++) {
 			Worker w;
 			def_formats(g, cfg, k, &w, NULL);

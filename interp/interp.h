@@ -156,6 +156,12 @@ typedef struct {
  * outs allocated here as for mp_exact). 0, -1 or -2 (a limit) as mp_exact. */
 int mp_emulate(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
 	       const MpOpts *o, HostTensor *outs, MpStats *st, Diag *d);
+/* mp_emulate, and on success def_sub[k] (g->ndefs entries) gets MpStats.subnormal's bits
+ * for what definition k alone computed (its loads, literals, operations and stores; an
+ * output's rounding into its dtype notes none): a check weighs only the definitions an
+ * output depends on (verify's emulation check). */
+int mp_emulate_defs(const Graph *g, const HostTensor *inputs, const EmuConfig *cfg,
+		    const MpOpts *o, HostTensor *outs, MpStats *st, uint32_t *def_sub, Diag *d);
 
 /* One emulated operation, for tests and for the budget code: rounds op(a, b, c) computed in
  * format f (numerics.md section 1) and returns it as a double. */

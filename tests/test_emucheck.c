@@ -45,53 +45,81 @@ static BeFacts facts(const char *which)
 static const char dot[] = "input x : f32[4, 3]\ninput w : f32[3]\n"
 			  "y[i:4] = sum(j:3) x[i, j] * w[j]\noutput y : f32\n";
 
+/* Two outputs: a through exp, b through + and * alone. */
+static const char two[] = "input x : f32[4]\na[i:4] = exp(x[i])\nb[i:4] = x[i] * 3 + 1\n"
+			  "output a : f32, b : f32\n";
+/* b reads e (exp) stored or inlined; c does not. */
+static const char via[] = "input x : f32[4]\ne[i:4] = exp(x[i])\nb[i:4] = e[i] * 3 + 1\n"
+			  "c[i:4] = x[i] * 2\noutput b : f32, c : f32\n";
+/* b reads x through an index that an argmax of exp terms chose; c reads only x. */
+static const char idx[] = "input x : f32[4, 3]\na[i:4] = argmax(j:3) exp(x[i, j])\n"
+			  "b[i:4] = x[i, a[i]] * 2\nc[i:4] = x[i, 0] * 2\noutput b : f32, c : f32\n";
+
 static const struct {
 	const char *src, *sched, *facts;
 	bool want;
 	const char *why;   /* a part of the reason when not */
+	int out;           /* the output judged (-1: the whole graph) */
 } spec_cases[] = {
-	{dot, "", "c", true, ""},
-	{dot, "", "cuda", true, ""},
-	{dot, "", "opencl", true, ""},
-	{dot, "", "vulkan", false, "not promised"},    /* no float controls: rounding unknown */
-	{dot, "", "vulkan+fc", true, ""},
-	{dot, "", "wgsl", false, "contraction"},
-	{dot, "order y : pairwise\nsplit y : j=2\naccum y : bf16", "c", true, ""},
-	{dot, "accum y : f64", "vulkan+fc", false, "f64"},
+	{dot, "", "c", true, "", 0},
+	{dot, "", "cuda", true, "", 0},
+	{dot, "", "opencl", true, "", 0},
+	{dot, "", "vulkan", false, "not promised", 0},    /* no float controls: rounding unknown */
+	{dot, "", "vulkan+fc", true, "", 0},
+	{dot, "", "wgsl", false, "contraction", 0},
+	{dot, "order y : pairwise\nsplit y : j=2\naccum y : bf16", "c", true, "", 0},
+	{dot, "accum y : f64", "vulkan+fc", false, "f64", 0},
 	{"input x : f32[4]\ny[i:4] = exp(x[i])\noutput y : f32\n", "", "c", false,
-	 "exp has an allowance"},
+	 "exp has an allowance", 0},
 	{"input x : f32[4]\ny[i:4] = rsqrt(x[i])\noutput y : f32\n", "", "cuda", false,
-	 "rsqrt has an allowance"},
+	 "rsqrt has an allowance", 0},
 	{"input x : f32[4]\ny[i:4] = sigmoid(x[i])\noutput y : f32\n", "", "c", false,
-	 "sigmoid"},
-	{"input x : f32[4]\ny[i:4] = x[i] / 3\noutput y : f32\n", "", "c", true, ""},
+	 "sigmoid", 0},
+	{"input x : f32[4]\ny[i:4] = x[i] / 3\noutput y : f32\n", "", "c", true, "", 0},
 	{"input x : f32[4]\ny[i:4] = x[i] / 3\noutput y : f32\n", "", "opencl", false,
-	 "div in f32"},
-	{"input x : f32[4]\ny[i:4] = sqrt(x[i])\noutput y : f32\n", "", "opencl+cr", true, ""},
+	 "div in f32", 0},
+	{"input x : f32[4]\ny[i:4] = sqrt(x[i])\noutput y : f32\n", "", "opencl+cr", true, "", 0},
 	{"input x : f32[4]\ny[i:4] = x[i] / 3\noutput y : f32\n", "", "vulkan+fc", false,
-	 "div in f32"},
-	{"input x : f64[4]\ny[i:4] = x[i] / 3\noutput y : f64\n", "", "opencl", true, ""},
+	 "div in f32", 0},
+	{"input x : f64[4]\ny[i:4] = x[i] / 3\noutput y : f64\n", "", "opencl", true, "", 0},
 	{"input x : f32[4, 3]\ns[i:4] = logsumexp(j:3) x[i, j]\noutput s : f32\n", "", "c", false,
-	 "logsumexp"},
+	 "logsumexp", 0},
 	/* fma through f32 then rounded to f16 is not f16's fma */
 	{"input x : f32[4, 3]\ns[i:4] = sum(j:3) fma(x[i, j], x[i, j], 1)\noutput s : f32\n",
-	 "accum s : f16", "c", false, "fma in f16"},
+	 "accum s : f16", "c", false, "fma in f16", 0},
 	{"input x : f32[4, 3]\ns[i:4] = sum(j:3) fma(x[i, j], x[i, j], 1)\noutput s : f32\n", "",
-	 "c", true, ""},
+	 "c", true, "", 0},
 	{"input x : f32[4, 3]\nm[i:4] = max(j:3) abs(floor(x[i, j])) - min(x[i, j], 0)\n"
-	 "a[i:4] = argmax(j:3) x[i, j] * 2\noutput m : f32, a : i32\n", "", "vulkan+fc", true, ""},
+	 "a[i:4] = argmax(j:3) x[i, j] * 2\noutput m : f32, a : i32\n", "", "vulkan+fc", true, "", 0},
 	/* no real arithmetic at all: loads, stores and integers are exact anywhere */
-	{"y[i:6] = (i - 3) % 4\noutput y : i32\n", "", "wgsl", true, ""},
+	{"y[i:6] = (i - 3) % 4\noutput y : i32\n", "", "wgsl", true, "", 0},
 	{"input x : f32[4]\ninput t : i32[3]\ny[i:3] = x[t[i]]\noutput y : f32\n", "", "wgsl",
-	 true, ""},
-	{"input x : f32[4]\ny[i:3] = x[i] ?? 0.5\noutput y : f32\n", "", "vulkan", true, ""},
+	 true, "", 0},
+	{"input x : f32[4]\ny[i:3] = x[i] ?? 0.5\noutput y : f32\n", "", "vulkan", true, "", 0},
 	{"input x : f32[4]\ny[i:4] = x[i]\noutput y : f16\n", "store y : f16", "wgsl", false,
-	 "sign of zero"},
+	 "sign of zero", 0},
 	{"input x : f32[4]\ny[i:4] = x[i]\noutput y : f16\n", "store y : f16", "vulkan+fc", true,
-	 ""},
+	 "", 0},
 	{"input x : f32[4]\ny[i:4] = x[i] > 0 ? x[i] : 0.5\noutput y : f32\n", "", "wgsl", false,
-	 "NaN"},
-	{"input x : f32[4]\ny[i:4] = f16(x[i]) * 3\noutput y : f32\n", "", "c", true, ""},
+	 "NaN", 0},
+	{"input x : f32[4]\ny[i:4] = f16(x[i]) * 3\noutput y : f32\n", "", "c", true, "", 0},
+	/* per output, over the definitions it depends on */
+	{two, "", "c", false, "exp has an allowance", 0},
+	{two, "", "c", true, "", 1},
+	{two, "", "c", false, "exp has an allowance", -1},
+	{two, "", "vulkan+fc", true, "", 1},
+	{via, "", "c", false, "exp has an allowance", 0},
+	{via, "inline e", "c", false, "exp has an allowance", 0},
+	{via, "inline e", "c", true, "", 1},
+	{idx, "", "c", false, "exp has an allowance", 0},
+	{idx, "", "c", true, "", 1},
+	/* contraction and special values: only where the output's own definitions need them */
+	{"y[i:6] = (i - 3) % 4\ninput x : f32[6]\nz[i:6] = x[i] * 2 + 1\n"
+	 "output y : i32, z : f32\n", "", "wgsl", true, "", 0},
+	{"y[i:6] = (i - 3) % 4\ninput x : f32[6]\nz[i:6] = x[i] * 2 + 1\n"
+	 "output y : i32, z : f32\n", "", "wgsl", false, "contraction", 1},
+	{"y[i:6] = (i - 3) % 4\ninput x : f32[6]\nz[i:6] = x[i] * 2 + 1\n"
+	 "output y : i32, z : f32\n", "", "wgsl", false, "contraction", -1},
 };
 
 START_TEST(fully_specified)
@@ -104,7 +132,7 @@ START_TEST(fully_specified)
 	ck_assert_int_eq(sched_build(g, &s, &d), 0);
 	BeFacts f = facts(spec_cases[_i].facts);
 	char why[300] = "unset";
-	bool got = vf_emu_specified(g, &s, &f, why, sizeof why);
+	bool got = vf_emu_specified(g, &s, &f, spec_cases[_i].out, why, sizeof why);
 	ck_assert_msg(got == spec_cases[_i].want, "case %d (%s): %d, why '%s'", _i,
 		      spec_cases[_i].facts, got, why);
 	if (got)
@@ -209,29 +237,104 @@ START_TEST(judge_runs)
 		WorkerResult w = {.status = WK_OK, .outs = emulated(g, &sc.s, in), .facts = flushing};
 		VfEmuResult r;
 		vf_emu_judge(e, b, 0, &w, false, &r);
-		ck_assert_msg(r.applies == !pass, "pass %d: %s", pass, r.why);
+		ck_assert_msg(r.out[0].applies == !pass, "pass %d: %s", pass, r.out[0].why);
 		if (pass)
-			ck_assert_msg(strstr(r.why, "may flush f32 subnormals"), "%s", r.why);
+			ck_assert_msg(strstr(r.out[0].why, "may flush f32 subnormals"), "%s",
+				      r.out[0].why);
 		else
-			ck_assert_int_eq(r.diff[0].n_diff, 0);
+			ck_assert_int_eq(r.out[0].diff.n_diff, 0);
 		vf_emu_result_free(&r);
 		w.facts = ieee;   /* a device that keeps them: held to it, and a wrong bit is seen */
 		ht_set(&w.outs[0], 1, nextafterf((float)ht_get(&w.outs[0], 1), 0));
 		vf_emu_judge(e, b, 0, &w, false, &r);
-		ck_assert(r.applies && r.diff[0].n_diff == 1 && r.diff[0].first == 1);
-		ck_assert(r.diff[0].ulps == 1);
+		ck_assert(r.out[0].applies && r.out[0].diff.n_diff == 1 && r.out[0].diff.first == 1);
+		ck_assert(r.out[0].diff.ulps == 1);
 		vf_emu_result_free(&r);
 		vf_emu_judge(e, b, 0, &w, true, &r);
-		ck_assert(!r.applies && strstr(r.why, "sampled"));
+		ck_assert(!r.out[0].applies && strstr(r.out[0].why, "sampled"));
 		vf_emu_result_free(&r);
 		w.status = WK_CRASH;
 		vf_emu_judge(e, b, 0, &w, false, &r);
-		ck_assert(!r.applies && strstr(r.why, "no outputs"));
+		ck_assert(!r.out[0].applies && strstr(r.out[0].why, "no outputs"));
 		vf_emu_result_free(&r);
 		tu_free_tensors(w.outs, 1);
 		vf_emu_free(e);
 	}
 	tu_free_tensors(in, 1);
+	sched_free(&sc.s);
+	ir_free(g);
+}
+END_TEST
+
+/* Per output: a function with an allowance in one output's definitions leaves the other
+ * held to the emulation (and a wrong bit there seen); a subnormal the emulation met in one
+ * output's definitions keeps a flushing device from that output alone, and from every
+ * output that reads it. mp_emulate_defs says which definition met it. */
+START_TEST(judge_per_output)
+{
+	Graph *g = tu_parse("input x : f32[3]\ninput y : f32[3]\na[i:3] = x[i] * 1e-30\n"
+			    "e[i:3] = exp(y[i])\nb[i:3] = y[i] * 3 + 1\nc[i:3] = a[i] * 1e30\n"
+			    "output a : f32, e : f32, b : f32, c : f32\n");
+	VfSched sc = {.name = "default"};
+	sched_default(g, &sc.s);
+	HostTensor *in = tu_new_inputs(g);
+	const double tiny[3] = {1e-9, -2e-10, 1}, ys[3] = {0.5, -2, 3};
+	for (int i = 0; i < 3; i++) {
+		ht_set(&in[0], i, tiny[i]);
+		ht_set(&in[1], i, ys[i]);
+	}
+	/* the definition that met the subnormal: a (x * 1e-30) and c, which loads it */
+	OrcEmu oe;
+	orc_emu_config(g, &sc.s, &oe);
+	HostTensor out[4] = {0};
+	uint32_t sub[4] = {9, 9, 9, 9};
+	MpStats st;
+	Diag d = {0};
+	MpOpts mo = {.threads = 1};
+	ck_assert_msg(mp_emulate_defs(g, in, &oe.cfg, &mo, out, &st, sub, &d) == 0, "%s", d.msg);
+	ck_assert(sub[0] == 1u << DT_F32 && sub[1] == 0 && sub[2] == 0 && sub[3] == 1u << DT_F32);
+	ck_assert(st.subnormal == 1u << DT_F32);
+	for (int k = 0; k < 4; k++)
+		ht_free(&out[k]);
+	orc_emu_free(&oe);
+	/* one cone each: a = {a}, e = {e}, b = {b}, c = {a, c} */
+	uint8_t cone[4];
+	vf_emu_cone(g, 3, cone);
+	ck_assert(cone[0] && !cone[1] && !cone[2] && cone[3]);
+	vf_emu_cone(g, 2, cone);
+	ck_assert(!cone[0] && !cone[1] && cone[2] && !cone[3]);
+
+	const Backend *b = be_find("c");
+	BeFacts flushing = b->facts;
+	flushing.flush = 1u << DT_F32;
+	VfEmu *e = vf_emu_new(g, in, &sc, 1, &mo, 0);
+	WorkerResult w = {.status = WK_OK, .outs = emulated(g, &sc.s, in), .facts = b->facts};
+	VfEmuResult r;
+	vf_emu_judge(e, b, 0, &w, false, &r);
+	ck_assert_int_eq(r.n, 4);
+	ck_assert(r.out[0].applies && r.out[2].applies && r.out[3].applies);
+	ck_assert_msg(!r.out[1].applies && strstr(r.out[1].why, "c: exp has an allowance"), "%s",
+		      r.out[1].why);
+	for (int k = 0; k < 4; k++)
+		ck_assert_int_eq(r.out[k].diff.n_diff, 0);
+	vf_emu_result_free(&r);
+	/* a wrong rounding in b: seen there, nowhere else */
+	ht_set(&w.outs[2], 2, nextafterf((float)ht_get(&w.outs[2], 2), 100));
+	vf_emu_judge(e, b, 0, &w, false, &r);
+	ck_assert(r.out[2].applies && r.out[2].diff.n_diff == 1 && r.out[2].diff.first == 2);
+	ck_assert(r.out[0].diff.n_diff == 0 && r.out[3].diff.n_diff == 0);
+	vf_emu_result_free(&r);
+	/* a flushing device: a and c met a subnormal, b did not */
+	w.facts = flushing;
+	vf_emu_judge(e, b, 0, &w, false, &r);
+	ck_assert(!r.out[0].applies && !r.out[3].applies && r.out[2].applies);
+	ck_assert_msg(strstr(r.out[3].why, "may flush f32 subnormals") &&
+		      strstr(r.out[3].why, "c depends on"), "%s", r.out[3].why);
+	ck_assert_int_eq(r.out[2].diff.n_diff, 1);
+	vf_emu_result_free(&r);
+	tu_free_tensors(w.outs, 4);
+	vf_emu_free(e);
+	tu_free_tensors(in, 2);
 	sched_free(&sc.s);
 	ir_free(g);
 }
@@ -365,6 +468,42 @@ START_TEST(locates_the_definition)
 }
 END_TEST
 
+/* One output through exp, one through stores and * alone: the second is held to the
+ * emulation, and tie_away's wrong rounding in it is an emulation-mismatch located in its
+ * own definitions (q), not in p, which differs first in graph order but only exp reads;
+ * the exp output is not emulated and passes. */
+START_TEST(per_output_on_c)
+{
+	if (!c_here())
+		return;
+	const char *src = "input x : f32[16]\np[i:16] = x[i]\ne[i:16] = exp(p[i])\n"
+			  "q[i:16] = x[i] * -1\ny[i:16] = q[i] * 2\noutput e : f32, y : f32\n"
+			  "schedule\nstore p : f16\nstore q : f16\n";
+	double v[16];
+	for (int k = 0; k < 8; k++) {   /* exact f16 ties, as tie_away_only_emulation's */
+		v[k] = 1 + (2 * k + 1) * 0x1p-10 / 2;
+		v[8 + k] = -v[k];
+	}
+	Got got;
+	check(src, v, 0, &got);
+	ck_assert_int_eq(got.n, 2);
+	ck_assert_msg(got.v[0] == V_PASS && !got.emulated[0], "%s", got.reason[0]);
+	ck_assert_msg(strstr(got.json[0], "\"emulated_why\":\"c: exp has an allowance"), "%s",
+		      got.json[0]);
+	ck_assert_msg(got.v[1] == V_PASS && got.emulated[1] && got.diff[1] == 0, "%s",
+		      got.reason[1]);
+	check(src, v, KF_TIE_AWAY, &got);
+	ck_assert_msg(got.v[0] == V_PASS && !got.emulated[0], "%s: %s",
+		      vf_verdict_name(got.v[0]), got.reason[0]);
+	ck_assert_msg(got.v[1] == V_EMULATION_MISMATCH, "%s: %s", vf_verdict_name(got.v[1]),
+		      got.reason[1]);
+	ck_assert_int_eq(got.diff[1], 8);
+	ck_assert_msg(strstr(got.reason[1], "first differing stored definition: q = ") &&
+		      strstr(got.reason[1], "8 of 16 elements") && strstr(got.reason[1], "in f16"),
+		      "%s", got.reason[1]);
+}
+END_TEST
+
 /* A function with an allowance is judged by its budget alone, and its record says why. */
 START_TEST(not_emulated_recorded)
 {
@@ -433,12 +572,14 @@ static Suite *suite(void)
 	tcase_add_test(t, backend_facts);
 	tcase_add_test(t, bits);
 	tcase_add_test(t, judge_runs);
+	tcase_add_test(t, judge_per_output);
 	suite_add_tcase(s, t);
 	TCase *p = tcase_create("pipeline");
 	tcase_set_timeout(p, 120);
 	tcase_add_loop_test(p, tie_away_only_emulation, 0, 2);
 	tcase_add_test(p, locates_the_definition);
 	tcase_add_test(p, not_emulated_recorded);
+	tcase_add_test(p, per_output_on_c);
 	tcase_add_loop_test(p, device_facts, 0, 2);
 	suite_add_tcase(s, p);
 	return s;

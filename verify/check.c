@@ -29,11 +29,12 @@
  * (n_tie_disagree) and named in the reason, not failed. With a substitute budget function
  * (VfOpts.budget, for tests) there are no tie flags.
  *
- * The emulation check (emucheck.c) then holds every finished run whose arithmetic is fully
- * specified on its device to the emulation of its schedule, bit for bit (each schedule
- * emulated once, when a backend first needs it): a result within every budget that
- * differs is an emulation-mismatch, its reason naming the first differing output element
- * and the first differing stored definition. Verdicts rank special-mismatch, over-budget,
+ * The emulation check (emucheck.c) then holds every output of a finished run whose
+ * arithmetic (over the definitions it depends on) is fully specified on its device to the
+ * emulation of its schedule, bit for bit (each schedule emulated once, when a backend first
+ * needs it): a result within every budget that differs is an emulation-mismatch, its reason
+ * naming the first differing output element and the first differing stored definition the
+ * output depends on. Verdicts rank special-mismatch, over-budget,
  * emulation-mismatch, pass: a budget's finding is reported as before.
  */
 #include <math.h>
@@ -616,8 +617,9 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, int si,
 			.ref64_by = c->orc.ref64_by ? c->orc.ref64_by : "",
 			.reason = reason, .agree = {.axis = -1, .ref = ""},
 			.red_len = vf_red_len(g, k), .rules = w && w->rewritten ? &w->rules : NULL,
-			.emulated = er && er->applies, .emu_why = er ? er->why : "no outputs to compare",
-			.emu_diff = er && er->applies ? er->diff[k].n_diff : 0,
+			.emulated = er && er->out[k].applies,
+			.emu_why = er ? er->out[k].why : "no outputs to compare",
+			.emu_diff = er && er->out[k].applies ? er->out[k].diff.n_diff : 0,
 			.cov = w && w->covered ? w->cov : NULL,
 			.got = w && w->status == WK_OK ? &w->outs[k] : NULL, .want = &c->orc.want[k],
 			.want_status = c->orc.status[k], .want_idx = c->orc.idx[k],
@@ -639,7 +641,8 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, int si,
 					return -1;
 				located = true;
 				r.verdict = V_EMULATION_MISMATCH;
-				explain_emu(g, k, &er->diff[k], er->locate, reason, sizeof reason);
+				explain_emu(g, k, &er->out[k].diff, er->out[k].locate, reason,
+					    sizeof reason);
 			}
 			/* the first run crashed or timed out, the re-run alone passed */
 			if (w->rerun && r.verdict == V_PASS)

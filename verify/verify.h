@@ -456,14 +456,22 @@ bool vf_caps_cover(const VfCaps *c, const Graph *g, const Schedule *s, char *why
 
 /* ---------------------------------------------------------- emulation check */
 
-/* Whether the arithmetic of g under schedule s is fully specified on a backend with facts f
- * (emucheck.c states the rules): some real arithmetic, special values kept, nothing
- * contracted, and every operation of every definition, in the format it computes in, in
- * f->exact (conversions into every format values are converted to included); integer
- * arithmetic always is. Subnormals are the caller's to weigh (BeFacts.flush against
- * MpStats.subnormal). true, or false with the first reason why not in why ("exp has an
- * allowance", "div in f32 is not promised correctly rounded"). */
-bool vf_emu_specified(const Graph *g, const Schedule *s, const BeFacts *f, char *why, size_t n);
+/* The definitions output k of g depends on: cone[d] = 1 (g->ndefs bytes, written here) for
+ * its own and, transitively, each definition a read names anywhere in theirs (terms,
+ * index lists, reduction bounds, `??` defaults), inlined ones included: output k's values
+ * are computed from these alone. */
+void vf_emu_cone(const Graph *g, int k, uint8_t *cone);
+
+/* Whether the arithmetic of output k of g (k < 0: every output) under schedule s is fully
+ * specified on a backend with facts f (emucheck.c states the rules), over the definitions
+ * it depends on (vf_emu_cone): where they have real arithmetic, special values kept; where
+ * + - * / or fma, nothing contracted; every operation of each, in the format it computes
+ * in, in f->exact (conversions into every format values are converted to included);
+ * integer arithmetic always is. Subnormals are the caller's to weigh (BeFacts.flush
+ * against mp_emulate_defs's per-definition bits). true, or false with the first reason why
+ * not in why ("exp has an allowance", "div in f32 is not promised correctly rounded"). */
+bool vf_emu_specified(const Graph *g, const Schedule *s, const BeFacts *f, int k, char *why,
+		      size_t n);
 
 /* A bit-for-bit comparison of a kernel's output with the emulation's (same dtype and
  * shape): any NaN equals any NaN, zeros must agree in sign, integers must be equal. */
@@ -491,27 +499,34 @@ VfEmu *vf_emu_new(const Graph *g, const HostTensor *inputs, const VfSched *sched
 		  int nscheds, const MpOpts *o, double timeout_s);
 void vf_emu_free(VfEmu *e);
 
-/* The result of the emulation check of one (backend, schedule) run. */
+/* The emulation check of one output of a (backend, schedule) run. */
 typedef struct {
 	bool applies;        /* the record's "emulated" */
 	char why[400];       /* why not */
-	VfEmuDiff *diff;     /* applies: g->noutputs entries */
-	char *locate;        /* vf_emu_locate's finding, or NULL */
+	VfEmuDiff diff;      /* applies: the output against its emulation */
+	char *locate;        /* vf_emu_locate's finding for this output, or NULL */
+} VfEmuOut;
+
+typedef struct {
+	VfEmuOut *out;       /* per output (n = g->noutputs entries) */
+	int n;
 } VfEmuResult;
 
-/* The emulation check of schedule si's run w on backend b: r->applies, or why not (the run
- * did not finish, an output is sampled: its emulation would cost more than the oracle, the
- * arithmetic is not fully specified, the device may flush subnormals the emulation met, the
- * emulation failed or hit its deadline); per output k, r->diff[k]. The caller gives the
- * verdict emulation-mismatch where diff[k].n_diff > 0 and every budget holds. Free r with
+/* The emulation check of schedule si's run w on backend b, per output k: r->out[k].applies
+ * and its diff, or why not (the run did not finish, an output is sampled: the graph's
+ * emulation would cost more than the oracle, output k's arithmetic is not fully specified
+ * (vf_emu_specified over its cone), the device may flush subnormals the emulation met in
+ * its cone, the emulation failed or hit its deadline). The caller gives the verdict
+ * emulation-mismatch where out[k].diff.n_diff > 0 and every budget holds. Free r with
  * vf_emu_result_free. */
 void vf_emu_judge(VfEmu *e, const Backend *b, int si, const WorkerResult *w, bool sampled,
 		  VfEmuResult *r);
 /* After a difference: runs the kernels of schedule si again on b (wo's workers and limits),
- * downloading every stored definition, and names in r->locate (malloc'ed) the first
- * stored definition, in graph order, whose values differ from the emulation's, and its
- * first differing element. Nothing is found (r->locate NULL) when the re-run fails or the
- * graph stores more tensors than a run carries. 0, or -1 with d when the environment
+ * downloading the stored definitions of the differing outputs' cones, and names in
+ * r->out[k].locate (malloc'ed), for each output k that applies and differs, the first
+ * stored definition of its cone, in graph order, whose values differ from the emulation's,
+ * and its first differing element. Nothing is found (locate NULL) when the re-run fails or
+ * the copy stores more tensors than a run carries. 0, or -1 with d when the environment
  * failed in the re-run (vf_worker_run). */
 int vf_emu_locate(VfEmu *e, const Backend *b, int si, const WorkerOpts *wo, VfEmuResult *r,
 		  Diag *d);

@@ -91,7 +91,7 @@ static Ran run_in(const char *dir, const char *env, const char *fmt, ...)
 	char *args = NULL, *cmd = NULL;
 	ck_assert_int_ge(vasprintf(&args, fmt, ap), 0);
 	va_end(ap);
-	ck_assert_int_ge(asprintf(&cmd, "%s timeout 120 %s %s >%s/stdout 2>%s/stderr", env, prog(),
+	ck_assert_int_ge(asprintf(&cmd, "%s timeout 600 %s %s >%s/stdout 2>%s/stderr", env, prog(),
 				  args, dir, dir), 0);
 	int st = system(cmd);
 	Ran r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128, get(dir, "stdout"), get(dir, "stderr")};
@@ -679,7 +679,7 @@ static Suite *suite(void)
 {
 	Suite *s = suite_create("cli");
 	TCase *tc = tcase_create("flags");
-	tcase_set_timeout(tc, 300);
+	tcase_set_timeout(tc, 1200);
 	tcase_add_test(tc, numbers_read_whole);
 	tcase_add_test(tc, schedule_directory);
 	tcase_add_test(tc, backend_lists);
@@ -687,7 +687,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, check_o_keeps_a_run);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("campaigns");
-	tcase_set_timeout(tc, 300);
+	tcase_set_timeout(tc, 1200);
 	tcase_add_test(tc, resume_refuses_corrupt_settings);
 	tcase_add_test(tc, resume_refuses_a_damaged_log);
 	tcase_add_test(tc, resume_refuses_other_settings);
@@ -695,7 +695,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, campaign_baseline);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("robust");
-	tcase_set_timeout(tc, 600);
+	tcase_set_timeout(tc, 1200);
 	tcase_add_test(tc, campaign_disk_full);
 	tcase_add_test(tc, campaign_interrupted);
 	tcase_add_test(tc, campaign_workers_keep_state);

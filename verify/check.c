@@ -718,8 +718,14 @@ static int run_case(Ctx *c, const Backend *b, const VfSched *vs, int si, Diag *d
 		sampled |= c->orc.idx[k] != NULL;
 	if (si >= 0)
 		vf_emu_judge(c->emu, b, si, &w, sampled, &er);
-	else
-		snprintf(er.why, sizeof er.why, "an external kernel promises nothing bit for bit");
+	else {
+		er.n = g->noutputs;
+		er.out = calloc((size_t)er.n + 1, sizeof *er.out);
+		IR_ASSERT(er.out);
+		for (int k = 0; k < er.n; k++)
+			snprintf(er.out[k].why, sizeof er.out[k].why,
+				 "an external kernel promises nothing bit for bit");
+	}
 	if (c->o->out_dir) {
 		snprintf(rel, sizeof rel, "%s/%s-%s", c->gname, b->name, vs->name);
 		if (save_case(c, b, vs, &w, w.status == WK_OK ? budgets : NULL, rel, d))

@@ -2,6 +2,7 @@
  * whole (an integer flag is decimal digits, a number flag a finite decimal number, each
  * within its range, or an error naming that one flag and its value), the backends of
  * --backends, --schedule FILE, a graph with its --size overrides, and its inputs. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "cli.h"
+#include "../verify/verify.h"
 #include "../fuzz/fuzz.h"
 
 static int find(const Args *a, const char *name, size_t len)
@@ -406,4 +408,32 @@ void cli_free_inputs(const Graph *g, HostTensor *inputs)
 {
 	for (int j = 0; j < ir_ninputs(g); j++)
 		ht_free(&inputs[j]);
+}
+
+int cli_out_dir(const char *cmd, const char *dir, bool force, const char *const *files, int n)
+{
+	Diag d = {0};
+	DIR *dd = force ? NULL : opendir(dir);
+	bool full = false;
+	for (struct dirent *e; dd && !full && (e = readdir(dd));)
+		full = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (dd)
+		closedir(dd);
+	if (full) {
+		fprintf(stderr, "assay %s: -o %s: the directory is not empty (it may hold another "
+			"run); give an empty or new one, or --force to write over it\n", cmd, dir);
+		return 2;
+	}
+	if (vf_mkdirs(dir, &d))
+		return cli_report(&d);
+	for (int i = 0; i < n; i++) {
+		char *path = NULL;
+		if (asprintf(&path, "%s/%s", dir, files[i]) < 0)
+			return 3;
+		int rc = vf_write_text(path, "", &d) ? cli_report(&d) : 0;
+		free(path);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }

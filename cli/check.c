@@ -356,30 +356,10 @@ static int options(const Args *a, VfOpts *o, long long *nsched)
 	return 0;
 }
 
-/* Creates DIR and starts DIR/results.jsonl afresh; a directory that holds anything is
- * refused unless --force (it may hold another run's results). */
 static int out_dir(const char *dir, bool force)
 {
-	Diag d = {0};
-	DIR *dd = force ? NULL : opendir(dir);
-	bool full = false;
-	for (struct dirent *e; dd && !full && (e = readdir(dd));)
-		full = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	if (dd)
-		closedir(dd);
-	if (full) {
-		fprintf(stderr, "assay check: -o %s: the directory is not empty (it may hold another "
-			"run); give an empty or new one, or --force to write over it\n", dir);
-		return 2;
-	}
-	if (vf_mkdirs(dir, &d))
-		return cli_report(&d);
-	char *path = NULL;
-	if (asprintf(&path, "%s/results.jsonl", dir) < 0)
-		return 3;
-	int rc = vf_write_text(path, "", &d) ? cli_report(&d) : 0;
-	free(path);
-	return rc;
+	static const char *const files[] = {"results.jsonl"};
+	return cli_out_dir("check", dir, force, files, (int)ARRAY_LEN(files));
 }
 
 int cmd_check(int argc, char **argv)

@@ -74,6 +74,10 @@ int cli_load_inputs_opts(const Args *a, const char *cmd, const Graph *g, const M
 			 HostTensor *inputs);
 void cli_free_inputs(const Graph *g, HostTensor *inputs);
 
+/* -o DIR for a run: created, refused when it holds anything unless force (it may hold
+ * another run's results), and each of files[0..n) started empty in it. 0, or an exit code
+ * after printing the error. */
+int cli_out_dir(const char *cmd, const char *dir, bool force, const char *const *files, int n);
 /* Prints a Diag to stderr and returns its exit code. */
 int cli_report(Diag *d);
 

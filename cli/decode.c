@@ -79,31 +79,10 @@ static int parse_prompt(const char *text, int32_t **out, int *n)
 	return *n ? 0 : 2;
 }
 
-/* -o DIR: created, empty unless --force; decode.jsonl and results.jsonl started afresh. */
 static int out_dir(const char *dir, bool force)
 {
-	Diag d = {0};
-	DIR *dd = force ? NULL : opendir(dir);
-	bool full = false;
-	for (struct dirent *e; dd && !full && (e = readdir(dd));)
-		full = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	if (dd)
-		closedir(dd);
-	if (full) {
-		fprintf(stderr, "assay decode: -o %s: the directory is not empty; give an empty or "
-			"new one, or --force\n", dir);
-		return 2;
-	}
-	if (vf_mkdirs(dir, &d))
-		return cli_report(&d);
-	const char *files[] = {"results.jsonl", "decode.jsonl"};
-	for (int i = 0; i < 2; i++) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-		if (vf_write_text(path, "", &d))
-			return cli_report(&d);
-	}
-	return 0;
+	static const char *const files[] = {"results.jsonl", "decode.jsonl"};
+	return cli_out_dir("decode", dir, force, files, (int)ARRAY_LEN(files));
 }
 
 static int decode_all(const VfModel *m, const Backend **bs, int nb, int nsched,

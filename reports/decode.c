@@ -185,17 +185,6 @@ void rp_steps_markdown(FILE *f, const RpRun *run)
 	}
 }
 
-static void esc(FILE *f, const char *s)
-{
-	for (; s && *s; s++)
-		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
-		}
-}
 
 void rp_steps_html(FILE *f, const RpRun *run)
 {
@@ -211,11 +200,11 @@ void rp_steps_html(FILE *f, const RpRun *run)
 		RpStepFig F;
 		rp_step_figures(run, in_hist, &h[k], &F);
 		fputs("<h3>", f);
-		esc(f, h[k].model);
+		rp_html_esc(f, h[k].model);
 		fputs(" on ", f);
-		esc(f, h[k].backend);
+		rp_html_esc(f, h[k].backend);
 		fputs(", schedule ", f);
-		esc(f, h[k].sched);
+		rp_html_esc(f, h[k].sched);
 		fprintf(f, ": %d of %d steps agree, %d licensed, %d defect, %d failed</h3>\n"
 			"<table><tr><th>step</th><th>position</th><th>token</th><th>oracle</th>"
 			"<th>class</th><th>margin</th><th>budget</th><th>note</th></tr>\n",
@@ -236,7 +225,7 @@ void rp_steps_html(FILE *f, const RpRun *run)
 			else
 				fprintf(f, "<td>%.3g</td><td>no bound</td>", s->margin);
 			fputs("<td>", f);
-			esc(f, s->reason);
+			rp_html_esc(f, s->reason);
 			fputs("</td></tr>\n", f);
 		}
 		fputs("</table>\n", f);

@@ -22,7 +22,8 @@
 
 enum { MAX_ROWS = 2000, REASON_MAX = 240 };
 
-static void esc(FILE *f, const char *s)
+
+void rp_html_esc(FILE *f, const char *s)
 {
 	for (; s && *s; s++)
 		switch (*s) {
@@ -145,27 +146,27 @@ static void provenance(FILE *f, const RpProvenance *p)
 		return;
 	}
 	fputs("<p class=\"prov\">Made by assay ", f);
-	esc(f, p->version);
+	rp_html_esc(f, p->version);
 	fputs(" (commit <code>", f);
-	esc(f, p->commit);
+	rp_html_esc(f, p->commit);
 	fputs("</code>) on <code>", f);
-	esc(f, p->host);
+	rp_html_esc(f, p->host);
 	fputs("</code> (", f);
-	esc(f, p->os);
+	rp_html_esc(f, p->os);
 	fputs(") · ", f);
-	esc(f, p->date);
+	rp_html_esc(f, p->date);
 	fprintf(f, " · seed %llu", (unsigned long long)p->seed);
 	if (*p->command) {
 		fputs("<br><code>", f);
-		esc(f, p->command);
+		rp_html_esc(f, p->command);
 		fputs("</code>", f);
 	}
 	fputs("</p><ul>", f);
 	for (int i = 0; i < p->nbackends; i++) {
 		fputs("<li><b>", f);
-		esc(f, p->backends[i]);
+		rp_html_esc(f, p->backends[i]);
 		fputs("</b>: ", f);
-		esc(f, p->devices[i]);
+		rp_html_esc(f, p->devices[i]);
 		fputs("</li>", f);
 	}
 	fputs("</ul>", f);
@@ -178,10 +179,10 @@ static void head(FILE *f, const RpRun *run, const RpSummary *s)
 	strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&t));
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 		   "<meta name=\"viewport\" content=\"width=device-width\"><title>assay report: ");
-	esc(f, run->dir);
+	rp_html_esc(f, run->dir);
 	fprintf(f, "</title><style>%s</style></head><body>\n<header><h1>assay report</h1><p>", css);
 	fprintf(f, "%s <code>", run->settings ? "Campaign" : "Check run");
-	esc(f, run->dir);
+	rp_html_esc(f, run->dir);
 	fprintf(f, "</code> · %lld results · %d graphs · %d cases", (long long)s->all.results,
 		s->ngraphs, run->settings ? (int)run->cases : s->ncases);
 	if (run->case_errors)
@@ -211,9 +212,9 @@ static void summary(FILE *f, const RpSummary *s)
 		const RpFig *F = g < s->ngroups ? &s->groups[g].fig : &s->all;
 		fputs("<tr><td>", f);
 		if (g < s->ngroups) {
-			esc(f, s->groups[g].backend);
+			rp_html_esc(f, s->groups[g].backend);
 			fputs("</td><td>", f);
-			esc(f, s->groups[g].dtype);
+			rp_html_esc(f, s->groups[g].dtype);
 		} else {
 			fputs("<b>all</b></td><td>", f);
 		}
@@ -240,19 +241,19 @@ static void plots(FILE *f, const RpPlot *p, int n, const char *note)
 	fprintf(f, "<section id=\"plots\"><h2>Plots</h2>\n");
 	if (note) {
 		fputs("<p class=\"note\">", f);
-		esc(f, note);
+		rp_html_esc(f, note);
 		fputs("</p>\n", f);
 	}
 	fprintf(f, "<div class=\"plots\">\n");
 	for (int i = 0; i < n; i++) {
 		fprintf(f, "<figure><h3>");
-		esc(f, p[i].title);
+		rp_html_esc(f, p[i].title);
 		fprintf(f, "</h3><img alt=\"");
-		esc(f, p[i].title);
+		rp_html_esc(f, p[i].title);
 		fprintf(f, "\" src=\"data:image/svg+xml;base64,");
 		base64(f, (const unsigned char *)p[i].svg, strlen(p[i].svg));
 		fprintf(f, "\"><figcaption>");
-		esc(f, p[i].caption);
+		rp_html_esc(f, p[i].caption);
 		fprintf(f, " <a href=\"plots/%s\">SVG</a></figcaption></figure>\n", p[i].file);
 	}
 	fprintf(f, "</div></section>\n");
@@ -264,27 +265,27 @@ static void command(FILE *f, const RpRecord *r, const char *case_link)
 	fputs("<pre>", f);
 	if (*r->faults) {
 		fputs("ASSAY_FAULT=", f);
-		esc(f, r->faults);
+		rp_html_esc(f, r->faults);
 		fputc(' ', f);
 	}
 	fputs("assay check ", f);
-	esc(f, *r->file ? r->file : r->graph);
+	rp_html_esc(f, *r->file ? r->file : r->graph);
 	fprintf(f, " --backends ");
-	esc(f, r->backend);
+	rp_html_esc(f, r->backend);
 	if (*r->sched_text && case_link) {
 		fputs(" --schedule ", f);
-		esc(f, case_link);
+		rp_html_esc(f, case_link);
 		fputs("/schedule.txt", f);
 	}
 	fprintf(f, " --seed %llu", (unsigned long long)r->seed);
 	if (*r->inputs) {
 		fputs(" --inputs ", f);
-		esc(f, r->inputs);
+		rp_html_esc(f, r->inputs);
 	}
 	fputs("</pre>", f);
 	if (*r->sched_text) {
 		fputs("<pre>", f);
-		esc(f, r->sched_text);
+		rp_html_esc(f, r->sched_text);
 		fputs("</pre>", f);
 	}
 }
@@ -295,7 +296,7 @@ static void reason(FILE *f, const char *s)
 	size_t n = strcspn(s, "\n");
 	char *t = strndup(s, n < REASON_MAX ? n : REASON_MAX);
 	IR_ASSERT(t);
-	esc(f, t);
+	rp_html_esc(f, t);
 	if (s[n] || n > REASON_MAX)
 		fputs(" …", f);
 	free(t);
@@ -308,7 +309,7 @@ static void special(FILE *f, const RpRecord *r)
 		return;
 	char sp[128];
 	fputs("<b>", f);
-	esc(f, rp_special_text(r, sp, sizeof sp));
+	rp_html_esc(f, rp_special_text(r, sp, sizeof sp));
 	fputs("</b>: ", f);
 }
 
@@ -319,32 +320,32 @@ static void failure_row(FILE *f, const RpRun *run, const RpDistinct *D, int k, c
 	fprintf(f, "<tr><td class=\"n\">%d</td><td>", k + 1);
 	pill(f, r);
 	fputs("</td><td>", f);
-	esc(f, r->graph);
+	rp_html_esc(f, r->graph);
 	if (*r->variant) {
 		fputs("<br><small>variant ", f);
-		esc(f, r->variant);
+		rp_html_esc(f, r->variant);
 		fprintf(f, " of case %lld</small>", (long long)r->case_no);
 	}
 	fputs("</td><td>", f);
-	esc(f, r->backend);
+	rp_html_esc(f, r->backend);
 	fputs("</td><td>", f);
-	esc(f, r->sched);
+	rp_html_esc(f, r->sched);
 	fputs("</td><td>", f);
-	esc(f, r->output);
+	rp_html_esc(f, r->output);
 	fprintf(f, "</td><td class=\"n\">%lld</td><td class=\"why\">", (long long)D->hits);
 	special(f, r);
 	reason(f, r->reason);
 	fputs("<details><summary>repro</summary>", f);
 	if (strlen(r->reason) > REASON_MAX || strchr(r->reason, '\n')) {
 		fputs("<pre>", f);
-		esc(f, r->reason);
+		rp_html_esc(f, r->reason);
 		fputs("</pre>", f);
 	}
 	char *link = NULL;
 	if (F) {
 		link = link_to(out, run->dir, F->name);
 		fputs("<pre>", f);
-		esc(f, F->repro ? F->repro : "(the repro could not be read)");
+		rp_html_esc(f, F->repro ? F->repro : "(the repro could not be read)");
 		fputs("</pre>", f);
 	} else {
 		link = *r->case_dir ? link_to(out, run->dir, r->case_dir) : NULL;
@@ -353,9 +354,9 @@ static void failure_row(FILE *f, const RpRun *run, const RpDistinct *D, int k, c
 	fputs("</details></td><td>", f);
 	if (link) {
 		fputs("<a href=\"", f);
-		esc(f, link);
+		rp_html_esc(f, link);
 		fputs("/\">", f);
-		esc(f, F ? F->name : r->case_dir);
+		rp_html_esc(f, F ? F->name : r->case_dir);
 		fputs("</a>", f);
 	}
 	fputs("</td></tr>\n", f);
@@ -386,11 +387,11 @@ static void failures(FILE *f, const RpRun *run, const RpSummary *s, const char *
 			continue;
 		char *link = link_to(out, run->dir, run->fails[i].name);
 		fputs("<h3>Failure folder <a href=\"", f);
-		esc(f, link);
+		rp_html_esc(f, link);
 		fputs("/\">", f);
-		esc(f, run->fails[i].name);
+		rp_html_esc(f, run->fails[i].name);
 		fputs("</a></h3><pre>", f);
-		esc(f, run->fails[i].repro ? run->fails[i].repro : "");
+		rp_html_esc(f, run->fails[i].repro ? run->fails[i].repro : "");
 		fputs("</pre>\n", f);
 		free(link);
 	}
@@ -429,7 +430,7 @@ static void others(FILE *f, const RpRun *run, const RpSummary *s, VfClass c, con
 		const char *cells[] = {r->graph, r->backend, r->sched, r->output, r->dtype};
 		for (size_t j = 0; j < ARRAY_LEN(cells); j++) {
 			fputs("</td><td>", f);
-			esc(f, cells[j]);
+			rp_html_esc(f, cells[j]);
 		}
 		fputs("</td><td class=\"why\">", f);
 		special(f, r);
@@ -437,7 +438,7 @@ static void others(FILE *f, const RpRun *run, const RpSummary *s, VfClass c, con
 		fputs("</td><td>", f);
 		if (r->case_no >= 0) {
 			fputs("<code>assay fuzz --replay ", f);
-			esc(f, run->dir);
+			rp_html_esc(f, run->dir);
 			fprintf(f, " %lld</code>", (long long)r->case_no);
 		} else {
 			char *link = *r->case_dir ? link_to(out, run->dir, r->case_dir) : NULL;
@@ -472,7 +473,7 @@ static void rules(FILE *f, const RpSummary *s)
 			if (!r->count)
 				continue;
 			fputs("<tr><td><code>", f);
-			esc(f, r->name);
+			rp_html_esc(f, r->name);
 			fprintf(f, "</code></td><td>%s</td><td class=\"n\">%lld</td><td class=\"n\">"
 				"%lld</td></tr>\n", rp_rule_domain(r->domain), (long long)r->count,
 				(long long)r->cases);
@@ -485,7 +486,7 @@ static void rules(FILE *f, const RpSummary *s)
 		if (r->count)
 			continue;
 		fputs(k++ ? ", <code>" : "<code>", f);
-		esc(f, r->name);
+		rp_html_esc(f, r->name);
 		fprintf(f, "</code> (%s)", rp_rule_domain(r->domain));
 	}
 	fprintf(f, "%s</p>\n", fired == s->nrules ? "none." : ".");
@@ -517,7 +518,7 @@ static void points(FILE *f, const RpSummary *s)
 		int np, nr, nh;
 		rp_cov_area(c, areas[a], &np, &nr, &nh);
 		fputs("<tr><td>", f);
-		esc(f, areas[a]);
+		rp_html_esc(f, areas[a]);
 		fprintf(f, "</td><td class=\"n\">%d</td><td class=\"n\">%d</td><td>", np, nh);
 		if (!nr)
 			fputs("not reachable: no case ran a backend that reaches it", f);
@@ -525,9 +526,9 @@ static void points(FILE *f, const RpSummary *s)
 			if (strcmp(cov_area((CovPoint)p), areas[a]) || c->hits[p] || !c->reachable[p])
 				continue;
 			fputs(k++ ? ", <code title=\"" : "<code title=\"", f);
-			esc(f, cov_what((CovPoint)p));
+			rp_html_esc(f, cov_what((CovPoint)p));
 			fputs("\">", f);
-			esc(f, cov_name((CovPoint)p));
+			rp_html_esc(f, cov_name((CovPoint)p));
 			fputs("</code>", f);
 		}
 		if (nr && nh == nr)
@@ -545,14 +546,14 @@ static void coverage(FILE *f, const RpSummary *s)
 	for (int i = 0; i < s->ndirs; i++)
 		if (s->dirs[i].count) {
 			fputs("<tr><td><code>", f);
-			esc(f, s->dirs[i].name);
+			rp_html_esc(f, s->dirs[i].name);
 			fprintf(f, "</code></td><td class=\"n\">%lld</td></tr>\n",
 				(long long)s->dirs[i].count);
 		}
 	fprintf(f, "</table>\n<p>Never exercised: ");
 	for (int i = 0; i < s->ndirs_never; i++) {
 		fputs(i ? ", <code>" : "<code>", f);
-		esc(f, s->dirs_never[i]);
+		rp_html_esc(f, s->dirs_never[i]);
 		fputs("</code>", f);
 	}
 	fprintf(f, "%s</p>\n<h3>Rewrite rules</h3>\n", s->ndirs_never ? "." : "none.");
@@ -567,7 +568,7 @@ static void coverage(FILE *f, const RpSummary *s)
 			(long long)s->variant_mismatches, s->variant_distinct);
 		for (int i = 0; i < s->nvariants; i++) {
 			fputs("<tr><td><code>", f);
-			esc(f, s->variants[i].name);
+			rp_html_esc(f, s->variants[i].name);
 			fprintf(f, "</code></td><td class=\"n\">%lld</td></tr>\n",
 				(long long)s->variants[i].count);
 		}
@@ -579,15 +580,15 @@ static void coverage(FILE *f, const RpSummary *s)
 static void result_row(FILE *f, const RpRun *run, const RpRecord *r, const char *out)
 {
 	fputs("<tr><td>", f);
-	esc(f, r->graph);
+	rp_html_esc(f, r->graph);
 	fputs("</td><td>", f);
-	esc(f, r->backend);
+	rp_html_esc(f, r->backend);
 	fputs("</td><td>", f);
-	esc(f, r->sched);
+	rp_html_esc(f, r->sched);
 	fputs("</td><td>", f);
-	esc(f, r->output);
+	rp_html_esc(f, r->output);
 	fputs("</td><td>", f);
-	esc(f, r->dtype);
+	rp_html_esc(f, r->dtype);
 	fputs("</td><td>", f);
 	pill(f, r);
 	fputs("</td>", f);
@@ -597,7 +598,7 @@ static void result_row(FILE *f, const RpRun *run, const RpRecord *r, const char 
 	if (r->verdict == V_SPECIAL_MISMATCH) {
 		char sp[128];
 		fputs("<td class=\"n\">", f);
-		esc(f, rp_special_text(r, sp, sizeof sp));
+		rp_html_esc(f, rp_special_text(r, sp, sizeof sp));
 		fputs("</td>", f);
 	} else if (r->verdict == V_EMULATION_MISMATCH) {   /* within budget: bits, not a ratio */
 		fprintf(f, "<td class=\"n\">bits ×%lld</td>", (long long)r->emu_diff);
@@ -613,7 +614,7 @@ static void result_row(FILE *f, const RpRun *run, const RpRecord *r, const char 
 	if (*r->case_dir) {
 		char *link = link_to(out, run->dir, r->case_dir);
 		fputs("<a href=\"", f);
-		esc(f, link);
+		rp_html_esc(f, link);
 		fputs("/\">files</a>", f);
 		free(link);
 	}
@@ -652,9 +653,9 @@ void rp_html(FILE *f, const RpRun *run, const RpSummary *s, const RpPlot *p, int
 	results(f, run, out);
 	if (run->settings) {
 		fprintf(f, "<section id=\"settings\"><h2>Campaign settings</h2><p><code>");
-		esc(f, run->settings_path);
+		rp_html_esc(f, run->settings_path);
 		fputs("</code></p><pre>", f);
-		esc(f, run->settings);
+		rp_html_esc(f, run->settings);
 		fputs("</pre></section>\n", f);
 	}
 	fprintf(f, "<footer><p class=\"muted\">Also written: <a href=\"report.md\">report.md</a>, "

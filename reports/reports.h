@@ -356,6 +356,8 @@ void rp_step_figures(const RpRun *run, bool (*keep)(void *, const RpStep *), voi
 const char *rp_step_class_name(int c);    /* "agree", "licensed", "defect", "failed" */
 void rp_steps_markdown(FILE *f, const RpRun *run);
 void rp_steps_html(FILE *f, const RpRun *run);
+/* s as HTML text (< > & " escaped; NULL writes nothing). */
+void rp_html_esc(FILE *f, const char *s);
 
 /* ------------------------------------------------------------------ gates */
 

@@ -22,7 +22,6 @@
 
 enum { MAX_ROWS = 2000, REASON_MAX = 240 };
 
-
 void rp_html_esc(FILE *f, const char *s)
 {
 	for (; s && *s; s++)

@@ -250,19 +250,15 @@ int cli_unavailable(const Backend *const *bs, int n, char *why, size_t size)
 	return count;
 }
 
-int cli_schedule(const Args *a, const char *cmd, Graph *g, bool *given)
+char *cli_read_text(const char *cmd, const char *flag, const char *path, size_t *len)
 {
-	const char *path = cli_get(a, "schedule");
-	*given = path != NULL;
-	if (!path)
-		return 0;
 	struct stat st;
 	bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);   /* fopen would take it */
 	FILE *f = dir ? NULL : fopen(path, "rb");
 	if (!f) {
-		fprintf(stderr, "assay %s: --schedule %s: %s\n", cmd, path,
+		fprintf(stderr, "assay %s: %s %s: %s\n", cmd, flag, path,
 			dir ? "is a directory" : strerror(errno));
-		return 2;
+		return NULL;
 	}
 	char *buf = NULL;
 	size_t n = 0;
@@ -274,14 +270,28 @@ int cli_schedule(const Args *a, const char *cmd, Graph *g, bool *given)
 	bool bad = ferror(f);
 	fclose(f);
 	fclose(m);
-	Diag d = {0};
-	int rc = 0;
 	if (bad) {
-		fprintf(stderr, "assay %s: --schedule %s: cannot read it\n", cmd, path);
-		rc = 2;
-	} else if (ir_parse_schedule(g, buf, n, path, &d)) {
-		rc = cli_report(&d);
+		fprintf(stderr, "assay %s: %s %s: cannot read it\n", cmd, flag, path);
+		free(buf);
+		return NULL;
 	}
+	if (len)
+		*len = n;
+	return buf;
+}
+
+int cli_schedule(const Args *a, const char *cmd, Graph *g, bool *given)
+{
+	const char *path = cli_get(a, "schedule");
+	*given = path != NULL;
+	if (!path)
+		return 0;
+	size_t n;
+	char *buf = cli_read_text(cmd, "--schedule", path, &n);
+	if (!buf)
+		return 2;
+	Diag d = {0};
+	int rc = ir_parse_schedule(g, buf, n, path, &d) ? cli_report(&d) : 0;
 	free(buf);
 	return rc;
 }

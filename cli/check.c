@@ -194,25 +194,6 @@ out:
 	return code;
 }
 
-/* Reads a whole file (malloc'ed), or NULL after printing why. */
-static char *read_text(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "assay check: %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *m = open_memstream(&buf, &n);
-	IR_ASSERT(m);
-	char chunk[65536];
-	for (size_t k; (k = fread(chunk, 1, sizeof chunk, f)) > 0;)
-		fwrite(chunk, 1, k, m);
-	fclose(f);
-	fclose(m);
-	return buf;
-}
 
 /* --invariance SIZE=V,... and --invariance-schedule V=FILE into io. 0, or 2. */
 static int invariance_opts(const Args *a, VfInvOpts *io, char *size, size_t n)
@@ -255,7 +236,8 @@ static int invariance_opts(const Args *a, VfInvOpts *io, char *size, size_t n)
 			return 2;
 		}
 		io->sched_file[k] = e + 1;
-		if (!(io->sched_at[k] = read_text(e + 1)))
+		io->sched_at[k] = cli_read_text("check", "--invariance-schedule", e + 1, NULL);
+		if (!io->sched_at[k])
 			return 2;
 	}
 	return 0;
@@ -275,7 +257,7 @@ static int invariance(const Args *a, const Backend **bs, int nb, int nsched, VfO
 		goto out;
 	if (cli_has(a, "schedule")) {
 		io.schedule_file = cli_get(a, "schedule");
-		if (!(io.schedule = read_text(io.schedule_file))) {
+		if (!(io.schedule = cli_read_text("check", "--schedule", io.schedule_file, NULL))) {
 			code = 2;
 			goto out;
 		}

@@ -54,6 +54,9 @@ int cli_number(const Args *a, const char *cmd, const char *name, double dflt, do
 int cli_backends(const Args *a, const char *cmd, const Backend **out, int *n);
 /* How many of bs[0..n) are unavailable here; why gets "NAME: reason; ..." of those. */
 int cli_unavailable(const Backend *const *bs, int n, char *why, size_t size);
+/* The whole text of file path (malloc'ed, NUL-terminated; *len its length when len is not
+ * NULL), or NULL after printing "assay CMD: FLAG PATH: why" (a directory, unreadable). */
+char *cli_read_text(const char *cmd, const char *flag, const char *path, size_t *len);
 /* Applies --schedule FILE to g when given (*given): 0, or an exit code after printing the
  * error (a directory, an unreadable file, a schedule that does not parse). */
 int cli_schedule(const Args *a, const char *cmd, Graph *g, bool *given);

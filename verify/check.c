@@ -554,16 +554,6 @@ static void judge(Ctx *c, int k, const HostTensor *got, const HostTensor *budget
 			 "counted, not failed)", len ? "; " : "", (long long)nt);
 }
 
-static Verdict verdict_of(WorkerStatus s)
-{
-	static const Verdict t[] = {
-		[WK_OK] = V_PASS, [WK_CRASH] = V_CRASH, [WK_TIMEOUT] = V_TIMEOUT, [WK_OOB] = V_OOB_WRITE,
-		[WK_COMPILE_ERROR] = V_COMPILE_ERROR, [WK_UNSUPPORTED] = V_UNSUPPORTED,
-		[WK_BAD_OUTPUT] = V_BAD_OUTPUT,
-	};
-	return t[s];
-}
-
 /* A crash or timeout of the first run that its confirming re-run did not repeat: the
  * reason of a record judged on the re-run's outputs. */
 static void rerun_note(const WorkerResult *w, char *buf, size_t n)
@@ -648,7 +638,7 @@ static int emit_records(Ctx *c, const Backend *b, const VfSched *vs, int si,
 			if (w->rerun && r.verdict == V_PASS)
 				r.verdict = V_FLAKY;
 		} else {
-			r.verdict = w ? verdict_of(w->status) : V_UNSUPPORTED;
+			r.verdict = w ? vf_worker_verdict(w->status) : V_UNSUPPORTED;
 			snprintf(reason, sizeof reason, "%s", w ? (w->reason ? w->reason : "") : why);
 			r.sampled = c->orc.idx[k] != NULL;
 		}

@@ -326,18 +326,6 @@ const char *vf_step_class_name(VfStepClass c)
 	return class_name(c);
 }
 
-static Verdict worker_verdict(WorkerStatus s)
-{
-	switch (s) {
-	case WK_CRASH: return V_CRASH;
-	case WK_TIMEOUT: return V_TIMEOUT;
-	case WK_OOB: return V_OOB_WRITE;
-	case WK_COMPILE_ERROR: return V_COMPILE_ERROR;
-	case WK_UNSUPPORTED: return V_UNSUPPORTED;
-	default: return V_PASS;
-	}
-}
-
 /* A record of `assay check` for output k of the step's graph (metrics m over the checked
  * elements), to results.jsonl and the caller's sink. */
 static int step_record(History *h, const Graph *g, const VfSched *s, int step, int k,
@@ -629,7 +617,7 @@ static int step(History *h, int k, VfStep *st, Diag *d)
 		rc = rc ? -1 : 2;
 	} else if (rc == 0 && w.status != WK_OK) {
 		st->cls = VD_FAILED;
-		st->logits_verdict = worker_verdict(w.status);
+		st->logits_verdict = vf_worker_verdict(w.status);
 		snprintf(st->reason, sizeof st->reason, "%.400s", w.reason ? w.reason : "");
 		rc = step_record(h, g, s, k, -1, NULL, st->logits_verdict, st->reason, false, &w, d);
 		vf_worker_free(g, &w);

@@ -152,7 +152,6 @@ static void record(const VfInvOpts *io, const VfOpts *o, const Graph *gs, const 
 		o->sink(o->ctx, &r);
 	if (o->out_dir && vf_append_record(o->out_dir, &r, d))
 		sum->env_failed = true;
-	(void)sum;
 }
 
 int vf_invariance(const char *path, const SizeOverride *ov, int nov, const Backend *const *bs,

@@ -69,13 +69,8 @@ int vf_ulp_fn_parse(const char *name, size_t len)
 
 const char *vf_ulp_verdict(const VfUlpRow *r)
 {
-	static const Verdict of[] = {
-		[WK_OK] = V_PASS, [WK_CRASH] = V_CRASH, [WK_TIMEOUT] = V_TIMEOUT,
-		[WK_OOB] = V_OOB_WRITE, [WK_COMPILE_ERROR] = V_COMPILE_ERROR,
-		[WK_UNSUPPORTED] = V_UNSUPPORTED,
-	};
 	if (r->status != WK_OK)
-		return vf_verdict_name(of[r->status]);
+		return vf_verdict_name(vf_worker_verdict(r->status));
 	if (r->n_over > 0)
 		return "EXCEEDS";
 	if (r->n_checked == 0)

@@ -289,6 +289,8 @@ typedef struct {
 int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
 		  const HostTensor *inputs, const WorkerOpts *o, WorkerResult *r, Diag *d);
 void vf_worker_free(const Graph *g, WorkerResult *r);
+/* The verdict of a run that ended with status s (WK_OK: pass; judged further by the caller). */
+Verdict vf_worker_verdict(WorkerStatus s);
 
 /* ------------------------------------------------------------------ pipeline */
 

@@ -1143,3 +1143,14 @@ void vf_worker_free(const Graph *g, WorkerResult *r)
 	free(r->first_reason);
 	memset(r, 0, sizeof *r);
 }
+
+Verdict vf_worker_verdict(WorkerStatus s)
+{
+	static const Verdict t[] = {
+		[WK_OK] = V_PASS, [WK_CRASH] = V_CRASH, [WK_TIMEOUT] = V_TIMEOUT, [WK_OOB] = V_OOB_WRITE,
+		[WK_COMPILE_ERROR] = V_COMPILE_ERROR, [WK_UNSUPPORTED] = V_UNSUPPORTED,
+		[WK_BAD_OUTPUT] = V_BAD_OUTPUT,
+	};
+	_Static_assert(ARRAY_LEN(t) == WK_BAD_OUTPUT + 1, "one verdict per worker status");
+	return t[s];
+}

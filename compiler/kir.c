@@ -483,7 +483,12 @@ char *kir_plan_text(const Kernels *k, const MapTarget *tg)
 			put(&t, " scratch=%lld", (long long)p->scratch);
 		if (p->scratch_group)
 			put(&t, " scratch_group=%lld", (long long)p->scratch_group);
-		put(&t, "%s%s%s\n", p->i32 ? " i32" : "", p->f64 ? " f64" : "", p->err ? " err" : "");
+		put(&t, "%s%s%s", p->i32 ? " i32" : "", p->f64 ? " f64" : "", p->err ? " err" : "");
+		if (p->nfused > 1)
+			put(&t, " fused=%d", p->nfused);
+		if (p->lead != i)
+			put(&t, " in=%d per_row=%lld", p->lead, (long long)p->per_row);
+		put(&t, "\n");
 		const char *lead = "  roles:";
 		for (int32_t s = 1; s < k->ns; s++)
 			if (p->srole[s]) {

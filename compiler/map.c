@@ -100,7 +100,12 @@ static MapPlan *plan_new(const Kernels *k, const MapTarget *t)
 		case MAP_RULES_LANES: map_lanes(k, t, i, &p->k[i]); break;
 		case MAP_RULES_OWNER: map_owner(k, t, p, i, &p->k[i]); break;
 		}
+		p->k[i].lead = i;
+		p->k[i].nfused = 1;
+		p->k[i].per_row = 1;
 	}
+	if (t->fuse_rows)
+		map_fuse(k, t, p);
 	return p;
 }
 

@@ -89,6 +89,8 @@ struct MapTarget {
 	int64_t private_budget;   /* bytes of private arrays per invocation (0: no budget) */
 	int merge_max;            /* MAP_RULES_REPLICATE: merge slots per kernel */
 	bool int32;               /* integers are i32: every integer op proved or checked */
+	bool fuse_rows;           /* row kernels may share a launch (map/fuse.c; the target's
+	                             emitter and runtime spell MapKernel.lead and nfused) */
 	uint64_t int_checked;     /* int32: the ops (BE_OP bits) spelled checked where they may
 	                             leave i32 (they report into the error slot) */
 };
@@ -159,6 +161,12 @@ typedef struct {
 	/* what the kernel binds (REPLICATE, OWNER) */
 	uint8_t *buse;            /* per buffer (k->nbufs + 1): 1 loaded, 2 stored */
 	bool err;                 /* OWNER: it may report into the error slot */
+	/* launch fusion (map/fuse.c; every kernel its own launch where the target does not
+	   fuse): the kernels lead .. lead + nfused - 1 run in one launch, a work-group per
+	   item of the lead (a row); this kernel's items per row */
+	int lead;                 /* the kernel whose launch runs this one (itself: a launch) */
+	int nfused;               /* the lead's: kernels in its launch (1: none fused) */
+	int64_t per_row;          /* items of this kernel per item of its lead */
 } MapKernel;
 
 typedef struct MapPlan {
@@ -185,6 +193,8 @@ void map_block(const Kernels *k, const MapTarget *t, int ki, MapKernel *p);
 void map_lanes(const Kernels *k, const MapTarget *t, int ki, MapKernel *p);
 void map_replicate(const Kernels *k, const MapTarget *t, const MapPlan *pl, int ki, MapKernel *p);
 void map_owner(const Kernels *k, const MapTarget *t, const MapPlan *pl, int ki, MapKernel *p);
+/* Launch fusion of row kernels over the finished per-kernel plans (t->fuse_rows). */
+void map_fuse(const Kernels *k, const MapTarget *t, MapPlan *p);
 
 /* Bytes of one element of a local of type t where integers are 64-bit and bool a word
  * (cuda, opencl). */

@@ -111,6 +111,66 @@ START_TEST(row_reduction_split)
 }
 END_TEST
 
+/* Launch fusion of row kernels (map/fuse.c, cuda only): softmax's max, sum and normalised
+ * row share a launch, the row read at its own index; a consumer reading another row's
+ * maximum, or a lead of one item, keeps its own launch. */
+static const char softmax_src[] =
+	"size R = 16, V = 300\ninput x : f32[R, V]\n"
+	"m[r:R] = max(c:V) x[r, c]\ne[r:R, c:V] = exp(x[r, c] - m[r])\n"
+	"s[r:R] = sum(c:V) e[r, c]\ny[r:R, c:V] = e[r, c] / s[r]\noutput y : f32\n";
+
+START_TEST(row_fusion)
+{
+	Graph *g = tu_parse(softmax_src);
+	Schedule s;
+	Kernels *k = lowered(g, "split m : c=32\nsplit s : c=32\ninline e", &s);
+	char *p = plan_of(k, "cuda", 0);
+	HAS(p, " fused=3");
+	free(p);
+	p = plan_of(k, "cuda", 2);
+	HAS(p, " in=0 per_row=1");
+	free(p);
+	for (size_t i = 1; i < ARRAY_LEN(gpus); i++) {   /* the others do not spell it yet */
+		p = plan_of(k, gpus[i], 0);
+		ck_assert_msg(!strstr(p, "fused="), "%s: %s", gpus[i], p);
+		free(p);
+	}
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+
+	/* y reads the next row's sum: s and y stay apart (m and s still share a launch) */
+	static const char shifted[] =
+		"size R = 16, V = 300\ninput x : f32[R, V]\n"
+		"m[r:R] = max(c:V) x[r, c]\ne[r:R, c:V] = exp(x[r, c] - m[r])\n"
+		"s[r:R] = sum(c:V) e[r, c]\ny[r:R, c:V] = e[r, c] / s[(r + 1) % R]\noutput y : f32\n";
+	g = tu_parse(shifted);
+	k = lowered(g, "split m : c=32\nsplit s : c=32\ninline e", &s);
+	p = plan_of(k, "cuda", 0);
+	HAS(p, " fused=2");
+	free(p);
+	p = plan_of(k, "cuda", 2);
+	ck_assert_msg(!strstr(p, " in=") && !strstr(p, "fused="), "%s", p);
+	free(p);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+
+	/* a scalar lead is not a row space */
+	static const char scalar[] =
+		"size V = 300\ninput x : f32[V]\nm[] = max(c:V) x[c]\ny[c:V] = x[c] - m[]\n"
+		"output y : f32\n";
+	g = tu_parse(scalar);
+	k = lowered(g, "split m : c=32", &s);
+	p = plan_of(k, "cuda", 0);
+	ck_assert_msg(!strstr(p, "fused="), "%s", p);
+	free(p);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
 /* A tiled matrix product: the tile's 4 x 8 points dealt to a work-group of 32 as one
  * collapsed nest of two loops everywhere (vulkan keeps the hoisted accumulators by parts),
  * and the bindings wgsl plans (a and b loaded, y stored). */
@@ -180,6 +240,7 @@ int main(void)
 	tcase_add_test(tc, row_reduction_split);
 	tcase_add_test(tc, tiled_matmul);
 	tcase_add_test(tc, recorded_once);
+	tcase_add_test(tc, row_fusion);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

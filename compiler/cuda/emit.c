@@ -113,6 +113,10 @@ typedef struct {
 	bool block;        /* the kernel is MAP_GROUP: a block per item */
 	bool dist;         /* inside a distributed construct (thread context) */
 	bool synced;       /* a barrier was the last thing emitted */
+	bool owed;         /* thread 0 wrote shared locals since it: a barrier is owed
+	                      before anything but another such write */
+	int wg;            /* the launch's block: its lead kernel's (every distributed
+	                      construct strides by it) */
 } E;
 
 static void barrier(E *e)
@@ -120,6 +124,15 @@ static void barrier(E *e)
 	if (!e->synced)
 		ce_line(&e->c, "__syncthreads();");
 	e->synced = true;
+	e->owed = false;
+}
+
+/* Before a statement of uniform code: a barrier where it writes a shared local (other
+ * threads may still read the old value) or where thread 0's writes are owed to it. */
+static void barrier_if(E *e, bool shw)
+{
+	if (shw || e->owed)
+		barrier(e);
 }
 
 /* Where local v lives, in this emitter's terms (cuda.h), from its plan. */
@@ -181,8 +194,8 @@ static void simple_stmt(E *e, const KStmt *s)
 	bool uni = e->block && !e->dist;
 	bool shw = uni && (s->kind == KS_SET || s->kind == KS_TREE) && shared_var(e, s->v);
 	bool one = uni && (shw || s->kind == KS_STORE || s->kind == KS_CHECK);
-	if (shw)
-		barrier(e);
+	if (!shw || !e->owed)   /* a run of thread 0's shared writes needs no barrier inside */
+		barrier_if(e, shw);
 	bool open = ce_open_stmt(c, s);
 	ce_indent(c);
 	if (one)
@@ -217,15 +230,19 @@ static void simple_stmt(E *e, const KStmt *s)
 	ce_close(c, open);
 	e->synced = false;
 	if (shw)
-		barrier(e);
+		e->owed = true;
 }
 
-/* A nested statement list: no barrier of the code around it counts inside it. */
+/* A nested statement list: no barrier of the code around it counts inside it, and one
+ * owed at its end is paid inside it (a loop's next iteration may read). */
 static void body(CEmit *c, int32_t first)
 {
-	((E *)c)->synced = false;
+	E *e = (E *)c;
+	e->synced = false;
 	ce_stmts(c, first);
-	((E *)c)->synced = false;
+	if (e->owed)
+		barrier(e);
+	e->synced = false;
 }
 
 static void decl_stmt(E *e, const KStmt *s)
@@ -273,7 +290,7 @@ static void nest_stmt(E *e, int32_t id)
 		ce_emit(c, " * n%d_%d", id, i);
 	ce_emit(c, ";\n");
 	ce_line(c, "for (long long q%d = threadIdx.x; q%d < n%d; q%d += %d) {", id, id, id, id,
-		e->plan->wg);
+		e->wg);
 	c->ind++;
 	ce_line(c, "long long r%d = q%d;", id, id);
 	ce_line(c, "(void)r%d;", id);
@@ -305,7 +322,7 @@ static void split_stmt(E *e, int32_t id)
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
 	const KStmt *ch = &k->s[id], *in = &k->s[ch->body], *tl = &k->s[ch->next];
-	int W = e->plan->wg;
+	int W = e->wg;
 	barrier(e);
 	ce_line(c, "{");
 	c->ind++;
@@ -353,6 +370,8 @@ static int32_t stmt(CEmit *c, int32_t id)
 	} else if (s->kind == KS_DECL) {
 		decl_stmt(e, s);
 	} else if (s->kind == KS_LOOP || s->kind == KS_WHILE || s->kind == KS_IF) {
+		if (e->owed)
+			barrier(e);   /* its condition or bounds may read them */
 		ce_control(c, s);
 		e->synced = false;
 	} else {
@@ -394,11 +413,17 @@ static const CTiles tiles = {
 };
 
 /* The signature: the error slot, the scratch area, then every buffer in program order. */
-static void signature(E *e, int i)
+static void signature(E *e, int i, int n)
 {
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
 	uint8_t *use = ce_buffer_use(k, k->k[i].body);
+	for (int j = i + 1; j < i + n; j++) {   /* a fused launch: what any of its kernels does */
+		uint8_t *u = ce_buffer_use(k, k->k[j].body);
+		for (int b = 0; b < k->nbufs; b++)
+			use[b] |= u[b];
+		free(u);
+	}
 	ce_line(c, "extern \"C\" __global__ void __launch_bounds__(%d) k%d(u64 *__restrict__ err, "
 		"char *__restrict__ scratch%s", e->plan->wg, i, k->nbufs ? "," : ")");
 	for (int b = 0; b < k->nbufs; b++) {
@@ -445,19 +470,67 @@ static void entry_locals(E *e)
 	}
 }
 
-static void kernel(E *e, int i)
+/* The items of kernel j that row `it` of its launch runs (one kernel alone: the item it),
+ * then kernel j's body for each. A block-per-item kernel runs them one after another on
+ * the whole block; a thread-per-item kernel deals them to the block's threads. */
+static void phase(E *e, const MapPlan *mp, int j, bool fused)
+{
+	CEmit *c = &e->c;
+	const Kernels *k = c->k;
+	const Kernel *kn = &k->k[j];
+	e->plan = &mp->k[j];
+	e->block = e->plan->mode == MAP_GROUP;
+	e->dist = false;
+	long long f = (long long)e->plan->per_row;
+	bool loop = fused && (f > 1 || !e->block);
+	if (loop) {
+		if (e->block)
+			ce_line(c, "for (long long u%d = it * %lldLL; u%d < (it + 1) * %lldLL; u%d++) {", j, f, j, f, j);
+		else
+			ce_line(c, "for (long long u%d = it * %lldLL + threadIdx.x; u%d < (it + 1) * %lldLL; u%d += blockDim.x) {",
+				j, f, j, f, j);
+		c->ind++;
+		ce_line(c, "long long q = u%d;", j);
+	} else {
+		ce_line(c, "{");
+		c->ind++;
+		ce_line(c, "long long q = it;");
+	}
+	ce_line(c, "(void)q;");
+	ce_tiles(c, kn, &tiles);
+	ce_stmts(c, kn->body);
+	if (e->block)
+		barrier(e);   /* the next item reuses the shared locals */
+	c->ind--;
+	ce_line(c, "}");
+}
+
+/* Kernel i, with the kernels fused into its launch (MapKernel.nfused, map/fuse.c): each a
+ * phase of the row, a barrier between phases (a phase's stores are visible to the block's
+ * threads after it). */
+static void kernel(E *e, const MapPlan *mp, int i)
 {
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
 	const Kernel *kn = &k->k[i];
-	const MapKernel *p = e->plan;
+	const MapKernel *p = &mp->k[i];
+	int n = p->nfused;
+	e->plan = p;
 	e->block = p->mode == MAP_GROUP;
-	e->dist = false;
-	e->synced = false;
-	ce_line(c, "/* %s%s: %s, %d threads a block */", ce_kernel_name(k, i),
-		kn->hoisted ? " (reduction outside the tile's point loops)" : "",
-		e->block ? "a block per item" : "a thread per item", p->wg);
-	signature(e, i);
+	e->wg = p->wg;
+	if (n > 1) {
+		ce_indent(c);
+		ce_emit(c, "/* %s", ce_kernel_name(k, i));
+		for (int j = i + 1; j < i + n; j++)
+			ce_emit(c, ", %s", ce_kernel_name(k, j));
+		ce_emit(c, ": one launch, a block per row (%d kernels fused, map/fuse.c), %d threads a block */\n",
+			n, p->wg);
+	} else {
+		ce_line(c, "/* %s%s: %s, %d threads a block */", ce_kernel_name(k, i),
+			kn->hoisted ? " (reduction outside the tile's point loops)" : "",
+			e->block ? "a block per item" : "a thread per item", p->wg);
+	}
+	signature(e, i, n);
 	ce_line(c, "{");
 	c->ind++;
 	ce_line(c, "const long long nthr = (long long)gridDim.x * blockDim.x;");
@@ -466,19 +539,34 @@ static void kernel(E *e, int i)
 	ce_line(c, "(void)gtid;");
 	ce_line(c, "(void)err;");
 	ce_line(c, "(void)scratch;");
-	entry_locals(e);
+	for (int j = i; j < i + n; j++) {
+		e->plan = &mp->k[j];
+		entry_locals(e);
+	}
+	e->plan = p;
 	if (e->block)
 		ce_line(c, "for (long long it = blockIdx.x; it < %lldLL; it += gridDim.x) {", (long long)kn->nitems);
 	else
 		ce_line(c, "for (long long it = gtid; it < %lldLL; it += nthr) {", (long long)kn->nitems);
 	c->ind++;
-	ce_line(c, "long long q = it;");
-	ce_line(c, "(void)q;");
-	ce_tiles(c, kn, &tiles);
-	e->synced = true;   /* nothing shared is in use yet, or the last item's barrier */
-	ce_stmts(c, kn->body);
-	if (e->block)
-		barrier(e);   /* the next item reuses the shared locals */
+	if (n == 1) {
+		ce_line(c, "long long q = it;");
+		ce_line(c, "(void)q;");
+		ce_tiles(c, kn, &tiles);
+		e->synced = true;   /* nothing shared is in use yet, or the last item's barrier */
+		ce_stmts(c, kn->body);
+		if (e->block)
+			barrier(e);   /* the next item reuses the shared locals */
+	} else {
+		e->synced = true;
+		for (int j = i; j < i + n; j++) {
+			phase(e, mp, j, true);
+			if (!e->block)
+				e->synced = false;   /* its threads ran their own items */
+			e->block = true;
+			barrier(e);   /* the next phase reads what this one stored */
+		}
+	}
 	c->ind--;
 	ce_line(c, "}");
 	c->ind--;
@@ -508,9 +596,7 @@ char *cuda_emit(const Kernels *k, Diag *d)
 	ce_init(&e.c, k, &lang, d);
 	prologue(&e.c);
 	const MapPlan *mp = map_plan(k, &cuda_target);
-	for (int i = 0; i < k->nk && !e.c.failed; i++) {
-		e.plan = &mp->k[i];
-		kernel(&e, i);
-	}
+	for (int i = 0; i < k->nk && !e.c.failed; i += mp->k[i].nfused)
+		kernel(&e, mp, i);
 	return ce_finish(&e.c);
 }

@@ -185,7 +185,7 @@ static BeModule *cuda_compile(const Kernels *k, const char *src, const BeOpts *o
 	m->fn = calloc((size_t)k->nk + 1, sizeof *m->fn);
 	m->launch = map_plan(k, &cuda_target)->k;
 	IR_ASSERT(m->fn);
-	for (int i = 0; i < k->nk; i++) {
+	for (int i = 0; i < k->nk; i += m->launch[i].nfused) {   /* a function per launch */
 		char name[32];
 		snprintf(name, sizeof name, "k%d", i);
 		if ((r = m->cu.ModuleGetFunction(&m->fn[i], m->mod, name))) {
@@ -393,7 +393,7 @@ static int cuda_launch(BeModule *m, int n, Diag *d)
 	if ((r = m->cu.MemsetD8(m->err, 0, 16)))
 		return fail(m, r, d, "cuMemsetD8 (error slot)");
 	for (int run = 0; run < n; run++)
-		for (int i = 0; i < m->k->nk; i++)
+		for (int i = 0; i < m->k->nk; i += m->launch[i].nfused)
 			if (run_kernel(m, i, d))
 				return -1;
 	if ((r = m->cu.CtxSynchronize()))
@@ -514,7 +514,9 @@ const MapTarget cuda_target = {
 	.item_wg = 128,           /* block size of a thread-per-item kernel */
 	.wg_min = 32,             /* a warp; a construct of fewer iterations keeps a thread per item */
 	.wg_max = 256,
-	.shared_max = 40960,      /* bytes of __shared__ locals per block */
+	.shared_max = 40960,      /* bytes of __shared__ locals per block (a fused launch: all
+	                             its kernels') */
+	.fuse_rows = true,        /* row kernels share a launch (map/fuse.c) */
 	.private_bytes = 2048,    /* larger private arrays go to scratch */
 };
 

@@ -195,7 +195,8 @@ static void round_text(CEmit *c, const KExpr *x)
 
 /* The statements of one line: set, store, check, tree. In uniform code of a block kernel,
  * a store or check is thread 0's, and a write of a shared local is thread 0's between
- * barriers. */
+ * barriers; thread 0 alone evaluates their expressions (a split's combine of its partials
+ * is not computed by every thread of the block). */
 static void simple_stmt(E *e, const KStmt *s)
 {
 	CEmit *c = &e->c;
@@ -204,10 +205,12 @@ static void simple_stmt(E *e, const KStmt *s)
 	bool one = uni && (shw || s->kind == KS_STORE || s->kind == KS_CHECK);
 	if (!shw || !e->owed)   /* a run of thread 0's shared writes needs no barrier inside */
 		barrier_if(e, shw);
+	if (one) {   /* thread 0's alone: it alone evaluates the statement's expressions */
+		ce_line(c, "if (threadIdx.x == 0) {");
+		c->ind++;
+	}
 	bool open = ce_open_stmt(c, s);
 	ce_indent(c);
-	if (one)
-		ce_emit(c, "if (threadIdx.x == 0) ");
 	switch (s->kind) {
 	case KS_SET: ce_set(c, s->v, s->a, s->b); break;
 	case KS_STORE: ce_store(c, s); break;
@@ -236,6 +239,10 @@ static void simple_stmt(E *e, const KStmt *s)
 	default: IR_ASSERT(!"simple_stmt: not a simple statement");
 	}
 	ce_close(c, open);
+	if (one) {
+		c->ind--;
+		ce_line(c, "}");
+	}
 	e->synced = false;
 	if (shw)
 		e->owed = true;

@@ -58,6 +58,15 @@
  *   leave i32); arrays over private_bytes, and the largest while all exceed
  *   private_budget bytes, live in per-invocation scratch.
  *
+ * - Launch fusion (map/fuse.c; targets with MapTarget.fuse_rows: cuda and opencl, which
+ *   spell it; vulkan and wgsl run each kernel in its own launch still). After the rules,
+ *   consecutive kernels share a launch, a work-group per row of the first (the lead, a
+ *   work-group per item), when every value a later one reads from an earlier one was
+ *   stored by the same row: proved by evaluating the index expressions for every row.
+ *   Each kernel is a phase of the row with its own code; barriers between phases.
+ *   Softmax and layernorm become one launch each (their rows stay in the caches between
+ *   the phases).
+ *
  * So the four agree on the model (an item per invocation, or an item per work-group with
  * some loop nests dealt to its invocations and the rest uniform or replicated; what the
  * invocations share; where a local lives) and differ in which nests they can prove

@@ -19,7 +19,9 @@
 #                results / results per example and backend
 #     tests      the Check suites test_cuda, test_opencl, test_vulkan and test_wgsl
 #     bench      bench_gpu (kernel times beside C, the derived matmul/softmax/layernorm
-#                beside cuBLAS and copy bandwidth) and bench_ulp on the GPU backends
+#                beside cuBLAS and copy bandwidth) and bench_ulp on the GPU backends;
+#                $BENCH_OTHERS (e.g. opencl,vulkan): the derived kernels there too (matmul
+#                at $BENCH_OTHERS_MATMUL, default 1024)
 #     decode     `assay decode examples/qwen3_tiny` for $DECODE_STEPS (default 32) steps on every
 #                available backend, default and $DECODE_SCHEDULES (1) sampled schedules, its gate
 #     fuzz       a $FUZZ_SECONDS (default 60) campaign over every available backend, then
@@ -165,6 +167,12 @@ for step in $steps; do
 	bench)
 		if [ -x "$P/bin/bench_gpu" ]; then
 			"$P/bin/bench_gpu" --json "$LOG/bench_gpu.json" || status=1
+			# the same derived kernels on the other GPU backends (a smaller matmul: its
+			# candidates there take minutes at 4096^3)
+			if [ -n "${BENCH_OTHERS:-}" ]; then
+				"$P/bin/bench_gpu" --derived-on "$BENCH_OTHERS" --matmul "${BENCH_OTHERS_MATMUL:-1024}" \
+					--json "$LOG/bench_gpu_others.json" || status=1
+			fi
 		else echo "bench_gpu was not packed"; fi
 		if [ -x "$P/bin/bench_ulp" ]; then
 			"$P/bin/bench_ulp" --backends "${ULP_BACKENDS:-cuda,opencl,vulkan}" || status=1

@@ -111,7 +111,7 @@ START_TEST(row_reduction_split)
 }
 END_TEST
 
-/* Launch fusion of row kernels (map/fuse.c, cuda only): softmax's max, sum and normalised
+/* Launch fusion of row kernels (map/fuse.c, cuda and opencl): softmax's max, sum and normalised
  * row share a launch, the row read at its own index; a consumer reading another row's
  * maximum, or a lead of one item, keeps its own launch. */
 static const char softmax_src[] =
@@ -130,7 +130,10 @@ START_TEST(row_fusion)
 	p = plan_of(k, "cuda", 2);
 	HAS(p, " in=0 per_row=1");
 	free(p);
-	for (size_t i = 1; i < ARRAY_LEN(gpus); i++) {   /* the others do not spell it yet */
+	p = plan_of(k, "opencl", 0);
+	HAS(p, " fused=3");
+	free(p);
+	for (size_t i = 2; i < ARRAY_LEN(gpus); i++) {   /* vulkan, wgsl: not spelled yet */
 		p = plan_of(k, gpus[i], 0);
 		ck_assert_msg(!strstr(p, "fused="), "%s: %s", gpus[i], p);
 		free(p);

@@ -909,7 +909,8 @@ START_TEST(emit_shape)
 	sched_of(g, "store m : f64\naccum m : f64\nsplit m : c=8", &s);
 	a = emit_of(ocl(), g, &s);
 	ck_assert_ptr_nonnull(strstr(a, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"));
-	ck_assert_ptr_nonnull(strstr(a, "/* m: a work-group per item, up to 8 lanes */"));
+	/* split, m is a work-group per row, and y (its rows read m at their own row) joins it */
+	ck_assert_ptr_nonnull(strstr(a, "/* m, y: one launch, a work-group per row (2 kernels fused, map/fuse.c) */"));
 	ck_assert_ptr_nonnull(strstr(a, "__local double v"));
 	ck_assert_ptr_nonnull(strstr(a, "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"));
 	free(a);

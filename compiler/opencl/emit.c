@@ -536,10 +536,16 @@ static const CTiles tiles = {
 	"const long v%d = 0;", "const long v%d = (q %% %lldL) * %lldL;", "q /= %lldL;",
 };
 
-static void signature(CEmit *c, int i)
+static void signature(CEmit *c, int i, int n)
 {
 	const Kernels *k = c->k;
 	uint8_t *use = ce_buffer_use(k, k->k[i].body);
+	for (int j = i + 1; j < i + n; j++) {   /* a fused launch: what any of its kernels does */
+		uint8_t *u = ce_buffer_use(k, k->k[j].body);
+		for (int b = 0; b < k->nbufs; b++)
+			use[b] |= u[b];
+		free(u);
+	}
 	ce_line(c, "__kernel void k%d(", i);
 	c->ind++;
 	for (int b = 0; b < k->nbufs; b++)
@@ -581,21 +587,59 @@ static void entry_decls(E *e)
 	}
 }
 
+/* Kernel j's items of row `it` in a fused launch (MapKernel.lead, map/fuse.c): a
+ * work-group-per-item kernel runs them one after another on the whole work-group, a
+ * work-item-per-item kernel deals them to the lanes. */
+static void phase(E *e, const MapPlan *mp, int j)
+{
+	CEmit *c = &e->c;
+	const Kernel *kn = &c->k->k[j];
+	e->plan = &mp->k[j];
+	long long f = (long long)e->plan->per_row;
+	if (e->plan->mode != MAP_GROUP)
+		ce_line(c, "for (long u%d = it * %lldL + lid; u%d < (it + 1) * %lldL; u%d += nl) {", j, f, j, f, j);
+	else if (f > 1)
+		ce_line(c, "for (long u%d = it * %lldL; u%d < (it + 1) * %lldL; u%d++) {", j, f, j, f, j);
+	else
+		ce_line(c, "{");
+	c->ind++;
+	if (e->plan->mode != MAP_GROUP || f > 1)
+		ce_line(c, "long q = u%d;", j);
+	else
+		ce_line(c, "long q = it;");
+	ce_tiles(c, kn, &tiles);
+	e->ctx = CTX_UNIFORM;
+	ce_stmts(c, kn->body);
+	if (e->plan->mode == MAP_GROUP && f > 1)
+		ce_line(c, BARRIER);   /* the next item reuses the shared locals */
+	c->ind--;
+	ce_line(c, "}");
+	ce_line(c, BARRIER);   /* the next phase reads what this one stored */
+}
+
 static void kernel(E *e, int i)
 {
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
 	const Kernel *kn = &k->k[i];
-	e->plan = &map_plan(k, &ocl_target)->k[i];
+	const MapPlan *mp = map_plan(k, &ocl_target);
+	e->plan = &mp->k[i];
 	const MapKernel *p = e->plan;
-	if (p->mode == MAP_GROUP)
+	int n = p->nfused;
+	if (n > 1) {
+		ce_indent(c);
+		ce_emit(c, "/* %s", ce_kernel_name(k, i));
+		for (int j = i + 1; j < i + n; j++)
+			ce_emit(c, ", %s", ce_kernel_name(k, j));
+		ce_emit(c, ": one launch, a work-group per row (%d kernels fused, map/fuse.c) */\n", n);
+	} else if (p->mode == MAP_GROUP)
 		ce_line(c, "/* %s%s: a work-group per item, up to %lld lanes */",
 			ce_kernel_name(k, i),
 			kn->hoisted ? " (reduction outside the tile's point loops)" : "", (long long)p->wg);
 	else
 		ce_line(c, "/* %s%s: a work-item per item */", ce_kernel_name(k, i),
 			kn->hoisted ? " (reduction outside the tile's point loops)" : "");
-	signature(c, i);
+	signature(c, i, n);
 	ce_line(c, "{");
 	c->ind++;
 	if (p->mode == MAP_GROUP) {
@@ -606,11 +650,20 @@ static void kernel(E *e, int i)
 		ce_line(c, "if (it >= t1)");
 		ce_line(c, "\treturn;");
 	}
-	entry_decls(e);
-	ce_line(c, "long q = it;");
-	ce_tiles(c, kn, &tiles);
-	e->ctx = CTX_UNIFORM;
-	ce_stmts(c, kn->body);
+	if (n > 1) {
+		for (int j = i; j < i + n; j++) {
+			e->plan = &mp->k[j];
+			entry_decls(e);
+		}
+		for (int j = i; j < i + n; j++)
+			phase(e, mp, j);
+	} else {
+		entry_decls(e);
+		ce_line(c, "long q = it;");
+		ce_tiles(c, kn, &tiles);
+		e->ctx = CTX_UNIFORM;
+		ce_stmts(c, kn->body);
+	}
 	c->ind--;
 	ce_line(c, "}");
 	ce_line(c, "%s", "");
@@ -653,7 +706,7 @@ char *ocl_emit(const Kernels *k, Diag *d)
 	E e = {0};
 	ce_init(&e.c, k, &lang, d);
 	prologue(&e.c);
-	for (int i = 0; i < k->nk; i++)
+	for (int i = 0; i < k->nk; i += map_plan(k, &ocl_target)->k[i].nfused)
 		kernel(&e, i);
 	return ce_finish(&e.c);
 }

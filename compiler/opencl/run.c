@@ -477,7 +477,7 @@ static int kernels(BeModule *m, Diag *d)
 	m->kern = calloc((size_t)k->nk + 1, sizeof *m->kern);
 	m->ki = calloc((size_t)k->nk + 1, sizeof *m->ki);
 	IR_ASSERT(m->kern && m->ki);
-	for (int i = 0; i < k->nk; i++) {
+	for (int i = 0; i < k->nk; i += map_plan(k, &ocl_target)->k[i].nfused) {   /* a launch each */
 		char name[32];
 		cl_int rc;
 		snprintf(name, sizeof name, "k%d", i);
@@ -745,7 +745,7 @@ static int ocl_launch(BeModule *m, int n, Diag *d)
 	if (write_at(m, m->err, 0, sizeof err, err, d))
 		return -1;
 	for (int run = 0; run < n; run++)
-		for (int i = 0; i < m->k->nk; i++)
+		for (int i = 0; i < m->k->nk; i += m->ki[i].plan->nfused)
 			if (run_kernel(m, i, d))
 				return -1;
 	if (read_at(m, m->err, 0, sizeof err, err, d))
@@ -810,7 +810,9 @@ const MapTarget ocl_target = {
 	.item_wg = 0,             /* a work-item per item: the runtime picks the work-group */
 	.wg_min = 2,              /* lanes for a nest of two iterations or more */
 	.wg_max = 256,            /* lanes wanted at most */
-	.shared_max = 16384,      /* __local bytes a kernel may use (OpenCL's minimum: 32K) */
+	.shared_max = 16384,      /* __local bytes a kernel (a fused launch: all its kernels)
+	                             may use (OpenCL's minimum: 32K) */
+	.fuse_rows = true,        /* row kernels share a launch (map/fuse.c) */
 	.private_elems = 256,     /* larger private arrays live in scratch */
 };
 

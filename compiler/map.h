@@ -58,8 +58,8 @@
  *   leave i32); arrays over private_bytes, and the largest while all exceed
  *   private_budget bytes, live in per-invocation scratch.
  *
- * - Launch fusion (map/fuse.c; targets with MapTarget.fuse_rows: cuda and opencl, which
- *   spell it; vulkan and wgsl run each kernel in its own launch still). After the rules,
+ * - Launch fusion (map/fuse.c; targets with MapTarget.fuse_rows: cuda, opencl and vulkan,
+ *   which spell it; wgsl runs each kernel in its own launch still). After the rules,
  *   consecutive kernels share a launch, a work-group per row of the first (the lead, a
  *   work-group per item), when every value a later one reads from an earlier one was
  *   stored by the same row: proved by evaluating the index expressions for every row.
@@ -100,6 +100,9 @@ struct MapTarget {
 	bool int32;               /* integers are i32: every integer op proved or checked */
 	bool fuse_rows;           /* row kernels may share a launch (map/fuse.c; the target's
 	                             emitter and runtime spell MapKernel.lead and nfused) */
+	bool fuse_alike;          /* ... only kernels alike in what the whole program text
+	                             states once: work-group size (a group-per-item member),
+	                             i32 and f64 (REPLICATE's shaders) */
 	uint64_t int_checked;     /* int32: the ops (BE_OP bits) spelled checked where they may
 	                             leave i32 (they report into the error slot) */
 };

@@ -16,7 +16,9 @@
  * - every load in j of a buffer an earlier member stores has an index that depends only
  *   on j's row origins and lies in the set the same row of that member stores;
  * - no member stores a buffer an earlier member reads, nor one another member stores;
- * - neither uses per-invocation or per-group scratch, their shared locals fit the target's shared memory, and a
+ * - neither uses per-invocation or per-group scratch, their shared locals (and merge
+ *   slots) fit the target's, where the target asks (fuse_alike) a group-per-item member
+ *   has the lead's work-group size and every member its integer and f64 forms, and a
  *   member has at most PER_ROW_MAX items per row (the lead: at least two rows).
  * These are decided by evaluating the index expressions for every row (integer
  * arithmetic of kir.h, an index check held only where it passes): a proof over the
@@ -210,10 +212,17 @@ static bool joins(F *f, int lead, int j)
 	const MapKernel *pj = &f->p->k[j];
 	if (!same_rows(L, J) || pj->scratch || pj->scratch_group || J->nitems / L->nitems > PER_ROW_MAX)
 		return false;
+	const MapKernel *pl = &f->p->k[lead];
+	if (f->t->fuse_alike && ((pj->mode == MAP_GROUP && pj->wg != pl->wg) || pj->i32 != pl->i32 ||
+				 pj->f64 != pl->f64))
+		return false;
 	int64_t shared = 0;
-	for (int i = lead; i <= j; i++)
+	int slots = 0;
+	for (int i = lead; i <= j; i++) {
 		shared += f->p->k[i].shared_bytes;
-	if (shared > f->t->shared_max)
+		slots += f->p->k[i].nslots;
+	}
+	if (shared > f->t->shared_max || (f->t->merge_max && slots > f->t->merge_max))
 		return false;
 	Accs *ldj = &f->ld[1], *stj = &f->st[1];
 	lists(f, j, ldj, stj);

@@ -67,6 +67,10 @@ typedef struct {
 	int32_t chain;      /* the distributed nest being emitted (PART indices), 0 */
 	unsigned sused;     /* scratch views used: 1 float, 2 double, 4 int64 (int: i32) */
 	bool i32;           /* integers are 32-bit ints (MapKernel.i32), else int64_t */
+	const MapPlan *mp;  /* the program's plan */
+	int slot0;          /* the kernel's merge slots are m<slot0 + slot> (a fused launch
+	                       numbers its kernels' slots one after another) */
+	bool fused;         /* a fused launch (map/fuse.c): buffers it writes are coherent */
 } E;
 
 /* The integer type and literal suffix of e's kernel. */
@@ -319,18 +323,18 @@ static void merge_slot(E *e, int m, bool out)
 	if (e->pl->vshare[v] == MAP_V_FLAG) {
 		if (out)
 			ce_line(c, "for (int i_ = 0; i_ < int(WG); i_++) v%d = max_i(v%d, %s(m%d[i_]));", v, v,
-				IT(e), m);
+				IT(e), e->slot0 + m);
 		else
-			ce_line(c, "m%d[int(lid)] = int(v%d);", m, v);
+			ce_line(c, "m%d[int(lid)] = int(v%d);", e->slot0 + m, v);
 		return;
 	}
 	ce_indent(c);
 	if (out) {
 		ce_emit(c, "for (int i_ = 0; i_ < %lld; i_++) ", n);
 		arr(e, v, -1, "i_");
-		ce_emit(c, " = m%d[i_];\n", m);
+		ce_emit(c, " = m%d[i_];\n", e->slot0 + m);
 	} else {
-		ce_emit(c, "for (int i_ = int(lid); i_ < %lld; i_ += int(WG)) m%d[i_] = ", n, m);
+		ce_emit(c, "for (int i_ = int(lid); i_ < %lld; i_ += int(WG)) m%d[i_] = ", n, e->slot0 + m);
 		arr(e, v, -1, "i_");
 		ce_emit(c, ";\n");
 	}
@@ -658,10 +662,18 @@ static void header(CEmit *o, const E *b, int i)
 			ce_line(o, "#if %s\nspirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], "
 				"%s);\n#endif", fc_modes[m][0], fc_modes[m][1]);
 	ce_line(o, "#endif");
-	ce_line(o, "/* %s%s; %s plan: %s */", ce_kernel_name(k, i),
-		kn->hoisted ? ": reduction outside the tile's point loops" : "",
-		pl->mode == MAP_GROUP ? "group" : "serial",
-		pl->mode == MAP_GROUP ? "one item per work-group, distributed loop nests" : "one item per invocation");
+	if (pl->nfused > 1) {
+		ce_indent(o);
+		ce_emit(o, "/* %s", ce_kernel_name(k, i));
+		for (int j = i + 1; j < i + pl->nfused; j++)
+			ce_emit(o, ", %s", ce_kernel_name(k, j));
+		ce_emit(o, ": one launch, a work-group per row (%d kernels fused, map/fuse.c) */\n", pl->nfused);
+	} else {
+		ce_line(o, "/* %s%s; %s plan: %s */", ce_kernel_name(k, i),
+			kn->hoisted ? ": reduction outside the tile's point loops" : "",
+			pl->mode == MAP_GROUP ? "group" : "serial",
+			pl->mode == MAP_GROUP ? "one item per work-group, distributed loop nests" : "one item per invocation");
+	}
 	ce_line(o, "layout(local_size_x = %d) in;", pl->wg);
 	ce_line(o, "const %s WG = %d%s;", IT(b), pl->wg, LS(b));
 	ce_line(o, "const %s NITEMS = %lld%s;", IT(b), (long long)kn->nitems, LS(b));
@@ -693,8 +705,8 @@ static void buffers(CEmit *o, const E *b, const uint8_t *use)
 		Dtype f = k->bufs[i].fmt;
 		const char *t = f == DT_F64 ? "double" : f == DT_F32 ? "float" : f == DT_I32 ? "int" : "HALF_T";
 		ce_line(o, "layout(std430, set = 0, binding = %d) restrict %sbuffer B%d { %s d[]; } b%d;  /* %s: %s */",
-			i, use[i] == 1 ? "readonly " : "", i, t, i, k->g->tensors[k->bufs[i].tensor].name,
-			dt_name(f));
+			i, use[i] == 1 ? "readonly " : b->fused ? "coherent " : "", i, t, i,
+			k->g->tensors[k->bufs[i].tensor].name, dt_name(f));
 	}
 	if (!b->check)
 		return;
@@ -740,6 +752,59 @@ static const CTiles tiles[3] = {
 	{"const int v%d = 0;", "const int v%d = int(q %% %lldu) * %lld;", "q /= %lldu;"},
 };
 
+/* The phases of fused launch i (MapKernel.nfused, map/fuse.c), into b: each kernel's items
+ * of row `it`, one after another on the whole work-group (a group-per-item kernel) or dealt
+ * to the invocations (an item-per-invocation kernel); between phases, a barrier that makes
+ * the buffers' stores visible to the work-group (they are coherent). Returns the buffers
+ * they use (ce_buffer_use's marks, all kernels'). */
+static uint8_t *phases(E *b, int i)
+{
+	CEmit *c = &b->c;
+	const Kernels *k = c->k;
+	const MapKernel *lead = b->pl;
+	uint8_t *use = calloc((size_t)k->nbufs + 1, 1);
+	IR_ASSERT(use);
+	const char *it = IT(b);
+	b->slot0 = 0;
+	for (int j = i; j < i + lead->nfused; j++) {
+		const Kernel *kn = &k->k[j];
+		b->pl = &b->mp->k[j];
+		long long f = (long long)b->pl->per_row;
+		bool group = b->pl->mode == MAP_GROUP;
+		if (group)
+			ce_line(c, "for (%s u%d = it * %lld%s; u%d < (it + 1%s) * %lld%s; u%d++) {", it, j, f,
+				LS(b), j, LS(b), f, LS(b), j);
+		else
+			ce_line(c, "for (%s u%d = it * %lld%s + lid; u%d < (it + 1%s) * %lld%s; u%d += WG) {", it,
+				j, f, LS(b), j, LS(b), f, LS(b), j);
+		c->ind++;
+		bool narrow = kn->nitems <= UINT32_MAX;
+		if (b->i32 || narrow)
+			ce_line(c, "uint q = uint(u%d);", j);
+		else
+			ce_line(c, "int64_t q = u%d;", j);
+		ce_tiles(c, kn, &tiles[b->i32 ? 2 : narrow]);
+		stmts(b, kn->body, 0, group);
+		if (group && f > 1) {   /* the next item reuses the merge slots and shared locals */
+			ce_line(c, "memoryBarrierShared();");
+			ce_line(c, "barrier();");
+		}
+		c->ind--;
+		ce_line(c, "}");
+		ce_line(c, "memoryBarrierBuffer();");
+		ce_line(c, "memoryBarrierShared();");
+		ce_line(c, "barrier();");
+		uint8_t *u = ce_buffer_use(k, kn->body);
+		for (int x = 0; x < k->nbufs; x++)
+			use[x] |= u[x];
+		free(u);
+		b->slot0 += b->pl->nslots;
+	}
+	b->pl = lead;
+	b->slot0 = 0;
+	return use;
+}
+
 /* main's statements (into b), then the whole shader around them (into o). */
 static void kernel(CEmit *o, E *b, int i)
 {
@@ -775,10 +840,15 @@ static void kernel(CEmit *o, E *b, int i)
 	/* 32-bit division where the item ids fit: NVIDIA's driver (580) was seen to compute 64-bit
 	 * division and remainder by constants wrongly */
 	bool narrow = kn->nitems <= UINT32_MAX;
-	ce_line(c, narrow ? "uint q = uint(it);" : "int64_t q = it;");
-	ce_tiles(c, kn, &tiles[b->i32 ? 2 : narrow]);
-	stmts(b, kn->body, 0, pl->mode == MAP_GROUP);
-	uint8_t *use = ce_buffer_use(k, kn->body);
+	uint8_t *use;
+	if (pl->nfused > 1) {
+		use = phases(b, i);
+	} else {
+		ce_line(c, narrow ? "uint q = uint(it);" : "int64_t q = it;");
+		ce_tiles(c, kn, &tiles[b->i32 ? 2 : narrow]);
+		stmts(b, kn->body, 0, pl->mode == MAP_GROUP);
+		use = ce_buffer_use(k, kn->body);
+	}
 	for (int j = 0; j < k->nbufs; j++) {
 		b->half |= use[j] && (k->bufs[j].fmt == DT_F16 || k->bufs[j].fmt == DT_BF16);
 		b->f64 |= use[j] && k->bufs[j].fmt == DT_F64;
@@ -788,12 +858,16 @@ static void kernel(CEmit *o, E *b, int i)
 	header(o, b, i);
 	buffers(o, b, use);
 	free(use);
-	for (int m = 0; m < pl->nslots; m++) {
-		int32_t v = pl->slotvar[m];
-		if (pl->vshare[v] == MAP_V_FLAG)
-			ce_line(o, "shared int m%d[%d];", m, pl->wg);
-		else
-			ce_line(o, "shared %s m%d[%lld];", c->L->type[k->vars[v].type], m, (long long)k->vars[v].n);
+	for (int j = i, m0 = 0; j < i + pl->nfused; m0 += b->mp->k[j++].nslots) {
+		const MapKernel *pj = &b->mp->k[j];
+		for (int m = 0; m < pj->nslots; m++) {
+			int32_t v = pj->slotvar[m];
+			if (pj->vshare[v] == MAP_V_FLAG)
+				ce_line(o, "shared int m%d[%d];", m0 + m, pj->wg);
+			else
+				ce_line(o, "shared %s m%d[%lld];", c->L->type[k->vars[v].type], m0 + m,
+					(long long)k->vars[v].n);
+		}
 	}
 	vk_lib(b->need, put_text, o);
 	ce_line(o, "void main()");
@@ -808,16 +882,19 @@ char *vk_emit(const Kernels *k, Diag *d)
 	CEmit o;
 	ce_init(&o, k, &lang, d);
 	const Graph *g = k->g;
+	const MapPlan *mp = map_plan(k, &vk_target);
+	int shaders = 0;
+	for (int i = 0; i < k->nk; i += mp->k[i].nfused)
+		shaders++;
 	ce_line(&o, "// Generated by assay's vulkan backend from graph %s: %d compute shaders (GLSL 450).",
-		g->name ? g->name : "(unnamed)", k->nk);
+		g->name ? g->name : "(unnamed)", shaders);
 	if (k->faults)
 		ce_line(&o, "// SEEDED FAULTS 0x%x: this program is wrong on purpose.", k->faults);
 	ce_schedule(&o, NULL, "// schedule: ");
-	const MapPlan *mp = map_plan(k, &vk_target);
-	for (int i = 0; i < k->nk && !o.failed; i++) {
+	for (int i = 0; i < k->nk && !o.failed; i += mp->k[i].nfused) {
 		const MapKernel *pl = &mp->k[i];
 		E b = {.c = {.k = k, .L = pl->i32 ? &lang32 : &lang, .d = d, .mark = o.mark, .stamp = o.stamp},
-		       .pl = pl, .kernel = i, .i32 = pl->i32};
+		       .pl = pl, .kernel = i, .i32 = pl->i32, .mp = mp, .fused = pl->nfused > 1};
 		kernel(&o, &b, i);
 		if (b.f64 && !pl->f64)   /* the runtime picks the shader's f64 modes by the plan */
 			ce_internal(&o, "kernel %d holds f64 values its plan does not know of", i);

@@ -82,7 +82,7 @@ static int split(const Kernels *k, const char *src, KSrc *ks)
 {
 	const MapPlan *mp = map_plan(k, &vk_target);
 	const char *p = strstr(src, VK_MARK);
-	for (int i = 0; i < k->nk; i++) {
+	for (int i = 0; i < k->nk; i += mp->k[i].nfused) {   /* a shader per launch */
 		if (!p)
 			return -1;
 		const char *q = strchr(p, '\n'), *next = strstr(p + 1, VK_MARK);
@@ -330,17 +330,26 @@ static int pipelines(BeModule *m, const char *dir, Diag *d)
 		rc = r->CreatePipelineCache(r->dev, &pc, NULL, &m->pc);
 	}
 	free(data);
+	/* a pipeline per launch: the shaders of the kernels that lead one (map/fuse.c) */
 	VkComputePipelineCreateInfo *ci = calloc((size_t)m->nk + 1, sizeof *ci);
-	IR_ASSERT(ci);
-	for (int i = 0; i < m->nk; i++)
-		ci[i] = (VkComputePipelineCreateInfo){
+	VkPipeline *pipes = calloc((size_t)m->nk + 1, sizeof *pipes);
+	int *lead = calloc((size_t)m->nk + 1, sizeof *lead), nl = 0;
+	IR_ASSERT(ci && pipes && lead);
+	for (int i = 0; i < m->nk; i += map_plan(m->k, &vk_target)->k[i].nfused) {
+		lead[nl] = i;
+		ci[nl++] = (VkComputePipelineCreateInfo){
 			.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
 			.stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
 				  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = m->sm[i], .pName = "main"},
 			.layout = m->pll};
-	if (rc == VK_SUCCESS && m->nk > 0)
-		rc = r->CreateComputePipelines(r->dev, m->pc, (uint32_t)m->nk, ci, NULL, m->pipe);
+	}
+	if (rc == VK_SUCCESS && nl > 0)
+		rc = r->CreateComputePipelines(r->dev, m->pc, (uint32_t)nl, ci, NULL, pipes);
+	for (int l = 0; rc == VK_SUCCESS && l < nl; l++)
+		m->pipe[lead[l]] = pipes[l];
 	free(ci);
+	free(pipes);
+	free(lead);
 	if (rc != VK_SUCCESS) {
 		diag_set(d, 3, "vulkan backend: the driver refused the compute pipelines (VkResult %d)",
 			 (int)rc);
@@ -415,7 +424,7 @@ static BeModule *vk_compile(const Kernels *k, const char *src, const BeOpts *o, 
 		diag_set(d, 3, "vulkan backend: the source is not a program of these kernels");
 		rc = -1;
 	}
-	for (int i = 0; i < k->nk && rc == 0; i++) {
+	for (int i = 0; i < k->nk && rc == 0; i += map_plan(k, &vk_target)->k[i].nfused) {
 		size_t words = 0;
 		if (fits(m, &ks[i], i, d)) {
 			rc = -1;
@@ -631,7 +640,7 @@ static int record(BeModule *m, Diag *d)
 		return -1;
 	}
 	uint32_t gx_max = r->props.limits.maxComputeWorkGroupCount[0];
-	for (int i = 0; i < m->nk; i++) {
+	for (int i = 0; i < m->nk; i += map_plan(m->k, &vk_target)->k[i].nfused) {   /* launches */
 		int64_t n = m->k->k[i].nitems;
 		r->CmdBindPipeline(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, m->pipe[i]);
 		r->CmdBindDescriptorSets(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, m->pll, 0, 1, &m->ds, 0, NULL);
@@ -836,6 +845,8 @@ const MapTarget vk_target = {
 	.shared_max = 16384,      /* bytes of shared memory a plan may use for merges */
 	.private_elems = 128,     /* longer local arrays live in the scratch buffer */
 	.merge_max = MAP_MERGE_SLOTS,
+	.fuse_rows = true,        /* row kernels share a launch (map/fuse.c) */
+	.fuse_alike = true,       /* a shader states its work-group, integer form and f64 once */
 };
 
 const Backend vulkan_backend = {

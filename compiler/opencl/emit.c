@@ -548,9 +548,12 @@ static void signature(CEmit *c, int i, int n)
 	}
 	ce_line(c, "__kernel void k%d(", i);
 	c->ind++;
+	/* a fused launch's written buffers are read back by other work-items of the group after
+	 * a barrier: no restrict there (NVIDIA's OpenCL was seen to give another work-item the
+	 * value from before lane 0's store: tests/regress/vk_nvidia_moe_s3.tg, sampled s2) */
 	for (int b = 0; b < k->nbufs; b++)
-		ce_line(c, "__global %s%s *restrict b%d,", use[b] == 1 ? "const " : "",
-			lang.store[k->bufs[b].fmt], b);
+		ce_line(c, "__global %s%s *%sb%d,", use[b] == 1 ? "const " : "", lang.store[k->bufs[b].fmt],
+			n > 1 && use[b] >= 2 ? "" : "restrict ", b);
 	ce_line(c, "__global int *restrict err, __global uchar *restrict scr, const long t0, const long t1)");
 	c->ind--;
 	free(use);

@@ -554,6 +554,13 @@ static void entry_locals(E *e)
 	}
 }
 
+/* Does the kernel keep locals one per block (shared memory or block scratch)? Without any,
+ * its items need no barrier between them. */
+static bool group_locals(const MapKernel *p)
+{
+	return p->shared_bytes > 0 || p->scratch_group > 0;
+}
+
 /* The items of kernel j that row `it` of its launch runs (one kernel alone: the item it),
  * then kernel j's body for each. A block-per-item kernel runs them one after another on
  * the whole block; a thread-per-item kernel deals them to the block's threads. */
@@ -583,7 +590,7 @@ static void phase(E *e, const MapPlan *mp, int j, bool fused)
 	ce_line(c, "(void)q;");
 	ce_tiles(c, kn, &tiles);
 	ce_stmts(c, kn->body);
-	if (e->block)
+	if (e->block && group_locals(e->plan))
 		barrier(e);   /* the next item reuses the shared locals */
 	c->ind--;
 	ce_line(c, "}");
@@ -639,7 +646,7 @@ static void kernel(E *e, const MapPlan *mp, int i)
 		ce_tiles(c, kn, &tiles);
 		e->synced = true;   /* nothing shared is in use yet, or the last item's barrier */
 		ce_stmts(c, kn->body);
-		if (e->block)
+		if (e->block && group_locals(e->plan))
 			barrier(e);   /* the next item reuses the shared locals */
 	} else {
 		e->synced = true;

@@ -396,9 +396,9 @@ START_TEST(emit_scratch)
 	ck_assert_msg(strstr(src, "\n//! kernel k1 groups=16384 bindings=1,2,3,4\n"), "manifest: %s",
 		      strstr(src, "\n//! kernel"));
 	ck_assert_msg(strstr(k1, "chunk.") == NULL, "k1 reads the chunk");
-	ck_assert_int_eq(count(src, "var fs: array<i32, 13>;"), 1);
-	ck_assert_int_eq(count(src, "var fs:"), 1);
-	ck_assert_int_eq(count(src, "var sp: i32 = 1i;"), 4);
+	ck_assert_int_eq(count(src, "var tr_lo: array<i32, 13>;"), 1);
+	ck_assert_int_eq(count(src, "var tr_lo:"), 1);
+	ck_assert_int_eq(count(src, "var tr_sp: i32 = 1i;"), 4);
 	free(src);
 	kir_free(k);
 	sched_free(&s);

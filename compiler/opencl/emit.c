@@ -351,56 +351,18 @@ static int bits(int64_t n)
 	return b;
 }
 
-/* The pairwise tree of kir.h, iteratively: a stack of (first, count, stage) frames walks
- * the tree depth first, a stack of values holds the finished left halves. */
+/* The pairwise tree of kir.h, iteratively (cemit.h ce_tree). */
 static void tree_stmt(E *e, const KStmt *s)
 {
 	CEmit *c = &e->c;
-	const KVar *cv = &c->k->vars[s->c];
-	const char *T = c->L->type[cv->type], *op = s->op == OP_MUL ? "*" : "+";
-	int depth = bits(cv->n) + 3;
+	const CTree tr = {.itype = "long", .isfx = "", .depth = bits(c->k->vars[s->c].n) + 3};
 	COV(ocl_tree);
 	ce_line(c, "{");
 	c->ind++;
 	c->stamp++;
 	ce_temps(c, s->a);
 	ce_temps(c, s->b);
-	ce_line(c, "long tr_lo[%d], tr_n[%d];", depth, depth);
-	ce_line(c, "int tr_st[%d], tr_sp = 1, tr_vp = 0;", depth);
-	ce_line(c, "%s tr_v[%d];", T, depth);
-	ce_indent(c);
-	ce_emit(c, "tr_lo[0] = ");
-	ce_ref(c, s->a);
-	ce_emit(c, ";\n");
-	ce_indent(c);
-	ce_emit(c, "tr_n[0] = ");
-	ce_ref(c, s->b);
-	ce_emit(c, ";\n");
-	ce_line(c, "tr_st[0] = 0;");
-	ce_line(c, "while (tr_sp > 0) {");
-	c->ind++;
-	ce_line(c, "const int f = tr_sp - 1;");
-	ce_line(c, "if (tr_n[f] == 1) {");
-	ce_line(c, "\ttr_v[tr_vp++] = v%d[tr_lo[f]];", s->c);
-	ce_line(c, "\ttr_sp--;");
-	ce_line(c, "} else if (tr_st[f] < 2) {");
-	ce_line(c, "\tconst long h = tr_n[f] / 2;");
-	ce_line(c, "\ttr_lo[tr_sp] = tr_st[f] == 0 ? tr_lo[f] : tr_lo[f] + h;");
-	ce_line(c, "\ttr_n[tr_sp] = tr_st[f] == 0 ? h : tr_n[f] - h;");
-	ce_line(c, "\ttr_st[tr_sp++] = 0;");
-	ce_line(c, "\ttr_st[f]++;");
-	ce_line(c, "} else {");
-	ce_line(c, "\ttr_vp -= 2;");
-	switch (s->fmt) {
-	case DT_F16: ce_line(c, "\ttr_v[tr_vp] = h2f(f2h(tr_v[tr_vp] %s tr_v[tr_vp + 1]));", op); break;
-	case DT_BF16: ce_line(c, "\ttr_v[tr_vp] = b2f(f2b(tr_v[tr_vp] %s tr_v[tr_vp + 1]));", op); break;
-	default: ce_line(c, "\ttr_v[tr_vp] = tr_v[tr_vp] %s tr_v[tr_vp + 1];", op); break;
-	}
-	ce_line(c, "\ttr_vp++;");
-	ce_line(c, "\ttr_sp--;");
-	ce_line(c, "}");
-	c->ind--;
-	ce_line(c, "}");
+	ce_tree(c, s, &tr);
 	if (uniform(e) && e->plan->vshare[s->v] == MAP_V_SHARED) {
 		COV(ocl_tree_shared);
 		ce_line(c, BARRIER);

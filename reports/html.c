@@ -522,12 +522,12 @@ static void points(FILE *f, const RpSummary *s)
 		if (!nr)
 			fputs("not reachable: no case ran a backend that reaches it", f);
 		for (int p = 0, k = 0; nr && p < COV__COUNT; p++) {
-			if (strcmp(cov_area((CovPoint)p), areas[a]) || c->hits[p] || !c->reachable[p])
+			if (strcmp(vf_cov_area(p), areas[a]) || c->hits[p] || !c->reachable[p])
 				continue;
 			fputs(k++ ? ", <code title=\"" : "<code title=\"", f);
-			rp_html_esc(f, cov_what((CovPoint)p));
+			rp_html_esc(f, vf_cov_what(p));
 			fputs("\">", f);
-			rp_html_esc(f, cov_name((CovPoint)p));
+			rp_html_esc(f, vf_cov_name(p));
 			fputs("</code>", f);
 		}
 		if (nr && nh == nr)

@@ -9,7 +9,7 @@ allowed() {
 	oracles) echo "compiler interp oracles" ;;
 	verify) echo "compiler interp oracles verify" ;;
 	fuzz) echo "compiler interp oracles verify fuzz" ;;
-	reports) echo "verify reports compiler" ;;
+	reports) echo "verify reports" ;;
 	cli|tests|bench) echo "*" ;;
 	esac
 }

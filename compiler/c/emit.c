@@ -19,7 +19,7 @@
  * rest (float versions with an `f` suffix; their accuracy is glibc's).
  */
 #include <stdlib.h>
-#include "../cemit.h"
+#include "../emit/cemit.h"
 #include "c.h"
 
 /* h2f and b2f: f16 and bf16 bits to float, exactly */

@@ -24,7 +24,7 @@
 #ifndef ASSAY_CUDA_CUDA_H
 #define ASSAY_CUDA_CUDA_H
 
-#include "../map.h"
+#include "../map/map.h"
 
 /* Where a local variable lives, in the emitter's terms (from its plan's vshare and vplace). */
 typedef enum {

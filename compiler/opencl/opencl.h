@@ -30,8 +30,8 @@
 #ifndef ASSAY_OPENCL_OPENCL_H
 #define ASSAY_OPENCL_OPENCL_H
 
-#include "../cemit.h"
-#include "../map.h"
+#include "../emit/cemit.h"
+#include "../map/map.h"
 
 /* The opencl target's limits (run.c; its plans: compiler/map/lanes.c). */
 extern const MapTarget ocl_target;

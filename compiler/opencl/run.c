@@ -41,7 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "opencl.h"
-#include "../berun.h"
+#include "../emit/berun.h"
 
 /* ------------------------------------------------------------ the OpenCL API used */
 

@@ -32,7 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../cemit.h"
+#include "../emit/cemit.h"
 #include "vulkan.h"
 
 /* GLSL's spellings where they differ from the C-family base of ops.def (cemit.h, "op

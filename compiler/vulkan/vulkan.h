@@ -34,7 +34,7 @@
 #ifndef ASSAY_VULKAN_VULKAN_H
 #define ASSAY_VULKAN_VULKAN_H
 
-#include "../map.h"
+#include "../map/map.h"
 
 #define VK_MARK "//// assay kernel "
 #define VK_SYM_16BIT "ASSAY_16BIT"

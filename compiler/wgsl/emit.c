@@ -50,7 +50,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../cemit.h"
+#include "../emit/cemit.h"
 #include "wgsl.h"
 
 /* WGSL's spellings where they differ from the C-family base of ops.def (cemit.h, "op

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wgsl.h"
-#include "../berun.h"
+#include "../emit/berun.h"
 
 _Static_assert((int)WGSL_GUARD_BYTE == (int)BE_GUARD_BYTE, "wg_guards uses be_guard_check");
 

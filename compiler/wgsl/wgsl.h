@@ -33,7 +33,7 @@
 #ifndef ASSAY_WGSL_WGSL_H
 #define ASSAY_WGSL_WGSL_H
 
-#include "../map.h"
+#include "../map/map.h"
 
 enum {
 	WGSL_GUARD = 256,        /* guard bytes before and after every buffer */

@@ -22,7 +22,7 @@
 #ifndef ASSAY_CEMIT_H
 #define ASSAY_CEMIT_H
 
-#include "kir.h"
+#include "../kir/kir.h"
 
 typedef struct CEmit CEmit;
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "map.h"
+#include "../map/map.h"
 
 static void *grow(void *p, int32_t *cap, int32_t need, size_t elem)
 {

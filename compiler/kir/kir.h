@@ -47,7 +47,7 @@
 #ifndef ASSAY_KIR_H
 #define ASSAY_KIR_H
 
-#include "compiler.h"
+#include "../compiler.h"
 
 typedef struct MapCache MapCache;
 

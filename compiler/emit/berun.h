@@ -12,7 +12,7 @@
 #define ASSAY_BERUN_H
 
 #include <sys/types.h>
-#include "kir.h"
+#include "../kir/kir.h"
 
 /* The guard region around every buffer (all but the Vulkan backend, which lays its
  * buffers out in one allocation, use BE_GUARD bytes) and the byte it is filled with. */

@@ -11,7 +11,7 @@
 #ifndef ASSAY_LEX_H
 #define ASSAY_LEX_H
 
-#include "compiler.h"
+#include "../compiler.h"
 
 enum {
 	LEX_MAXNAME = 255,    /* bytes in a name */

@@ -458,7 +458,7 @@ static void rules(FILE *f, const RpSummary *s)
 			   "so every rule is listed as never exercised.</p>\n");
 	else
 		fprintf(f, "<p>Before lowering, the compiler rewrites each graph by its exact and "
-			   "integer rules (compiler/rewrite.c); the oracle evaluates the graph as "
+			   "integer rules (compiler/sched/rewrite.c); the oracle evaluates the graph as "
 			   "written. Firings are summed over the %lld cases that recorded them.</p>\n",
 			(long long)s->rule_cases);
 	int fired = 0;

@@ -341,7 +341,7 @@ START_TEST(emit_int_checks)
 	kir_free(k);
 	sched_free(&s);
 	ir_free(g);
-	/* a pairwise sum's term counter counts at most its terms (compiler/kivl.c, counters),
+	/* a pairwise sum's term counter counts at most its terms (compiler/kir/kivl.c, counters),
 	 * and a top-k's insertion position walks down to 0 at least: neither is checked */
 	g = parse("size T = 3, C = 1031, K = 2\ninput x : f32[T, C]\ns[t:T] = sum(c:C) x[t, c]\n"
 		  "v[t:T, r:K], i[t:T, r:K] = topk(c:C) x[t, c]\noutput s : f32, v : f32, i : i32\n");
@@ -679,7 +679,7 @@ START_TEST(guards)
 }
 END_TEST
 
-/* The launch comes from the program's plan record (compiler/map.h), not from the text:
+/* The launch comes from the program's plan record (compiler/map/map.h), not from the text:
  * with its launch manifest (the //! lines: work-groups, bindings, scratch) dropped, the
  * program runs the same, for an invocation per item, a split partial per invocation, a
  * tile's points over the invocations, and scratch. */

@@ -1,4 +1,4 @@
-/* compiler/berun.h (private to compiler/): what the backends' runtimes (compiler/X/run.c)
+/* compiler/emit/berun.h (private to compiler/): what the backends' runtimes (compiler/X/run.c)
  * share, so that each run.c holds only what its API makes different: the clock of
  * BeStats, the on-disk cache of compiled programs (its directory, keys, atomic files), the
  * checks of upload and download and the conversion of a stored buffer into an output's

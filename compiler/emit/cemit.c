@@ -1,4 +1,4 @@
-/* compiler/cemit.c: the emitter core of the C-like backends (cemit.h): the text buffer,
+/* compiler/emit/cemit.c: the emitter core of the C-like backends (cemit.h): the text buffer,
  * the walk that writes a statement's temporaries, the spelling of constants and ops, the
  * control statements, and the comment every program opens with.
  *

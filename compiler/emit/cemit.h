@@ -1,4 +1,4 @@
-/* compiler/cemit.h (private to compiler/ and its backend folders): the emitter core of the
+/* compiler/emit/cemit.h (private to compiler/ and its backend folders): the emitter core of the
  * backends that write a C-like language: C, OpenCL C, CUDA C++, GLSL (vulkan) and WGSL.
  *
  * Every one of them writes its program from the kernel IR (kir.h) in the same way: all text

@@ -1,4 +1,4 @@
-/* compiler/kir.c: the kernel IR's store: hash-consed expressions, statements, variables,
+/* compiler/kir/kir.c: the kernel IR's store: hash-consed expressions, statements, variables,
  * error sites, and a readable dump (kir_print).
  *
  * Invariants: x[0] and s[0] are unused (id 0 is never a real node); an expression is never

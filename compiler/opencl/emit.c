@@ -1,8 +1,8 @@
 /* compiler/opencl/emit.c: the OpenCL backend's emitter: kernel IR -> one OpenCL C 1.2
- * program, one __kernel per kernel of the IR, laid out by its plan (compiler/map.h,
+ * program, one __kernel per kernel of the IR, laid out by its plan (compiler/map/map.h,
  * map/lanes.c; the model: opencl.h).
  *
- * The text is written by the emitter core (compiler/cemit.h) with OpenCL C's table (CLang)
+ * The text is written by the emitter core (compiler/emit/cemit.h) with OpenCL C's table (CLang)
  * and the OpenCL pieces here (conversions, stores, work-group distribution, the iterative
  * pairwise tree); the output is a deterministic function of the kernel IR, named as in the
  * c backend: temporaries t<expression id>, locals v<variable id>, buffers b<buffer id>,
@@ -22,7 +22,7 @@
  * back (a + a) without calling the built-in (nan_guarded: PoCL 3.1's are poison at a NaN
  * constant). Integer floor division and remainder by a constant 2^k are a shift and
  * a mask (op_text: PoCL 3.1 miscompiled the helper form), by anything else the program's
- * fdiv_i and fmod_i. f16 and bf16 are stored as ushort and converted by prelude.c's
+ * fdiv_i and fmod_i. f16 and bf16 are stored as ushort and converted by lib.c's
  * functions with integer operations (round to nearest even, subnormals, overflow to inf,
  * NaN kept NaN); f16/bf16 arithmetic is f32 arithmetic rounded to the format (kir.h), never
  * native half. f64 needs cl_khr_fp64: the pragma and
@@ -120,7 +120,7 @@ static int pow2_log(int64_t c)
  * poison: its store is deleted, or a consumer branches on it (cos's argument reduction)
  * and the kernel is folded to `unreachable`, which PoCL runs off the end of: SIGSEGV
  * (tests/regress/pocl_nan_const.tg). sigmoid's helpers guard their exp the same way
- * (prelude.c). Both f32 and f64: a rule by function, not by what one PoCL got wrong. */
+ * (lib.c). Both f32 and f64: a rule by function, not by what one PoCL got wrong. */
 static bool nan_guarded(const KExpr *x)
 {
 	if (x->type != KT_F32 && x->type != KT_F64)

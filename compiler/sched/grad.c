@@ -1,4 +1,4 @@
-/* compiler/grad.c: derived gradients, reverse mode over comprehensions as graph rewriting
+/* compiler/sched/grad.c: derived gradients, reverse mode over comprehensions as graph rewriting
  * (docs/grad.md; spec/cli.md v2 "Gradient graphs").
  *
  * gr_derive builds a graph that computes the vector-Jacobian product of a graph G: G's

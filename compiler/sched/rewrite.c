@@ -1,4 +1,4 @@
-/* compiler/rewrite.c: algebraic simplification, as a table of rules applied while copying
+/* compiler/sched/rewrite.c: algebraic simplification, as a table of rules applied while copying
  * a graph.
  *
  * Each rule states its domain (style.md):

@@ -1,7 +1,7 @@
 /* compiler/vulkan/emit.c: the Vulkan backend's emitter: kernel IR -> GLSL 450 compute
  * shaders, one per kernel (vulkan.h says how the runtime cuts them apart).
  *
- * The text is written by the emitter core (compiler/cemit.h) with GLSL's table (CLang) and
+ * The text is written by the emitter core (compiler/emit/cemit.h) with GLSL's table (CLang) and
  * the GLSL pieces here (constants, conversions, 16-bit storage, merges of distributed
  * nests, the shader around each kernel); the output is a deterministic function of the
  * kernel IR and of the plan (compiler/map/replicate.c), itself deterministic: temporaries
@@ -12,7 +12,7 @@
  *
  * Numerics: KT_F32 is GLSL float, KT_F64 double (shaderFloat64), KT_INT int where the
  * kernel allows (the plan's MapKernel.i32: every integer operation proved within i32 by the
- * intervals of compiler/kivl.c, so no int can wrap; the graph format makes any integer
+ * intervals of compiler/kir/kivl.c, so no int can wrap; the graph format makes any integer
  * outside i32 an error anyway), else int64_t (GL_ARB_gpu_shader_int64: the kernel IR's
  * integers are exact int64, and an i32 result is checked to fit after the fact). The
  * 32-bit form is not an optimisation: NVIDIA's Vulkan driver (580.159) miscompiled kernels

@@ -1,7 +1,7 @@
 /* compiler/wgsl/emit.c: the WGSL backend's emitter: kernel IR -> one WGSL module with a
  * compute entry point per kernel (k0, k1, ...), then its launch manifest.
  *
- * The text is written by the emitter core (compiler/cemit.h) with WGSL's table (CLang) and
+ * The text is written by the emitter core (compiler/emit/cemit.h) with WGSL's table (CLang) and
  * the WGSL pieces here (types, opaque constants, checked i32 ops, storage views, the
  * manifest); the output is a deterministic function of the kernel IR. Names follow the C backend: t12 for the
  * temporary of expression 12 (one `let` per computing node of a statement, in a block of
@@ -31,7 +31,7 @@
  * the driver's: the special-value semantics of this backend are only as good as its
  * driver's, as WGSL allows.
  *
- * Work-groups follow the plan (compiler/map.h MapMode): the kernel prologue turns the work-group and
+ * Work-groups follow the plan (compiler/map/map.h MapMode): the kernel prologue turns the work-group and
  * invocation ids into the item and its tile origins (last parallel dimension fastest, as
  * in c/emit.c); a store outside the distributed loops of a MAP_GROUP/MAP_LANES kernel is
  * made by invocation 0 only (the others compute the same value).

@@ -170,7 +170,7 @@ static int chunks(int i, long long groups, long long scratch, int wg, long long 
 }
 
 /* The module request: the source, and each kernel's launch from its plan (the program's
- * record, compiler/map.h; the text's manifest only documents it), with the chunks and
+ * record, compiler/map/map.h; the text's manifest only documents it), with the chunks and
  * scratch of those that have scratch. */
 static char *module_request(const Kernels *k, const char *src, Diag *d)
 {

@@ -636,6 +636,8 @@ void ce_tree(CEmit *e, const KStmt *s, const CTree *t)
 	ce_line(e, "}");
 	e->ind--;
 	ce_line(e, "}");
+	if (!t->keep)
+		ce_line(e, "v%d = tr_v[0];", s->v);
 }
 
 /* ------------------------------------------------------------ programs */

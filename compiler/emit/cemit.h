@@ -188,9 +188,9 @@ void ce_stmts(CEmit *e, int32_t first);
  * of n terms is the first floor(n/2)), a stack of values holds the finished halves, and a
  * combine is left op right rounded to s->fmt (h2f(f2h(..)) for f16, b2f(f2b(..)) for bf16,
  * the program's helpers; any other format is the terms' own). ce_tree writes the stacks'
- * declarations (unless they are the kernel's: ce_tree_stacks), the first frame and the
- * walk, at the indentation set; the tree's value is then tr_v[0], which the caller gives
- * to v. The names are tr_lo, tr_n, tr_ph (frames), tr_v (values), tr_sp, tr_vp, tr_f, tr_r. */
+ * declarations (unless they are the kernel's: ce_tree_stacks), the first frame, the
+ * walk and v = tr_v[0] (unless t->keep: the caller gives tr_v[0] to v), at the
+ * indentation set. The names are tr_lo, tr_n, tr_ph (frames), tr_v (values), tr_sp, tr_vp, tr_f, tr_r. */
 typedef struct {
 	const char *itype;    /* the frames' integer type ("long", "int", "i32") */
 	const char *isfx;     /* the suffix of its literals ("" or "i") */
@@ -199,6 +199,7 @@ typedef struct {
 	const char *rpre;     /* before the declaration of a value: GLSL's "precise " */
 	int depth;            /* frames (and values) the stacks hold */
 	bool shared;          /* the stacks are the kernel's (ce_tree_stacks) */
+	bool keep;            /* v is not set: the caller does it */
 	/* Declares local name of type: an array of n when n > 0, else initialised to init
 	 * (mutable when mut), with its newline; NULL: C's ("type name[n];", "type name = init;"). */
 	void (*decl)(CEmit *e, const char *type, const char *name, int n, const char *init,

@@ -355,7 +355,9 @@ static int bits(int64_t n)
 static void tree_stmt(E *e, const KStmt *s)
 {
 	CEmit *c = &e->c;
-	const CTree tr = {.itype = "long", .isfx = "", .depth = bits(c->k->vars[s->c].n) + 3};
+	bool shared = uniform(e) && e->plan->vshare[s->v] == MAP_V_SHARED;
+	const CTree tr = {.itype = "long", .isfx = "", .depth = bits(c->k->vars[s->c].n) + 3,
+			  .keep = shared};
 	COV(ocl_tree);
 	ce_line(c, "{");
 	c->ind++;
@@ -363,14 +365,12 @@ static void tree_stmt(E *e, const KStmt *s)
 	ce_temps(c, s->a);
 	ce_temps(c, s->b);
 	ce_tree(c, s, &tr);
-	if (uniform(e) && e->plan->vshare[s->v] == MAP_V_SHARED) {
+	if (shared) {
 		COV(ocl_tree_shared);
 		ce_line(c, BARRIER);
 		ce_line(c, "if (lid == 0)");
 		ce_line(c, "\tv%d = tr_v[0];", s->v);
 		ce_line(c, BARRIER);
-	} else {
-		ce_line(c, "v%d = tr_v[0];", s->v);
 	}
 	c->ind--;
 	ce_line(c, "}");

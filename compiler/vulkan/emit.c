@@ -409,7 +409,6 @@ static void tree_stmt(E *e, const KStmt *s)
 	ce_line(c, "{");
 	c->ind++;
 	ce_tree(c, s, &tr);
-	ce_line(c, "v%d = tr_v[0];", s->v);
 	c->ind--;
 	ce_line(c, "}");
 }

@@ -603,7 +603,6 @@ static void tree_stmt(CEmit *c, const KStmt *s)
 		c->ind++;
 	}
 	ce_tree(c, s, &tr);
-	ce_line(c, "v%d = tr_v[0];", s->v);
 	c->ind--;
 	ce_line(c, "}");
 }

@@ -18,7 +18,7 @@ LDLIBS  := -lmpfr -lgmp -lm -ldl -pthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 
 B       ?= build
-LIBDIRS := compiler compiler/map compiler/c compiler/opencl compiler/cuda compiler/vulkan compiler/wgsl interp oracles verify fuzz reports
+LIBDIRS := compiler compiler/format compiler/sched compiler/kir compiler/map compiler/emit compiler/c compiler/opencl compiler/cuda compiler/vulkan compiler/wgsl interp oracles verify fuzz reports
 LIBSRC  := $(foreach d,$(LIBDIRS),$(wildcard $(d:/=)/*.c))
 LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o)
 CLISRC  := $(wildcard cli/*.c)

@@ -1,5 +1,5 @@
 /* cli/grad.c: `assay grad G.tg [--wrt a,b] -o G_grad.tg` writes the gradient graph
- * (compiler/grad.c; spec/cli.md v2 "Gradient graphs"); `assay grad --verify G.tg` checks
+ * (compiler/sched/grad.c; spec/cli.md v2 "Gradient graphs"); `assay grad --verify G.tg` checks
  * the derivation itself against the oracle's exact directional derivatives
  * (interp/gradcheck.c; docs/grad.md) and exits 1 naming the first wrong element. */
 #include <errno.h>

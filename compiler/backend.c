@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compiler.h"
-#include "berun.h"
+#include "emit/berun.h"
 #include "c/c.h"
 #include "opencl/opencl.h"
 #include "cuda/cuda.h"

@@ -400,7 +400,7 @@ int npy_read(const char *path, Dtype want, HostTensor *t, Diag *d);
 /* An input file must match its declaration exactly: names both on a mismatch. */
 int npy_check(const Graph *g, int tensor, const HostTensor *t, const char *path, Diag *d);
 
-/* --- derived gradients (compiler/grad.c, docs/grad.md; spec/cli.md v2) --- */
+/* --- derived gradients (compiler/sched/grad.c, docs/grad.md; spec/cli.md v2) --- */
 
 /* Seeded faults of the derivation (GradOpts.faults), each a rule gone wrong, which the
  * directional check (interp.h mp_grad_verify) must catch (tests/test_grad.c). */
@@ -453,7 +453,7 @@ Graph *gr_dirgraph(const Graph *g, const Graph *gg, int k, Diag *d);
 /* --- schedules, kernel IR entry points (issue 3) --- */
 
 /* A definition's schedule, resolved from the graph's directives (graph-format.md section 7;
- * compiler/sched.c states the exact meaning of each choice):
+ * compiler/sched/sched.c states the exact meaning of each choice):
  * - op: the format of the definition's real arithmetic (terms, expression values, loads
  *   rounded on reading): accum for reductions (by default f64 when the definition reads an
  *   f64 value, else f32: sched.c says what reading one means; any of f64, f32, f16, bf16
@@ -501,7 +501,7 @@ void sched_splits(const Graph *g, const Schedule *s, int64_t *split, int *split_
 char *sched_text(const Graph *g, const Schedule *s);
 void sched_free(Schedule *s);
 
-/* Algebraic simplification (compiler/rewrite.c). Every rule states its domain: exact
+/* Algebraic simplification (compiler/sched/rewrite.c). Every rule states its domain: exact
  * (bit-identical for every input, NaN, +-0, inf and subnormals included), real (an identity
  * over the reals only: allowed only when the caller's budget accounts for it) or integer. */
 enum { RW_EXACT = 1 << 0, RW_REAL = 1 << 1, RW_INT = 1 << 2 };
@@ -598,7 +598,7 @@ enum {
 	KF_RW_DIV_POW2 = 1 << 19,  /* rewrite: x / 2^k becomes x * 2^-(k+1) (frexp's exponent
 	                              taken for k): the quotient is halved */
 	KF_TIE_AWAY = 1 << 20,     /* conversion helper: the c (and cuda) programs' double ->
-	                              f16/bf16 conversion (compiler/chelp.c d2h, d2b) rounds an
+	                              f16/bf16 conversion (compiler/emit/chelp.c d2h, d2b) rounds an
 	                              exact tie between two normal results away from zero instead
 	                              of to even: off by the half ulp every budget allows, so only
 	                              the emulation check (verify/emucheck.c) sees it */
@@ -610,9 +610,9 @@ typedef struct {
 } LowerOpts;
 
 /* A lowered program: one kernel (loop nest) per stored definition, over buffers (the
- * private kernel IR of compiler/kir.h). It borrows g and must not outlive it. */
+ * private kernel IR of compiler/kir/kir.h). It borrows g and must not outlive it. */
 typedef struct Kernels Kernels;
-typedef struct MapTarget MapTarget;   /* a GPU target's limits (compiler/map.h) */
+typedef struct MapTarget MapTarget;   /* a GPU target's limits (compiler/map/map.h) */
 /* Lowers g under schedule s (which must come from sched_build/sched_default/sched_sample
  * for this g). o may be NULL. Returns NULL with d on failure. */
 Kernels *kir_lower(const Graph *g, const Schedule *s, const LowerOpts *o, Diag *d);
@@ -665,7 +665,7 @@ typedef struct {
  *   -ffp-contract=off, OpenCL's FP_CONTRACT OFF, NVRTC --fmad=false, GLSL `precise`);
  *   WGSL has no way to forbid it.
  * - exact[f]: bit (BE_OP(op)) when op computed in format f (the schedule's op format; f16
- *   and bf16 are f32 operations rounded to the format, compiler/kir.h) gives exactly the
+ *   and bf16 are f32 operations rounded to the format, compiler/kir/kir.h) gives exactly the
  *   IEEE 754 result rounded to nearest even, special values included: what the emulating
  *   interpreter computes. A cast op's bit in exact[f] (OP_CAST_F32 in exact[DT_F32]) says
  *   that conversions into f (from the other formats and from integers) round to nearest
@@ -727,7 +727,7 @@ typedef struct {
 	BeFacts facts;
 	/* Where the permission to flush subnormals comes from (a citation), or NULL. */
 	const char *flush_source;
-	/* A GPU target's limits for the mapping stage (compiler/map.h), or NULL (c). */
+	/* A GPU target's limits for the mapping stage (compiler/map/map.h), or NULL (c). */
 	const MapTarget *map;
 	/* Optional: the facts of the device the process's session has open (called after a
 	 * compile, in the worker that ran it): f starts as facts and is refined where the
@@ -773,7 +773,7 @@ typedef struct {
  * $XDG_CACHE_HOME/assay, else $HOME/.cache/assay (o may be NULL). 0, or -1 with errno. */
 int be_cache_dir(const BeOpts *o, char *dir, size_t n);
 /* A whole non-empty file (malloc'ed, *len bytes and a NUL after them), or NULL with
- * *len = 0 (compiler/berun.c; the backends' caches, verify's ASSAY_SOURCE_<BACKEND>). */
+ * *len = 0 (compiler/emit/berun.c; the backends' caches, verify's ASSAY_SOURCE_<BACKEND>). */
 void *be_read_file(const char *path, size_t *len);
 /* The backend called name, or NULL. */
 const Backend *be_find(const char *name);

@@ -2,7 +2,7 @@
  * a derivation"), apart from any kernel.
  *
  * For random inputs x, cotangents c and directions t (one draw per pair, from the seed), the
- * oracle evaluates compiler/grad.c's directional graph: <grad, t> from the derived gradient
+ * oracle evaluates compiler/sched/grad.c's directional graph: <grad, t> from the derived gradient
  * and the central difference (L(x + h t) - L(x - h t)) / 2h of L = <c, G(x)>, both exactly
  * and each correctly rounded to f64. With h = 2^-60 the difference's O(h^2) error is far
  * below f64's resolution of either figure, so a correct derivation agrees to a few ulps of

@@ -132,7 +132,7 @@ int mp_points(const Graph *g, const HostTensor *inputs, const MpOpts *o, int out
  * reduction accumulates in accum[k] (DT_NONE: dflt), its stored values round to store[k]
  * (DT_NONE: dflt) and its reduction runs in order[k]. Arrays have g->ndefs entries or are
  * NULL. Integer definitions are computed exactly whatever the formats.
- * Split reductions (compiler/sched.c, lower.c): split[k] = S > 1 deals the terms of a sum,
+ * Split reductions (compiler/sched/sched.c, lower.c): split[k] = S > 1 deals the terms of a sum,
  * prod or logsumexp's sum into S partial reductions by (j - lo) mod S, j being reduction
  * index split_red[k] (0 when split_red is NULL) and lo the start of its range where the
  * term is taken; each partial reduces its terms in the order they come, in order[k] (an

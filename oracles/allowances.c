@@ -29,7 +29,7 @@ static const struct {
 	const char *backend;
 	Dtype fmt, via;
 } vias[] = {
-	/* compiler/lower.c (kir.h): f16 and bf16 arithmetic is f32 arithmetic whose every
+	/* compiler/kir/lower.c (kir.h): f16 and bf16 arithmetic is f32 arithmetic whose every
 	 * result is rounded; no backend here uses native half arithmetic (c/, vulkan/,
 	 * opencl/, cuda/, wgsl/ emit.c say so), so the table's 16-bit rows, which describe
 	 * native half arithmetic, are not used for them */

@@ -7,13 +7,13 @@
  *     |kernel - R(exact)| <= B   and   |kernel - exact| <= B.
  * The first is what verify checks against mp_exact's correctly rounded oracle value; the
  * second lets it compare with a wider reference. "Correct kernel" means one that computes
- * what compiler/sched.c says the schedule means, in the formats it names, with +, -, *
+ * what compiler/sched/sched.c says the schedule means, in the formats it names, with +, -, *
  * correctly rounded and the backend's functions within their allowances (allowances.def);
  * the emulating interpreter (mp_emulate with orc_emu_config) is one, with every function
  * correctly rounded (backend "emul").
  *
  * How. The graph is evaluated once on the given inputs, element by element, in the order
- * and formats of the schedule, exactly as interp/emul.c and compiler/lower.c do (op format
+ * and formats of the schedule, exactly as interp/emul.c and compiler/kir/lower.c do (op format
  * for expressions and loads, literals and integers rounded into it, casts rounded, terms
  * accumulated in the accum format, stored values rounded into the store format). Each
  * value is a Bv (bval.h): a rigorous enclosure of its exact value and a bound e on its

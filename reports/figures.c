@@ -413,12 +413,12 @@ static RpRule *rule_of(RpSummary *s, const char *name)
 	return r;
 }
 
-/* Every rule the compiler knows (rw_rules), with the firings the records carry, counted
+/* Every rule the compiler knows (vf_rules), with the firings the records carry, counted
  * once per case (every output of a case carries the same counters). */
 static void rules(const RpRun *run, RpSummary *s)
 {
 	RwStats st;
-	rw_rules(&st);
+	vf_rules(&st);
 	for (int i = 0; i < st.nrules; i++)
 		rule_of(s, st.name[i])->domain = st.domain[i];
 	for (int i = 0; i < run->nrecs; i++) {
@@ -449,7 +449,7 @@ static void coverage(const RpRun *run, RpSummary *s)
 		for (int k = 0; k < r->ncov; k++)
 			c->hits[r->cov[k]]++;
 		for (int p = 0; p < COV__COUNT; p++)
-			c->reachable[p] |= cov_reaches((CovPoint)p, r->backend);
+			c->reachable[p] |= vf_cov_reaches(p, r->backend);
 	}
 	for (int p = 0; p < COV__COUNT; p++) {
 		c->reachable[p] |= c->hits[p] > 0;
@@ -463,10 +463,10 @@ int rp_cov_areas(const char **areas, int max)
 	int n = 0;
 	for (int p = 0; p < COV__COUNT; p++) {
 		int k = 0;
-		while (k < n && strcmp(areas[k], cov_area((CovPoint)p)))
+		while (k < n && strcmp(areas[k], vf_cov_area(p)))
 			k++;
 		if (k == n && n < max)
-			areas[n++] = cov_area((CovPoint)p);
+			areas[n++] = vf_cov_area(p);
 	}
 	return n;
 }
@@ -475,7 +475,7 @@ void rp_cov_area(const RpCoverage *c, const char *area, int *points, int *reacha
 {
 	*points = *reachable = *reached = 0;
 	for (int p = 0; p < COV__COUNT; p++)
-		if (strcmp(cov_area((CovPoint)p), area) == 0) {
+		if (strcmp(vf_cov_area(p), area) == 0) {
 			++*points;
 			*reachable += c->reachable[p];
 			*reached += c->hits[p] > 0;

@@ -458,7 +458,7 @@ static void rules(FILE *f, const RpSummary *s)
 			   "so every rule is listed as never exercised.</p>\n");
 	else
 		fprintf(f, "<p>Before lowering, the compiler rewrites each graph by its exact and "
-			   "integer rules (compiler/rewrite.c); the oracle evaluates the graph as "
+			   "integer rules (compiler/sched/rewrite.c); the oracle evaluates the graph as "
 			   "written. Firings are summed over the %lld cases that recorded them.</p>\n",
 			(long long)s->rule_cases);
 	int fired = 0;
@@ -522,12 +522,12 @@ static void points(FILE *f, const RpSummary *s)
 		if (!nr)
 			fputs("not reachable: no case ran a backend that reaches it", f);
 		for (int p = 0, k = 0; nr && p < COV__COUNT; p++) {
-			if (strcmp(cov_area((CovPoint)p), areas[a]) || c->hits[p] || !c->reachable[p])
+			if (strcmp(vf_cov_area(p), areas[a]) || c->hits[p] || !c->reachable[p])
 				continue;
 			fputs(k++ ? ", <code title=\"" : "<code title=\"", f);
-			rp_html_esc(f, cov_what((CovPoint)p));
+			rp_html_esc(f, vf_cov_what(p));
 			fputs("\">", f);
-			rp_html_esc(f, cov_name((CovPoint)p));
+			rp_html_esc(f, vf_cov_name(p));
 			fputs("</code>", f);
 		}
 		if (nr && nh == nr)

@@ -141,7 +141,7 @@ static void cov_of(const JsVal *o, RpRecord *r)
 	r->cov = calloc((size_t)c->n + 1, sizeof *r->cov);
 	IR_ASSERT(r->cov);
 	for (int i = 0; i < c->n; i++) {
-		int p = c->items[i].kind == JS_STR ? cov_find(c->items[i].str, strlen(c->items[i].str)) : -1;
+		int p = c->items[i].kind == JS_STR ? vf_cov_find(c->items[i].str, strlen(c->items[i].str)) : -1;
 		if (p < 0)
 			r->cov_unknown++;
 		else

@@ -196,8 +196,8 @@ static void points(FILE *f, const RpCoverage *c)
 			continue;
 		fprintf(f, "%s %s:", never++ ? ";" : "", areas[a]);
 		for (int p = 0, k = 0; p < COV__COUNT; p++)
-			if (!strcmp(cov_area((CovPoint)p), areas[a]) && c->reachable[p] && !c->hits[p])
-				fprintf(f, "%s `%s`", k++ ? "," : "", cov_name((CovPoint)p));
+			if (!strcmp(vf_cov_area(p), areas[a]) && c->reachable[p] && !c->hits[p])
+				fprintf(f, "%s `%s`", k++ ? "," : "", vf_cov_name(p));
 	}
 	fprintf(f, "%s", never ? "" : " none");
 	for (int a = 0, k = 0; a < na; a++) {

@@ -254,9 +254,9 @@ static void points(FILE *f, const RpCoverage *c)
 		vf_json_str(f, areas[a]);
 		fprintf(f, ",\"points\":%d,\"reachable\":%d,\"reached\":%d,\"never\":[", np, nr, nh);
 		for (int p = 0, k = 0; p < COV__COUNT; p++)
-			if (!strcmp(cov_area((CovPoint)p), areas[a]) && c->reachable[p] && !c->hits[p]) {
+			if (!strcmp(vf_cov_area(p), areas[a]) && c->reachable[p] && !c->hits[p]) {
 				fputs(k++ ? "," : "", f);
-				vf_json_str(f, cov_name((CovPoint)p));
+				vf_json_str(f, vf_cov_name(p));
 			}
 		fputs("]}", f);
 	}
@@ -264,7 +264,7 @@ static void points(FILE *f, const RpCoverage *c)
 	for (int p = 0, k = 0; p < COV__COUNT; p++)
 		if (c->hits[p]) {
 			fputs(k++ ? "," : "", f);
-			vf_json_str(f, cov_name((CovPoint)p));
+			vf_json_str(f, vf_cov_name(p));
 			fprintf(f, ":%lld", (long long)c->hits[p]);
 		}
 	fputs("}}", f);

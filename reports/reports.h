@@ -34,7 +34,6 @@
 #define ASSAY_REPORTS_H
 
 #include <stdio.h>
-#include "../compiler/compiler.h"
 #include "../verify/verify.h"
 
 /* ------------------------------------------------------------------- JSON */

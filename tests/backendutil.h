@@ -56,7 +56,7 @@ static inline int bt_run_on(const char *name, const Backend *b, const Graph *g,
 /* The program text src with every plan left out of it: on a kernel's mark line
  * ("//// assay kernel I: NAME group=..."), everything after the name; every launch-manifest
  * line ("//! ...") dropped. The backends launch from the program's plan record
- * (compiler/map.h), never from these comments, so the text runs the same. malloc'ed. */
+ * (compiler/map/map.h), never from these comments, so the text runs the same. malloc'ed. */
 static inline char *bt_strip_plans(const char *src)
 {
 	size_t n = strlen(src);

@@ -1,5 +1,5 @@
 /* tests/test_fuzz.c: campaigns, the reducer, deduplication and the seeded faults (fuzz/ and
- * the KF_* faults of compiler/lower.c). The generator has its own suite (test_fuzz_gen.c).
+ * the KF_* faults of compiler/kir/lower.c). The generator has its own suite (test_fuzz_gen.c).
  *
  * Campaigns run on the c backend, a few cases each, in temporary directories. Logs are
  * compared without their timings (the only part of a case's text that depends on the run).

@@ -890,7 +890,7 @@ START_TEST(reach)
 	for (int k = RF_C_MULDIV; k <= RF_C_NESTED; k++)
 		AT_LEAST(k, 0.7);                /* 0 to 1.3% */
 #undef AT_LEAST
-	for (int k = 0; k < R->nrules; k++)   /* every rule of compiler/rewrite.c fires */
+	for (int k = 0; k < R->nrules; k++)   /* every rule of compiler/sched/rewrite.c fires */
 		ck_assert_msg(R->rules[k] * 1000 >= n * 15, "rule %s: %ld of %ld", R->rname[k],
 			      R->rules[k], n);
 	ck_assert_msg(R->nm_kept * 100 >= R->nm_had * 97, "%ld of %ld", R->nm_kept, R->nm_had);

@@ -1,4 +1,4 @@
-/* tests/test_grad.c: derived gradients (compiler/grad.c) and the directional check of a
+/* tests/test_grad.c: derived gradients (compiler/sched/grad.c) and the directional check of a
  * derivation (interp/gradcheck.c): every example's gradient parses back, agrees with the
  * oracle's exact directional derivatives for 20 (cotangent, direction) pairs and passes
  * `assay check` on the c backend; every op's derivative column, every view and every

@@ -1,4 +1,4 @@
-/* tests/test_map.c: the GPU mapping stage (compiler/map.h), through its public words
+/* tests/test_map.c: the GPU mapping stage (compiler/map/map.h), through its public words
  * (kir_plan_text): for a few kernels (a row reduction, the same split, a tiled matrix
  * product) on each GPU target, the plan's mode, work-group, statement roles, locals'
  * sharing and places and bindings; and the plan recorded once with the program (made at

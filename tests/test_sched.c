@@ -1,5 +1,5 @@
 /* tests/test_sched.c: the default formats of schedules (graph-format.md section 7, version
- * 2; compiler/sched.c says what reading an f64 value means): the formats the rule gives
+ * 2; compiler/sched/sched.c says what reading an f64 value means): the formats the rule gives
  * each definition of hand-made graphs, with and without directives that stop or start it;
  * schedule texts that read back to the same schedule where the default depends on other
  * directives; and graphs written in f64 computed in f64 end to end: `log` of 1e-300 and a

@@ -176,7 +176,7 @@ START_TEST(large_locals)
 }
 END_TEST
 
-/* The launch comes from the program's plan record (compiler/map.h), not from the text: with
+/* The launch comes from the program's plan record (compiler/map/map.h), not from the text: with
  * the plans cut off its mark lines (group, work-group, f64, scratch), the program runs the
  * same, for a serial kernel, a group plan with merges, one with parts and one with scratch. */
 START_TEST(plan_record)

@@ -341,7 +341,7 @@ START_TEST(emit_int_checks)
 	kir_free(k);
 	sched_free(&s);
 	ir_free(g);
-	/* a pairwise sum's term counter counts at most its terms (compiler/kivl.c, counters),
+	/* a pairwise sum's term counter counts at most its terms (compiler/kir/kivl.c, counters),
 	 * and a top-k's insertion position walks down to 0 at least: neither is checked */
 	g = parse("size T = 3, C = 1031, K = 2\ninput x : f32[T, C]\ns[t:T] = sum(c:C) x[t, c]\n"
 		  "v[t:T, r:K], i[t:T, r:K] = topk(c:C) x[t, c]\noutput s : f32, v : f32, i : i32\n");
@@ -396,9 +396,9 @@ START_TEST(emit_scratch)
 	ck_assert_msg(strstr(src, "\n//! kernel k1 groups=16384 bindings=1,2,3,4\n"), "manifest: %s",
 		      strstr(src, "\n//! kernel"));
 	ck_assert_msg(strstr(k1, "chunk.") == NULL, "k1 reads the chunk");
-	ck_assert_int_eq(count(src, "var fs: array<i32, 13>;"), 1);
-	ck_assert_int_eq(count(src, "var fs:"), 1);
-	ck_assert_int_eq(count(src, "var sp: i32 = 1i;"), 4);
+	ck_assert_int_eq(count(src, "var tr_lo: array<i32, 13>;"), 1);
+	ck_assert_int_eq(count(src, "var tr_lo:"), 1);
+	ck_assert_int_eq(count(src, "var tr_sp: i32 = 1i;"), 4);
 	free(src);
 	kir_free(k);
 	sched_free(&s);
@@ -679,7 +679,7 @@ START_TEST(guards)
 }
 END_TEST
 
-/* The launch comes from the program's plan record (compiler/map.h), not from the text:
+/* The launch comes from the program's plan record (compiler/map/map.h), not from the text:
  * with its launch manifest (the //! lines: work-groups, bindings, scratch) dropped, the
  * program runs the same, for an invocation per item, a split partial per invocation, a
  * tile's points over the invocations, and scratch. */

@@ -2,7 +2,7 @@
  * determined (docs/oracle.md "Bit-exact verdicts").
  *
  * The emulating interpreter (interp/emul.c) rounds every operation in the schedule's
- * formats and order, as compiler/lower.c's kernels compute: f16 and bf16 arithmetic as f32
+ * formats and order, as compiler/kir/lower.c's kernels compute: f16 and bf16 arithmetic as f32
  * operations rounded to the format, loads rounded into the op format, reductions in the
  * schedule's tree (linear, pairwise, split partials combined in order), sums from -0,
  * inlined definitions computed in their own op format, stores and outputs rounded to

@@ -286,3 +286,33 @@ out:
 	free(path);
 	return rc;
 }
+
+const char *vf_cov_name(int p)
+{
+	return cov_name((CovPoint)p);
+}
+
+const char *vf_cov_area(int p)
+{
+	return cov_area((CovPoint)p);
+}
+
+const char *vf_cov_what(int p)
+{
+	return cov_what((CovPoint)p);
+}
+
+int vf_cov_find(const char *name, size_t len)
+{
+	return cov_find(name, len);
+}
+
+bool vf_cov_reaches(int p, const char *backend)
+{
+	return cov_reaches((CovPoint)p, backend);
+}
+
+void vf_rules(RwStats *st)
+{
+	rw_rules(st);
+}

@@ -10,7 +10,7 @@
  *
  * One graph holds every function, an output each, computed in the format: a plain
  * definition for f32 and f64, a one-term sum accumulated (and so computed) in f16 or bf16
- * for those (only a reduction's accum directive gives a 16-bit op format, compiler/sched.c).
+ * for those (only a reduction's accum directive gives a 16-bit op format, compiler/sched/sched.c).
  * The oracle (mp_exact: every element correctly rounded) runs once per format; then per
  * backend one worker runs the graph (verify/worker.c: a crash or a compile failure is a
  * row, not the caller's death; a graph that fails is run again one function at a time, so

@@ -605,6 +605,18 @@ int vf_write_text(const char *path, const char *text, Diag *d);
 /* Appends r to DIR/results.jsonl, flushed and fsync'ed. */
 int vf_append_record(const char *dir, const VfRecord *r, Diag *d);
 
+/* The vocabulary of a record's cov and rules fields, for the readers of records
+ * (reports/, which uses verify/ and nothing of compiler/): the coverage point p's name,
+ * area and description (compiler/cov.def), the point named name[0..len) (-1: none this
+ * build knows), whether backend's runs can reach p at all, and every rewrite rule the
+ * compiler has (st->nrules of them). */
+const char *vf_cov_name(int p);
+const char *vf_cov_area(int p);
+const char *vf_cov_what(int p);
+int vf_cov_find(const char *name, size_t len);
+bool vf_cov_reaches(int p, const char *backend);
+void vf_rules(RwStats *st);
+
 /* s (NULL: "") as a JSON string literal, quotes included (records, campaign logs, reports). */
 void vf_json_str(FILE *f, const char *s);
 /* x as a JSON number (%.17g), non-finite ones as the strings "inf", "-inf", "nan". */

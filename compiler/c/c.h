@@ -10,7 +10,7 @@
 #ifndef ASSAY_C_C_H
 #define ASSAY_C_C_H
 
-#include "../kir.h"
+#include "../kir/kir.h"
 
 #define C_ABI(X) \
 	X(typedef void AssayKernelFn(void *const *buf, int64_t *err, int64_t t0, int64_t t1);) \

@@ -1,6 +1,6 @@
 /* compiler/c/emit.c: the C backend's emitter: kernel IR -> one C11 translation unit.
  *
- * The text is written by the emitter core (compiler/cemit.h), whose defaults are C's own
+ * The text is written by the emitter core (compiler/emit/cemit.h), whose defaults are C's own
  * spelling; this file holds the C language's table (CLang), the C-only pieces (rounding, a
  * pairwise tree by a recursive helper, locals too large for the stack on the heap) and the
  * program around the kernels: each kernel a function run over a range of items, the
@@ -13,13 +13,13 @@
  * and AArch64), compiled without contraction (run.c: -ffp-contract=off), so every
  * operation rounds once, as the emulator assumes. f16 and bf16 live in uint16_t and are
  * converted by helpers with integer operations (round to nearest even, subnormals,
- * overflow to inf, NaN kept NaN; compiler/chelp.c). Ops whose ops.def C spelling is NULL
+ * overflow to inf, NaN kept NaN; compiler/emit/chelp.c). Ops whose ops.def C spelling is NULL
  * are helpers: floor division and non-negative remainder, rsqrt = 1/sqrt (two roundings),
  * sigmoid = 1/(1+exp(-x)), IEEE 754-2019 maximum/minimum; the math library supplies the
  * rest (float versions with an `f` suffix; their accuracy is glibc's).
  */
 #include <stdlib.h>
-#include "../cemit.h"
+#include "../emit/cemit.h"
 #include "c.h"
 
 /* h2f and b2f: f16 and bf16 bits to float, exactly */

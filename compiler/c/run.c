@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "c.h"
-#include "../berun.h"
+#include "../emit/berun.h"
 
 struct BeModule {
 	const Kernels *k;

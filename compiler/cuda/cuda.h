@@ -1,7 +1,7 @@
 /* compiler/cuda/cuda.h (private to compiler/cuda/): the CUDA backend's parts and what they
  * share: the emitter (emit.c), the runtime libraries loaded with dlopen (lib.c) and the
  * Backend struct (run.c). Each kernel's launch plan comes from the mapping stage
- * (compiler/map.h, rules MAP_RULES_BLOCK in compiler/map/block.c), recorded with the
+ * (compiler/map/map.h, rules MAP_RULES_BLOCK in compiler/map/block.c), recorded with the
  * program: emit.c spells it and run.c launches from it.
  *
  * Execution model (map/block.c states the analysis, emit.c the text). Each kernel of the
@@ -24,7 +24,7 @@
 #ifndef ASSAY_CUDA_CUDA_H
 #define ASSAY_CUDA_CUDA_H
 
-#include "../map.h"
+#include "../map/map.h"
 
 /* Where a local variable lives, in the emitter's terms (from its plan's vshare and vplace). */
 typedef enum {

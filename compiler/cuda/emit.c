@@ -23,7 +23,7 @@
  * stack (no recursion on the GPU) over exactly the tree of kir.h.
  */
 #include <stdlib.h>
-#include "../cemit.h"
+#include "../emit/cemit.h"
 #include "cuda.h"
 
 /* the types below; h2f and b2f: f16 and bf16 bits to float, exactly */

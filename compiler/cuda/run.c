@@ -33,7 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "cuda.h"
-#include "../berun.h"
+#include "../emit/berun.h"
 
 #define SCRATCH_MAX ((int64_t)1 << 30)
 

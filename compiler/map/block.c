@@ -26,7 +26,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "../map.h"
+#include "map.h"
 
 typedef struct {
 	const Kernels *k;

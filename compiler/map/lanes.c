@@ -30,7 +30,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "../map.h"
+#include "map.h"
 
 enum { HOR_MAX = 16, NEST_MAX = 8, TRIPS_UNKNOWN = 64 };
 

@@ -28,7 +28,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "../map.h"
+#include "map.h"
 
 typedef struct {
 	const Kernels *k;

@@ -39,7 +39,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "../map.h"
+#include "map.h"
 
 typedef struct {
 	int32_t var, stmt, idx;   /* idx: index expression, -1 scalar, -2 the whole array */

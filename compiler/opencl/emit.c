@@ -1,8 +1,8 @@
 /* compiler/opencl/emit.c: the OpenCL backend's emitter: kernel IR -> one OpenCL C 1.2
- * program, one __kernel per kernel of the IR, laid out by its plan (compiler/map.h,
+ * program, one __kernel per kernel of the IR, laid out by its plan (compiler/map/map.h,
  * map/lanes.c; the model: opencl.h).
  *
- * The text is written by the emitter core (compiler/cemit.h) with OpenCL C's table (CLang)
+ * The text is written by the emitter core (compiler/emit/cemit.h) with OpenCL C's table (CLang)
  * and the OpenCL pieces here (conversions, stores, work-group distribution, the iterative
  * pairwise tree); the output is a deterministic function of the kernel IR, named as in the
  * c backend: temporaries t<expression id>, locals v<variable id>, buffers b<buffer id>,
@@ -22,7 +22,7 @@
  * back (a + a) without calling the built-in (nan_guarded: PoCL 3.1's are poison at a NaN
  * constant). Integer floor division and remainder by a constant 2^k are a shift and
  * a mask (op_text: PoCL 3.1 miscompiled the helper form), by anything else the program's
- * fdiv_i and fmod_i. f16 and bf16 are stored as ushort and converted by prelude.c's
+ * fdiv_i and fmod_i. f16 and bf16 are stored as ushort and converted by lib.c's
  * functions with integer operations (round to nearest even, subnormals, overflow to inf,
  * NaN kept NaN); f16/bf16 arithmetic is f32 arithmetic rounded to the format (kir.h), never
  * native half. f64 needs cl_khr_fp64: the pragma and
@@ -120,7 +120,7 @@ static int pow2_log(int64_t c)
  * poison: its store is deleted, or a consumer branches on it (cos's argument reduction)
  * and the kernel is folded to `unreachable`, which PoCL runs off the end of: SIGSEGV
  * (tests/regress/pocl_nan_const.tg). sigmoid's helpers guard their exp the same way
- * (prelude.c). Both f32 and f64: a rule by function, not by what one PoCL got wrong. */
+ * (lib.c). Both f32 and f64: a rule by function, not by what one PoCL got wrong. */
 static bool nan_guarded(const KExpr *x)
 {
 	if (x->type != KT_F32 && x->type != KT_F64)
@@ -351,64 +351,26 @@ static int bits(int64_t n)
 	return b;
 }
 
-/* The pairwise tree of kir.h, iteratively: a stack of (first, count, stage) frames walks
- * the tree depth first, a stack of values holds the finished left halves. */
+/* The pairwise tree of kir.h, iteratively (cemit.h ce_tree). */
 static void tree_stmt(E *e, const KStmt *s)
 {
 	CEmit *c = &e->c;
-	const KVar *cv = &c->k->vars[s->c];
-	const char *T = c->L->type[cv->type], *op = s->op == OP_MUL ? "*" : "+";
-	int depth = bits(cv->n) + 3;
+	bool shared = uniform(e) && e->plan->vshare[s->v] == MAP_V_SHARED;
+	const CTree tr = {.itype = "long", .isfx = "", .depth = bits(c->k->vars[s->c].n) + 3,
+			  .keep = shared};
 	COV(ocl_tree);
 	ce_line(c, "{");
 	c->ind++;
 	c->stamp++;
 	ce_temps(c, s->a);
 	ce_temps(c, s->b);
-	ce_line(c, "long tr_lo[%d], tr_n[%d];", depth, depth);
-	ce_line(c, "int tr_st[%d], tr_sp = 1, tr_vp = 0;", depth);
-	ce_line(c, "%s tr_v[%d];", T, depth);
-	ce_indent(c);
-	ce_emit(c, "tr_lo[0] = ");
-	ce_ref(c, s->a);
-	ce_emit(c, ";\n");
-	ce_indent(c);
-	ce_emit(c, "tr_n[0] = ");
-	ce_ref(c, s->b);
-	ce_emit(c, ";\n");
-	ce_line(c, "tr_st[0] = 0;");
-	ce_line(c, "while (tr_sp > 0) {");
-	c->ind++;
-	ce_line(c, "const int f = tr_sp - 1;");
-	ce_line(c, "if (tr_n[f] == 1) {");
-	ce_line(c, "\ttr_v[tr_vp++] = v%d[tr_lo[f]];", s->c);
-	ce_line(c, "\ttr_sp--;");
-	ce_line(c, "} else if (tr_st[f] < 2) {");
-	ce_line(c, "\tconst long h = tr_n[f] / 2;");
-	ce_line(c, "\ttr_lo[tr_sp] = tr_st[f] == 0 ? tr_lo[f] : tr_lo[f] + h;");
-	ce_line(c, "\ttr_n[tr_sp] = tr_st[f] == 0 ? h : tr_n[f] - h;");
-	ce_line(c, "\ttr_st[tr_sp++] = 0;");
-	ce_line(c, "\ttr_st[f]++;");
-	ce_line(c, "} else {");
-	ce_line(c, "\ttr_vp -= 2;");
-	switch (s->fmt) {
-	case DT_F16: ce_line(c, "\ttr_v[tr_vp] = h2f(f2h(tr_v[tr_vp] %s tr_v[tr_vp + 1]));", op); break;
-	case DT_BF16: ce_line(c, "\ttr_v[tr_vp] = b2f(f2b(tr_v[tr_vp] %s tr_v[tr_vp + 1]));", op); break;
-	default: ce_line(c, "\ttr_v[tr_vp] = tr_v[tr_vp] %s tr_v[tr_vp + 1];", op); break;
-	}
-	ce_line(c, "\ttr_vp++;");
-	ce_line(c, "\ttr_sp--;");
-	ce_line(c, "}");
-	c->ind--;
-	ce_line(c, "}");
-	if (uniform(e) && e->plan->vshare[s->v] == MAP_V_SHARED) {
+	ce_tree(c, s, &tr);
+	if (shared) {
 		COV(ocl_tree_shared);
 		ce_line(c, BARRIER);
 		ce_line(c, "if (lid == 0)");
 		ce_line(c, "\tv%d = tr_v[0];", s->v);
 		ce_line(c, BARRIER);
-	} else {
-		ce_line(c, "v%d = tr_v[0];", s->v);
 	}
 	c->ind--;
 	ce_line(c, "}");

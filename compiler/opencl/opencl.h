@@ -1,10 +1,10 @@
 /* compiler/opencl/opencl.h (private to compiler/opencl/): the OpenCL backend's parts and
  * the contract between them.
  *
- * The mapping stage (compiler/map.h, rules MAP_RULES_LANES in compiler/map/lanes.c) decides,
+ * The mapping stage (compiler/map/map.h, rules MAP_RULES_LANES in compiler/map/lanes.c) decides,
  * per kernel, how the kernel IR maps onto OpenCL's work-groups, and records the plan with
  * the program; emit.c writes OpenCL C from the kernel IR under that plan, after
- * prelude.c's functions; run.c loads the ICD loader with dlopen, builds the program and
+ * lib.c's functions; run.c loads the ICD loader with dlopen, builds the program and
  * launches it from the same record.
  *
  * Execution model (what a plan says):
@@ -30,13 +30,13 @@
 #ifndef ASSAY_OPENCL_OPENCL_H
 #define ASSAY_OPENCL_OPENCL_H
 
-#include "../cemit.h"
-#include "../map.h"
+#include "../emit/cemit.h"
+#include "../map/map.h"
 
 /* The opencl target's limits (run.c; its plans: compiler/map/lanes.c). */
 extern const MapTarget ocl_target;
 
-/* Writes the functions every program starts with, and the f64 ones if f64 (prelude.c). */
+/* Writes the functions every program starts with, and the f64 ones if f64 (lib.c). */
 void ocl_prelude(CEmit *e, bool f64);
 /* Does the program compute or store anything in f64 (needs cl_khr_fp64)? (emit.c) */
 bool ocl_needs_fp64(const Kernels *k);

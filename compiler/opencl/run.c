@@ -1,7 +1,7 @@
 /* compiler/opencl/run.c: the OpenCL backend's runtime: the ICD loader (libOpenCL.so.1)
  * loaded with dlopen and never linked, a device chosen, the program built with
  * clBuildProgram, buffers with guard regions, kernels launched by their plans (the
- * program's record: compiler/map.h).
+ * program's record: compiler/map/map.h).
  *
  * Device: $ASSAY_OPENCL_DEVICE, when set, picks the first device whose "platform: device"
  * description contains it (case-insensitive); otherwise the first GPU, else the first CPU,
@@ -41,7 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "opencl.h"
-#include "../berun.h"
+#include "../emit/berun.h"
 
 /* ------------------------------------------------------------ the OpenCL API used */
 
@@ -804,7 +804,7 @@ static void ocl_device_facts(BeFacts *f)
  * by default; the program's FP_CONTRACT OFF; no -cl-fast-relaxed-math, -cl-finite-math-only
  * or -cl-denorms-are-zero, so NaN, inf, -0 and, where the device has CL_FP_DENORM,
  * subnormals keep IEEE semantics). max and min are the program's IEEE helpers; f16/bf16
- * conversions prelude.c's integer code. */
+ * conversions lib.c's integer code. */
 const MapTarget ocl_target = {
 	.rules = MAP_RULES_LANES,
 	.item_wg = 0,             /* a work-item per item: the runtime picks the work-group */

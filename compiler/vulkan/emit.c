@@ -1,7 +1,7 @@
 /* compiler/vulkan/emit.c: the Vulkan backend's emitter: kernel IR -> GLSL 450 compute
  * shaders, one per kernel (vulkan.h says how the runtime cuts them apart).
  *
- * The text is written by the emitter core (compiler/cemit.h) with GLSL's table (CLang) and
+ * The text is written by the emitter core (compiler/emit/cemit.h) with GLSL's table (CLang) and
  * the GLSL pieces here (constants, conversions, 16-bit storage, merges of distributed
  * nests, the shader around each kernel); the output is a deterministic function of the
  * kernel IR and of the plan (compiler/map/replicate.c), itself deterministic: temporaries
@@ -12,7 +12,7 @@
  *
  * Numerics: KT_F32 is GLSL float, KT_F64 double (shaderFloat64), KT_INT int where the
  * kernel allows (the plan's MapKernel.i32: every integer operation proved within i32 by the
- * intervals of compiler/kivl.c, so no int can wrap; the graph format makes any integer
+ * intervals of compiler/kir/kivl.c, so no int can wrap; the graph format makes any integer
  * outside i32 an error anyway), else int64_t (GL_ARB_gpu_shader_int64: the kernel IR's
  * integers are exact int64, and an i32 result is checked to fit after the fact). The
  * 32-bit form is not an optimisation: NVIDIA's Vulkan driver (580.159) miscompiled kernels
@@ -32,7 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../cemit.h"
+#include "../emit/cemit.h"
 #include "vulkan.h"
 
 /* GLSL's spellings where they differ from the C-family base of ops.def (cemit.h, "op
@@ -387,61 +387,32 @@ static void store_text(E *e, const KStmt *s)
 	ce_emit(c, ";\n");
 }
 
-/* local v = the pairwise tree (kir.h) of local array c[a .. a+b), iteratively: a stack of
- * (first, count, phase) frames walks the recursion's post-order. */
+/* Term ix of local array v (ce_tree's term). */
+static void tree_term(CEmit *c, int32_t v, const char *ix)
+{
+	arr((E *)c, v, -1, ix);
+}
+
+/* local v = the pairwise tree (kir.h) of local array c[a .. a+b), iteratively (cemit.h
+ * ce_tree); its combines are precise. */
 static void tree_stmt(E *e, const KStmt *s)
 {
 	CEmit *c = &e->c;
 	KType t = (KType)c->k->vars[s->c].type;
-	const char *T = gtype(e, t), *op = s->op == OP_MUL ? "*" : "+";
 	Dtype f = (Dtype)s->fmt;
-	const char *r0 = "", *r1 = "";
+	const CTree tr = {.itype = "int", .isfx = "", .icvt = "int", .rpre = prec(t),
+			  .depth = 64, .term = tree_term};
 	COV(vk_tree);
+	gtype(e, t);   /* marks an f64 kernel */
 	if (f == DT_F16 || f == DT_BF16) {
 		COV(vk_tree_16);
 		e->need |= f == DT_F16 ? VH_F16 : VH_BF16;
-		r0 = f == DT_F16 ? "h2f(f2h(" : "b2f(f2b(";
-		r1 = "))";
 		if (t == KT_F64)
 			ce_unsupported(c, "a pairwise tree rounded to %s over f64 terms", dt_name(f));
 	}
 	ce_line(c, "{");
 	c->ind++;
-	ce_line(c, "int lo_[64], n_[64], ph_[64], sp_ = 1, vp_ = 0;");
-	ce_line(c, "%s tv_[65];", T);
-	ce_indent(c);
-	ce_emit(c, "lo_[0] = int(");
-	ce_ref(c, s->a);
-	ce_emit(c, ");\n");
-	ce_indent(c);
-	ce_emit(c, "n_[0] = int(");
-	ce_ref(c, s->b);
-	ce_emit(c, ");\n");
-	ce_line(c, "ph_[0] = 0;");
-	ce_line(c, "while (sp_ > 0) {");
-	c->ind++;
-	ce_line(c, "int l_ = lo_[sp_ - 1], c_ = n_[sp_ - 1];");
-	ce_line(c, "if (c_ == 1) {");
-	ce_indent(c);
-	ce_emit(c, "\ttv_[vp_++] = ");
-	arr(e, s->c, -1, "l_");
-	ce_emit(c, ";\n");
-	ce_line(c, "\tsp_--;");
-	ce_line(c, "} else if (ph_[sp_ - 1] < 2) {");
-	ce_line(c, "\tbool right_ = ph_[sp_ - 1] == 1;");
-	ce_line(c, "\tph_[sp_ - 1]++;");
-	ce_line(c, "\tlo_[sp_] = right_ ? l_ + c_ / 2 : l_;");
-	ce_line(c, "\tn_[sp_] = right_ ? c_ - c_ / 2 : c_ / 2;");
-	ce_line(c, "\tph_[sp_++] = 0;");
-	ce_line(c, "} else {");
-	ce_line(c, "\tvp_--;");
-	ce_line(c, "\t%s%s r_ = tv_[vp_ - 1] %s tv_[vp_];", prec(t), T, op);
-	ce_line(c, "\ttv_[vp_ - 1] = %sr_%s;", r0, r1);
-	ce_line(c, "\tsp_--;");
-	ce_line(c, "}");
-	c->ind--;
-	ce_line(c, "}");
-	ce_line(c, "v%d = tv_[0];", s->v);
+	ce_tree(c, s, &tr);
 	c->ind--;
 	ce_line(c, "}");
 }

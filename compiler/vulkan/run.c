@@ -34,7 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "vkrt.h"
-#include "../berun.h"
+#include "../emit/berun.h"
 
 /* LeakSanitizer's switches, present only in sanitized builds: glslang (inside libshaderc)
  * leaks a little on a shader it rejects, which is not ours to report. */

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "vkrt.h"
-#include "../berun.h"
+#include "../emit/berun.h"
 
 static const char *const loader_names[] = {"libvulkan.so.1", "libvulkan.so"};
 /* Debian's libshaderc1 installs libshaderc.so.1; upstream builds call it libshaderc_shared */

@@ -23,7 +23,7 @@
  * VK_SYM_SZINP32/64, VK_SYM_RTE32/64 for the float-controls execution modes the device
  * supports (denormals preserved, signed zero/inf/NaN preserved, round to nearest even).
  *
- * Kernel plans (the mapping stage, compiler/map.h, rules MAP_RULES_REPLICATE in
+ * Kernel plans (the mapping stage, compiler/map/map.h, rules MAP_RULES_REPLICATE in
  * compiler/map/replicate.c): how a kernel's items and loops map onto invocations. A kernel
  * either runs one item per invocation (MAP_ITEM), or one item per work-group whose
  * invocations execute the item's statements redundantly ("replicated" code, every
@@ -34,7 +34,7 @@
 #ifndef ASSAY_VULKAN_VULKAN_H
 #define ASSAY_VULKAN_VULKAN_H
 
-#include "../map.h"
+#include "../map/map.h"
 
 #define VK_MARK "//// assay kernel "
 #define VK_SYM_16BIT "ASSAY_16BIT"

@@ -1,7 +1,7 @@
 /* compiler/wgsl/emit.c: the WGSL backend's emitter: kernel IR -> one WGSL module with a
  * compute entry point per kernel (k0, k1, ...), then its launch manifest.
  *
- * The text is written by the emitter core (compiler/cemit.h) with WGSL's table (CLang) and
+ * The text is written by the emitter core (compiler/emit/cemit.h) with WGSL's table (CLang) and
  * the WGSL pieces here (types, opaque constants, checked i32 ops, storage views, the
  * manifest); the output is a deterministic function of the kernel IR. Names follow the C backend: t12 for the
  * temporary of expression 12 (one `let` per computing node of a statement, in a block of
@@ -31,7 +31,7 @@
  * the driver's: the special-value semantics of this backend are only as good as its
  * driver's, as WGSL allows.
  *
- * Work-groups follow the plan (compiler/map.h MapMode): the kernel prologue turns the work-group and
+ * Work-groups follow the plan (compiler/map/map.h MapMode): the kernel prologue turns the work-group and
  * invocation ids into the item and its tile origins (last parallel dimension fastest, as
  * in c/emit.c); a store outside the distributed loops of a MAP_GROUP/MAP_LANES kernel is
  * made by invocation 0 only (the others compute the same value).
@@ -50,7 +50,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../cemit.h"
+#include "../emit/cemit.h"
 #include "wgsl.h"
 
 /* WGSL's spellings where they differ from the C-family base of ops.def (cemit.h, "op
@@ -558,9 +558,33 @@ static void decl_stmt(CEmit *c, const KStmt *s)
 		ce_line(c, "var v%d: %s;", s->v, t);
 }
 
-/* The pairwise tree of kir.h, iteratively: a stack of (start, count, stage) frames and a
- * stack of values (the kernel's shared stacks: tree_stacks); a frame's left half is its
- * first floor(n/2) terms. */
+/* WGSL's declarations for ce_tree: var name: array<type, n>, var name: type = init, or
+ * let name = init. */
+static void tree_decl(CEmit *c, const char *type, const char *name, int n, const char *init,
+		      bool mut)
+{
+	if (n > 0)
+		ce_line(c, "var %s: array<%s, %d>;", name, type, n);
+	else if (mut)
+		ce_line(c, "var %s: %s = %s;", name, type, init);
+	else
+		ce_line(c, "let %s = %s;", name, init);
+}
+
+static void tree_term(CEmit *c, int32_t v, const char *ix)
+{
+	elem_text(c, v, -1, ix);
+}
+
+/* How WGSL writes the pairwise trees (cemit.h ce_tree): i32 frames, f32 values, on the
+ * stacks the kernel's trees share (tree_stacks). */
+static CTree tree_spell(int depth)
+{
+	return (CTree){.itype = "i32", .isfx = "i", .vtype = "f32", .depth = depth, .shared = true,
+		       .decl = tree_decl, .term = tree_term};
+}
+
+/* The pairwise tree of kir.h, iteratively (ce_tree). */
 static void tree_stmt(CEmit *c, const KStmt *s)
 {
 	Dtype f = (Dtype)s->fmt;
@@ -572,39 +596,13 @@ static void tree_stmt(CEmit *c, const KStmt *s)
 	}
 	if (f != DT_F32)
 		COV(wgsl_tree_16);
-	const char *op = s->op == OP_MUL ? "*" : "+";
-	const char *pre = f == DT_F16 ? "h2f(f2h(" : f == DT_BF16 ? "b2f(f2b(" : "(";
-	const char *post = f == DT_F32 ? ")" : "))";
+	const CTree tr = tree_spell(((const E *)c)->pl->k[((const E *)c)->ki].tree_depth);
 	bool open = ce_open_stmt(c, s);
 	if (!open) {
 		ce_line(c, "{");
 		c->ind++;
 	}
-	ce_line(c, "var sp: i32 = 1i;");
-	ce_line(c, "var vp: i32 = 0i;");
-	ce_indent(c);
-	ce_emit(c, "fs[0] = ");
-	ce_ref(c, s->a);
-	ce_emit(c, ";\n");
-	ce_indent(c);
-	ce_emit(c, "fn_[0] = ");
-	ce_ref(c, s->b);
-	ce_emit(c, ";\n");
-	ce_line(c, "fk[0] = 0i;");
-	ce_line(c, "loop {");
-	c->ind++;
-	ce_line(c, "if (sp == 0i) { break; }");
-	ce_line(c, "let st = fs[sp - 1i]; let n = fn_[sp - 1i]; let stage = fk[sp - 1i];");
-	ce_indent(c);
-	ce_emit(c, "if (n == 1i) { tv[vp] = ");
-	elem_text(c, s->c, -1, "st");
-	ce_emit(c, "; vp++; sp--; continue; }\n");
-	ce_line(c, "if (stage == 0i) { fk[sp - 1i] = 1i; fs[sp] = st; fn_[sp] = n / 2i; fk[sp] = 0i; sp++; continue; }");
-	ce_line(c, "if (stage == 1i) { fk[sp - 1i] = 2i; fs[sp] = st + n / 2i; fn_[sp] = n - n / 2i; fk[sp] = 0i; sp++; continue; }");
-	ce_line(c, "tv[vp - 2i] = %stv[vp - 2i] %s tv[vp - 1i]%s; vp--; sp--;", pre, op, post);
-	c->ind--;
-	ce_line(c, "}");
-	ce_line(c, "v%d = tv[0];", s->v);
+	ce_tree(c, s, &tr);
 	c->ind--;
 	ce_line(c, "}");
 }
@@ -715,10 +713,9 @@ static void tree_stacks(CEmit *c, int depth)
 {
 	if (!depth)
 		return;
-	ce_line(c, "var fs: array<i32, %d>;   // the pairwise trees' stacks", depth);
-	ce_line(c, "var fn_: array<i32, %d>;", depth);
-	ce_line(c, "var fk: array<i32, %d>;", depth);
-	ce_line(c, "var tv: array<f32, %d>;", depth);
+	const CTree tr = tree_spell(depth);
+	ce_line(c, "// the pairwise trees' stacks");
+	ce_tree_stacks(c, &tr);
 }
 
 static void kernel(E *e, int i, CEmit *manifest)

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wgsl.h"
-#include "../berun.h"
+#include "../emit/berun.h"
 
 _Static_assert((int)WGSL_GUARD_BYTE == (int)BE_GUARD_BYTE, "wg_guards uses be_guard_check");
 
@@ -170,7 +170,7 @@ static int chunks(int i, long long groups, long long scratch, int wg, long long 
 }
 
 /* The module request: the source, and each kernel's launch from its plan (the program's
- * record, compiler/map.h; the text's manifest only documents it), with the chunks and
+ * record, compiler/map/map.h; the text's manifest only documents it), with the chunks and
  * scratch of those that have scratch. */
 static char *module_request(const Kernels *k, const char *src, Diag *d)
 {

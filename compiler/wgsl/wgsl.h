@@ -1,6 +1,6 @@
 /* compiler/wgsl/wgsl.h (private to compiler/wgsl/): the WGSL backend's parts.
  *
- * - the mapping stage (compiler/map.h, map/owner.c) analyses a program before emission: an
+ * - the mapping stage (compiler/map/map.h, map/owner.c) analyses a program before emission: an
  *   interval for every integer expression (WGSL has no 64-bit integers: integers are i32,
  *   and an operation whose result may leave i32 is emitted checked, reporting an error
  *   instead of wrapping), how each kernel's items map onto work-groups (MapMode), which
@@ -33,7 +33,7 @@
 #ifndef ASSAY_WGSL_WGSL_H
 #define ASSAY_WGSL_WGSL_H
 
-#include "../map.h"
+#include "../map/map.h"
 
 enum {
 	WGSL_GUARD = 256,        /* guard bytes before and after every buffer */
@@ -43,7 +43,7 @@ enum {
 	WGSL_CHUNK_STRIDE = 256,     /* bytes between chunk entries (WebGPU's largest offset alignment) */
 };
 
-/* How a kernel's items (kir.h) run (the plan, compiler/map.h, rules MAP_RULES_OWNER in
+/* How a kernel's items (kir.h) run (the plan, compiler/map/map.h, rules MAP_RULES_OWNER in
  * compiler/map/owner.c, recorded with the program: the emitter spells it, run.c launches
  * from it, and the manifest only documents it):
  * - MAP_ITEM: one invocation per item, wgsl_target.item_wg items per work-group;

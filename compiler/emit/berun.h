@@ -1,4 +1,4 @@
-/* compiler/berun.h (private to compiler/): what the backends' runtimes (compiler/X/run.c)
+/* compiler/emit/berun.h (private to compiler/): what the backends' runtimes (compiler/X/run.c)
  * share, so that each run.c holds only what its API makes different: the clock of
  * BeStats, the on-disk cache of compiled programs (its directory, keys, atomic files), the
  * checks of upload and download and the conversion of a stored buffer into an output's
@@ -12,7 +12,7 @@
 #define ASSAY_BERUN_H
 
 #include <sys/types.h>
-#include "kir.h"
+#include "../kir/kir.h"
 
 /* The guard region around every buffer (all but the Vulkan backend, which lays its
  * buffers out in one allocation, use BE_GUARD bytes) and the byte it is filled with. */

@@ -52,7 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "compiler.h"
+#include "../compiler.h"
 
 static const char *const kind_names[SD__COUNT] = {
 	[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",

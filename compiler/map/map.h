@@ -77,7 +77,7 @@
 #ifndef ASSAY_MAP_H
 #define ASSAY_MAP_H
 
-#include "kir.h"
+#include "../kir/kir.h"
 
 typedef enum {
 	MAP_RULES_BLOCK,       /* cuda */

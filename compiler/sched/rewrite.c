@@ -1,4 +1,4 @@
-/* compiler/rewrite.c: algebraic simplification, as a table of rules applied while copying
+/* compiler/sched/rewrite.c: algebraic simplification, as a table of rules applied while copying
  * a graph.
  *
  * Each rule states its domain (style.md):
@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "compiler.h"
+#include "../compiler.h"
 
 /* faults: KF_* (a matcher with a seeded fault tests it, marked "fault:") */
 typedef Ref (*Match)(Graph *g, const Node *n, unsigned faults);

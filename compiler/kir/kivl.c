@@ -1,4 +1,4 @@
-/* compiler/kivl.c: integer intervals over a kernel program, for backends whose integers
+/* compiler/kir/kivl.c: integer intervals over a kernel program, for backends whose integers
  * are 32-bit (wgsl always, vulkan where a kernel allows: kir.h, kir_int_ranges).
  *
  * The kernel IR's integers are int64, but the graph format makes every integer value an

@@ -1,4 +1,4 @@
-/* compiler/check.c: the `.tg` checker. Everything graph-format.md requires of a graph
+/* compiler/format/check.c: the `.tg` checker. Everything graph-format.md requires of a graph
  * beyond its syntax: names defined once and read only below their definition, ranks and
  * extents, types (booleans only feed ?: && || !; `%` and indices are integers; integer
  * values fit in 32 bits), quasi-affine indices, reads provably in bounds, reduction ranges

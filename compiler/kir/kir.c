@@ -1,4 +1,4 @@
-/* compiler/kir.c: the kernel IR's store: hash-consed expressions, statements, variables,
+/* compiler/kir/kir.c: the kernel IR's store: hash-consed expressions, statements, variables,
  * error sites, and a readable dump (kir_print).
  *
  * Invariants: x[0] and s[0] are unused (id 0 is never a real node); an expression is never
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "map.h"
+#include "../map/map.h"
 
 static void *grow(void *p, int32_t *cap, int32_t need, size_t elem)
 {

@@ -1,4 +1,4 @@
-/* compiler/cemit.c: the emitter core of the C-like backends (cemit.h): the text buffer,
+/* compiler/emit/cemit.c: the emitter core of the C-like backends (cemit.h): the text buffer,
  * the walk that writes a statement's temporaries, the spelling of constants and ops, the
  * control statements, and the comment every program opens with.
  *
@@ -534,6 +534,110 @@ void ce_stmts(CEmit *e, int32_t s)
 {
 	for (; s > 0 && !e->failed; s = e->k->s[s].next)
 		s = e->L->stmt(e, s);
+}
+
+/* ------------------------------------------------------------ pairwise trees */
+
+static void tr_decl(CEmit *e, const CTree *t, const char *type, const char *name, int n,
+		    const char *init, bool mut)
+{
+	if (t->decl) {
+		t->decl(e, type, name, n, init, mut);
+	} else if (n > 0) {
+		ce_line(e, "%s %s[%d];", type, name, n);
+	} else {
+		ce_indent(e);
+		ce_emit(e, "%s %s = %s;\n", type, name, init);
+	}
+}
+
+static const char *tr_vtype(const CEmit *e, const CTree *t, KType terms)
+{
+	return t->vtype ? t->vtype : e->L->type[terms];
+}
+
+void ce_tree_stacks(CEmit *e, const CTree *t)
+{
+	tr_decl(e, t, t->itype, "tr_lo", t->depth, NULL, true);
+	tr_decl(e, t, t->itype, "tr_n", t->depth, NULL, true);
+	tr_decl(e, t, t->itype, "tr_ph", t->depth, NULL, true);
+	tr_decl(e, t, t->vtype, "tr_v", t->depth, NULL, true);
+}
+
+/* tr_<what>[0] = the IR's integer x, converted to the frames' type. */
+static void tr_first(CEmit *e, const CTree *t, const char *what, int32_t x)
+{
+	ce_indent(e);
+	ce_emit(e, "tr_%s[0] = %s%s", what, t->icvt ? t->icvt : "", t->icvt ? "(" : "");
+	ce_ref(e, x);
+	ce_emit(e, "%s;\n", t->icvt ? ")" : "");
+}
+
+/* The frame tr_sp = the left (phase 0) or right half of frame tr_f, which enters phase+1. */
+static void tr_descend(CEmit *e, const char *i, int phase)
+{
+	ce_line(e, "} else if (tr_ph[tr_f] == %d%s) {", phase, i);
+	ce_line(e, "\ttr_ph[tr_f] = %d%s;", phase + 1, i);
+	if (phase == 0) {
+		ce_line(e, "\ttr_lo[tr_sp] = tr_lo[tr_f];");
+		ce_line(e, "\ttr_n[tr_sp] = tr_n[tr_f] / 2%s;", i);
+	} else {
+		ce_line(e, "\ttr_lo[tr_sp] = tr_lo[tr_f] + tr_n[tr_f] / 2%s;", i);
+		ce_line(e, "\ttr_n[tr_sp] = tr_n[tr_f] - tr_n[tr_f] / 2%s;", i);
+	}
+	ce_line(e, "\ttr_ph[tr_sp] = 0%s;", i);
+	ce_line(e, "\ttr_sp = tr_sp + 1%s;", i);
+}
+
+void ce_tree(CEmit *e, const KStmt *s, const CTree *t)
+{
+	KType terms = (KType)e->k->vars[s->c].type;
+	const char *i = t->isfx, *op = s->op == OP_MUL ? "*" : "+";
+	const char *r0 = s->fmt == DT_F16 ? "h2f(f2h(" : s->fmt == DT_BF16 ? "b2f(f2b(" : "";
+	const char *r1 = *r0 ? "))" : "";
+	char one[8], zero[8], last[16], comb[64], real[48];
+	snprintf(one, sizeof one, "1%s", i);
+	snprintf(zero, sizeof zero, "0%s", i);
+	snprintf(last, sizeof last, "tr_sp - 1%s", i);
+	snprintf(comb, sizeof comb, "tr_v[tr_vp - 2%s] %s tr_v[tr_vp - 1%s]", i, op, i);
+	snprintf(real, sizeof real, "%s%s", t->rpre ? t->rpre : "", tr_vtype(e, t, terms));
+	if (!t->shared) {
+		CTree own = *t;
+		own.vtype = tr_vtype(e, t, terms);
+		ce_tree_stacks(e, &own);
+	}
+	tr_decl(e, t, t->itype, "tr_sp", 0, one, true);
+	tr_decl(e, t, t->itype, "tr_vp", 0, zero, true);
+	tr_first(e, t, "lo", s->a);
+	tr_first(e, t, "n", s->b);
+	ce_line(e, "tr_ph[0] = 0%s;", i);
+	ce_line(e, "while (tr_sp > 0%s) {", i);
+	e->ind++;
+	tr_decl(e, t, t->itype, "tr_f", 0, last, false);
+	ce_line(e, "if (tr_n[tr_f] == 1%s) {", i);
+	ce_indent(e);
+	ce_emit(e, "\ttr_v[tr_vp] = ");
+	if (t->term)
+		t->term(e, s->c, "tr_lo[tr_f]");
+	else
+		ce_emit(e, "v%d[tr_lo[tr_f]]", s->c);
+	ce_emit(e, ";\n");
+	ce_line(e, "\ttr_vp = tr_vp + 1%s;", i);
+	ce_line(e, "\ttr_sp = tr_sp - 1%s;", i);
+	tr_descend(e, i, 0);
+	tr_descend(e, i, 1);
+	ce_line(e, "} else {");
+	e->ind++;
+	tr_decl(e, t, real, "tr_r", 0, comb, false);
+	e->ind--;
+	ce_line(e, "\ttr_v[tr_vp - 2%s] = %str_r%s;", i, r0, r1);
+	ce_line(e, "\ttr_vp = tr_vp - 1%s;", i);
+	ce_line(e, "\ttr_sp = tr_sp - 1%s;", i);
+	ce_line(e, "}");
+	e->ind--;
+	ce_line(e, "}");
+	if (!t->keep)
+		ce_line(e, "v%d = tr_v[0];", s->v);
 }
 
 /* ------------------------------------------------------------ programs */

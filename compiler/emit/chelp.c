@@ -1,4 +1,4 @@
-/* compiler/chelp.c: the helper functions that C, OpenCL C and CUDA programs carry, each
+/* compiler/emit/chelp.c: the helper functions that C, OpenCL C and CUDA programs carry, each
  * algorithm written once and spelled in each dialect (CHelp, cemit.h): floor division and
  * non-negative remainder, integer abs/max/min, IEEE 754-2019 maximum and minimum, the
  * bounds check of an index, and the double -> f16/bf16 conversions.

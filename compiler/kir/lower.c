@@ -37,7 +37,7 @@
 #include <mpfr.h>
 #include <stdlib.h>
 #include <string.h>
-#include "map.h"
+#include "../map/map.h"
 
 enum { HOIST_MAX = 16384, TERMS_MAX = 1 << 22 };
 

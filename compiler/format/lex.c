@@ -1,4 +1,4 @@
-/* compiler/lex.c: the `.tg` lexer. It turns the whole source into an array of tokens up
+/* compiler/format/lex.c: the `.tg` lexer. It turns the whole source into an array of tokens up
  * front, so the parser can look ahead freely (a body starting `NAME(` is a reduction when
  * the parentheses open with `index:`; a name read before its definition is found by
  * looking further down the file).

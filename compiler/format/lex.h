@@ -1,4 +1,4 @@
-/* compiler/lex.h (private to compiler/): the front end's internal interface. The lexer's
+/* compiler/format/lex.h (private to compiler/): the front end's internal interface. The lexer's
  * tokens (lex.c), and the hooks the parser (parse.c) uses to run the checker (check.c)
  * statement by statement, so that the first error reported is the first in the file and
  * every error points at the occurrence in the statement being checked.
@@ -11,7 +11,7 @@
 #ifndef ASSAY_LEX_H
 #define ASSAY_LEX_H
 
-#include "compiler.h"
+#include "../compiler.h"
 
 enum {
 	LEX_MAXNAME = 255,    /* bytes in a name */

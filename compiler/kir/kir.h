@@ -1,4 +1,4 @@
-/* compiler/kir.h (private to compiler/): the kernel IR, the loop-nest form every backend
+/* compiler/kir/kir.h (private to compiler/): the kernel IR, the loop-nest form every backend
  * emits from.
  *
  * A program (struct Kernels) is a list of kernels run in order, over buffers: one buffer
@@ -47,7 +47,7 @@
 #ifndef ASSAY_KIR_H
 #define ASSAY_KIR_H
 
-#include "compiler.h"
+#include "../compiler.h"
 
 typedef struct MapCache MapCache;
 
@@ -158,10 +158,10 @@ struct Kernels {
 	int32_t *tbuf;            /* tensor id -> buffer, -1 for inlined definitions */
 	Kernel *k; int nk;
 	KSite *sites; int32_t nsites, capsites;
-	MapCache *maps;           /* the GPU plans made for it (compiler/map.h), owned */
+	MapCache *maps;           /* the GPU plans made for it (compiler/map/map.h), owned */
 };
 
-/* --- construction (compiler/kir.c) --- */
+/* --- construction (compiler/kir/kir.c) --- */
 int32_t kx_new(Kernels *k, const KExpr *e);           /* interned */
 int32_t kx_int(Kernels *k, int64_t v);
 int32_t kx_real(Kernels *k, KType t, double v);

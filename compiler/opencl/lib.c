@@ -1,9 +1,9 @@
-/* compiler/opencl/prelude.c: the OpenCL C functions every generated program starts with
+/* compiler/opencl/lib.c: the OpenCL C functions every generated program starts with
  * (emit.c writes them first): 16-bit storage conversions, integer floor division and
  * remainder, IEEE 754-2019 maximum/minimum, sigmoid, and error reporting; and the f64 ones,
  * written only into programs that enable cl_khr_fp64. sigmoid returns a NaN argument (as
  * x + x) before exp sees it: PoCL 3.1's exp of a NaN constant is poison (emit.c,
- * nan_guarded). Those every C-family program shares are compiler/chelp.c's, in OpenCL's
+ * nan_guarded). Those every C-family program shares are compiler/emit/chelp.c's, in OpenCL's
  * dialect.
  *
  * Conversions to f16 and bf16 round to nearest even with integer operations on the bits

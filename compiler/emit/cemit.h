@@ -1,4 +1,4 @@
-/* compiler/cemit.h (private to compiler/ and its backend folders): the emitter core of the
+/* compiler/emit/cemit.h (private to compiler/ and its backend folders): the emitter core of the
  * backends that write a C-like language: C, OpenCL C, CUDA C++, GLSL (vulkan) and WGSL.
  *
  * Every one of them writes its program from the kernel IR (kir.h) in the same way: all text
@@ -22,7 +22,7 @@
 #ifndef ASSAY_CEMIT_H
 #define ASSAY_CEMIT_H
 
-#include "kir.h"
+#include "../kir/kir.h"
 
 typedef struct CEmit CEmit;
 
@@ -179,6 +179,38 @@ void ce_report(CEmit *e, const KStmt *s);
 void ce_store(CEmit *e, const KStmt *s);
 /* The statement list from first, by L->stmt. */
 void ce_stmts(CEmit *e, int32_t first);
+
+/* ------------------------------------------------------------ pairwise trees
+ *
+ * Statement s (KS_TREE: local v = the pairwise tree of local array c[a .. a+b), kir.h) for
+ * the languages without recursion (OpenCL C, GLSL, WGSL), written once: an explicit stack
+ * of frames (first term, count, phase) walks the tree of kir.h depth first (the left half
+ * of n terms is the first floor(n/2)), a stack of values holds the finished halves, and a
+ * combine is left op right rounded to s->fmt (h2f(f2h(..)) for f16, b2f(f2b(..)) for bf16,
+ * the program's helpers; any other format is the terms' own). ce_tree writes the stacks'
+ * declarations (unless they are the kernel's: ce_tree_stacks), the first frame, the
+ * walk and v = tr_v[0] (unless t->keep: the caller gives tr_v[0] to v), at the
+ * indentation set. The names are tr_lo, tr_n, tr_ph (frames), tr_v (values), tr_sp, tr_vp, tr_f, tr_r. */
+typedef struct {
+	const char *itype;    /* the frames' integer type ("long", "int", "i32") */
+	const char *isfx;     /* the suffix of its literals ("" or "i") */
+	const char *icvt;     /* a conversion of the IR's integers to itype, NULL: none */
+	const char *vtype;    /* the values' type; NULL: the terms' (L->type) */
+	const char *rpre;     /* before the declaration of a value: GLSL's "precise " */
+	int depth;            /* frames (and values) the stacks hold */
+	bool shared;          /* the stacks are the kernel's (ce_tree_stacks) */
+	bool keep;            /* v is not set: the caller does it */
+	/* Declares local name of type: an array of n when n > 0, else initialised to init
+	 * (mutable when mut), with its newline; NULL: C's ("type name[n];", "type name = init;"). */
+	void (*decl)(CEmit *e, const char *type, const char *name, int n, const char *init,
+		     bool mut);
+	/* Term ix of local array v (an index of itype); NULL: v<v>[ix]. */
+	void (*term)(CEmit *e, int32_t v, const char *ix);
+} CTree;
+void ce_tree(CEmit *e, const KStmt *s, const CTree *t);
+/* The declarations of the stacks (frames of t->depth, values of t->vtype) that a kernel's
+ * trees share when t->shared. */
+void ce_tree_stacks(CEmit *e, const CTree *t);
 
 /* ------------------------------------------------------------ programs */
 

@@ -1,4 +1,4 @@
-/* compiler/grad.c: derived gradients, reverse mode over comprehensions as graph rewriting
+/* compiler/sched/grad.c: derived gradients, reverse mode over comprehensions as graph rewriting
  * (docs/grad.md; spec/cli.md v2 "Gradient graphs").
  *
  * gr_derive builds a graph that computes the vector-Jacobian product of a graph G: G's
@@ -32,8 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "compiler.h"
-#include "lex.h"
+#include "../compiler.h"
+#include "../format/lex.h"
 
 enum { UVAR = 64, MAXW = 40, MAXREADS = 64 };
 
@@ -341,7 +341,7 @@ static int load_template(Gx *x, Op op)
 {
 	static const char *const grads[] = {
 #define X(name, spelling, arity, flags, c, helper, mpfr, grad) [OP_##name] = grad,
-#include "ops.def"
+#include "../ops.def"
 #undef X
 	};
 	_Static_assert(ARRAY_LEN(grads) == OP__COUNT, "every op has a grad column");

@@ -1,4 +1,4 @@
-/* compiler/print.c: the canonical text of a graph, and structural equality of graphs.
+/* compiler/format/print.c: the canonical text of a graph, and structural equality of graphs.
  *
  * The canonical form is fully determined by the graph: `graph`, then one `size` statement
  * with every size, a blank line, the inputs and definitions in tensor order (one per line),

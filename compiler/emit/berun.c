@@ -1,4 +1,4 @@
-/* compiler/berun.c: the pieces every backend's runtime shares (berun.h): the clock, the
+/* compiler/emit/berun.c: the pieces every backend's runtime shares (berun.h): the clock, the
  * cache of compiled programs on disk, the checks and conversions around upload and
  * download, the guard scan, child processes and the runtime errors' messages.
  */

@@ -29,7 +29,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "../map.h"
+#include "map.h"
 
 /* At most this many rows are checked; a member runs at most PER_ROW_MAX items per row (a
  * larger one would crowd its items onto the lead's few blocks); a lead of one item (no

@@ -666,6 +666,11 @@ static void spec_opts(GenOpts *o)
 		if (allowance_op((Op)op))
 			o->op_w[op] = 0;
 	o->monoid_w[MO_LOGSUMEXP] = 0;
+	/* the shapes only the emulation check judges: compositions (two roundings of one
+	 * expression, (a + b) - b), rule patterns and their near misses, rereads */
+	o->p_compose = o->p_compose * 3 < 1 ? o->p_compose * 3 : 1;
+	o->p_ident = o->p_ident * 1.5 < 1 ? o->p_ident * 1.5 : 1;
+	o->p_reread = o->p_reread * 2 < 1 ? o->p_reread * 2 : 1;
 }
 
 char *fz_gen_raw(const GenOpts *o, uint64_t seed, uint64_t case_no)

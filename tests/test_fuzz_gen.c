@@ -1026,6 +1026,187 @@ START_TEST(oracle)
 }
 END_TEST
 
+/* ------------------------------------------------------------ the issue's list */
+
+/* Shapes of issue 13's list that only the emulation check sees, counted where it applies:
+ * in the cone of an output whose every definition is fully specified (no function with an
+ * allowance, no pow, no logsumexp: verify/emucheck.c), over the graphs of a campaign's
+ * settings (fz_gen with the defaults, the sampled and directed schedules). */
+enum {
+	IL_SPEC_OUT, IL_SPEC_RED, IL_SPLIT3, IL_SPLIT_ACC16, IL_PAIR_ODD, IL_ADDSUB, IL_SELFCANCEL,
+	IL_TWOFMT, IL_TWOFMT_ANY, IL_FLOORDIV_NEG, IL_INLINE_STORE, IL__COUNT
+};
+static const char *const ilnames[IL__COUNT] = {
+	"an output of fully specified ops only", "... with a real reduction",
+	"... a split of >= 3 partials", "... a split in an f16/bf16 accumulation",
+	"... pairwise over an odd count >= 3", "... (a + b) - b, one b",
+	"... x - x or x / x", "... one expression rounded to two formats",
+	"one expression rounded to two formats (anywhere)",
+	"index (v - k*c) / c + m (exact negative quotients read in bounds)",
+	"inline of a definition stored otherwise than its reader",
+};
+
+static bool allowance(Op op)
+{
+	unsigned f = op_info(op)->flags;
+	return op == OP_POW || ((f & OPF_CALL) && !(f & OPF_CAST) && op != OP_ABS && op != OP_MAX &&
+				op != OP_MIN && op != OP_FLOOR && op != OP_CEIL && op != OP_SQRT &&
+				op != OP_FMA);
+}
+
+/* Walks r once (seen), marking the definitions it reads in dep and its shapes in f. */
+static void il_walk(const Graph *g, Ref r, bool *seen, bool *dep, bool *bad, bool *f)
+{
+	if (!r || seen[r])
+		return;
+	seen[r] = true;
+	const Node *n = ir_node(g, r);
+	if (n->kind == NK_READ) {
+		const Tensor *T = &g->tensors[n->u.read.tensor];
+		if (T->kind != TK_INPUT)
+			dep[T->def] = true;
+		for (uint32_t k = 0; k < n->u.read.n; k++)
+			il_walk(g, ir_read_idx(g, n)[k], seen, dep, bad, f);
+		il_walk(g, n->u.read.pad, seen, dep, bad, f);
+		return;
+	}
+	if (n->kind != NK_OP)
+		return;
+	*bad |= allowance((Op)n->op);
+	int ar = op_info((Op)n->op)->arity;
+	for (int k = 0; k < ar; k++)
+		il_walk(g, n->a[k], seen, dep, bad, f);
+	if (n->op == OP_SUB && n->ty == TY_REAL && is_op_node(g, n->a[0], OP_ADD)) {
+		const Node *a = ir_node(g, n->a[0]);
+		f[IL_ADDSUB] |= a->a[1] == n->a[1] || a->a[0] == n->a[1];
+	}
+	if ((n->op == OP_SUB || n->op == OP_DIV) && n->ty == TY_REAL && n->a[0] == n->a[1])
+		f[IL_SELFCANCEL] = true;
+	if (op_cast_dtype((Op)n->op) != DT_NONE && ar == 2) {
+		Dtype x = op_cast_dtype((Op)ir_node(g, n->a[0])->op),
+		      y = op_cast_dtype((Op)ir_node(g, n->a[1])->op);
+		(void)x, (void)y;
+	}
+	if (ar == 2 && ir_node(g, n->a[0])->kind == NK_OP && ir_node(g, n->a[1])->kind == NK_OP) {
+		const Node *x = ir_node(g, n->a[0]), *y = ir_node(g, n->a[1]);
+		Dtype fx = op_cast_dtype((Op)x->op), fy = op_cast_dtype((Op)y->op);
+		f[IL_TWOFMT] |= fx != DT_NONE && fy != DT_NONE && fx != fy && x->a[0] == y->a[0];
+	}
+	if (n->op == OP_ADD && n->ty == TY_INT && is_op_node(g, n->a[0], OP_IDIV)) {
+		const Node *q = ir_node(g, n->a[0]), *num = ir_node(g, q->a[0]);
+		const Node *c = ir_node(g, q->a[1]), *m = ir_node(g, n->a[1]);
+		if (num->kind == NK_OP && num->op == OP_SUB && c->kind == NK_INT && m->kind == NK_INT &&
+		    ir_node(g, num->a[1])->kind == NK_INT && c->u.ival > 0 &&
+		    ir_node(g, num->a[1])->u.ival % c->u.ival == 0 && m->u.ival > 0)
+			f[IL_FLOORDIV_NEG] = true;
+	}
+}
+
+static void il_graph(const Graph *g, long *cnt)
+{
+	bool f[IL__COUNT] = {0};
+	Schedule s;
+	Diag d = {0};
+	if (sched_build(g, &s, &d)) {
+		diag_clear(&d);
+		return;
+	}
+	int n = g->ndefs;
+	Dtype *op = calloc((size_t)n, sizeof *op), *acc = calloc((size_t)n, sizeof *acc);
+	Dtype *st = calloc((size_t)n, sizeof *st);
+	sched_formats(g, &s, op, acc, st, NULL);
+	bool *seen = calloc(g->nnodes, 1), *dep = calloc((size_t)n * (size_t)n, 1);
+	bool *bad = calloc((size_t)n, 1);
+	bool (*fd)[IL__COUNT] = calloc((size_t)n, sizeof *fd);
+	for (int k = 0; k < n; k++) {
+		memset(seen, 0, g->nnodes);
+		il_walk(g, g->defs[k].body, seen, &dep[k * n], &bad[k], fd[k]);
+		for (int r = 0; r < g->defs[k].nred; r++) {
+			il_walk(g, g->defs[k].red[r].lo, seen, &dep[k * n], &bad[k], fd[k]);
+			il_walk(g, g->defs[k].red[r].hi, seen, &dep[k * n], &bad[k], fd[k]);
+		}
+		bad[k] |= g->defs[k].monoid == MO_LOGSUMEXP;
+		f[IL_TWOFMT_ANY] |= fd[k][IL_TWOFMT];
+		f[IL_FLOORDIV_NEG] |= fd[k][IL_FLOORDIV_NEG];
+		for (int a = 0; a < n; a++)
+			if (dep[k * n + a] && s.defs[a].inlined && st[a] != op[k])
+				f[IL_INLINE_STORE] = true;
+	}
+	/* transitive cones: definitions are in order, each reads only earlier ones */
+	for (int k = 0; k < n; k++)
+		for (int a = k - 1; a >= 0; a--)
+			if (dep[k * n + a])
+				for (int b = 0; b < a; b++)
+					dep[k * n + b] |= dep[a * n + b];
+	for (int o = 0; o < g->noutputs; o++) {
+		int t = g->outputs[o].tensor, k = g->tensors[t].def;
+		if (k < 0)
+			continue;
+		bool ok = !bad[k];
+		for (int a = 0; a < k; a++)
+			ok &= !dep[k * n + a] || !bad[a];
+		if (!ok)
+			continue;
+		f[IL_SPEC_OUT] = true;
+		for (int a = 0; a <= k; a++) {
+			if (a < k && !dep[k * n + a])
+				continue;
+			const Def *D = &g->defs[a];
+			bool red = D->monoid != MO_NONE && D->ty == TY_REAL;
+			f[IL_SPEC_RED] |= red;
+			for (int k2 = IL_ADDSUB; k2 <= IL_TWOFMT; k2++)
+				f[k2] |= fd[a][k2];
+			if (!red)
+				continue;
+			for (int r = 0; r < D->nred; r++) {
+				int64_t e = -1;
+				const Node *lo = ir_node(g, D->red[r].lo), *hi = ir_node(g, D->red[r].hi);
+				if (lo->kind == NK_INT && hi->kind == NK_INT)
+					e = hi->u.ival - lo->u.ival;
+				else if (lo->kind == NK_INT && hi->kind == NK_SIZE)
+					e = g->sizes[hi->u.size].value - lo->u.ival;
+				int64_t sp = s.defs[a].split[r];
+				f[IL_SPLIT3] |= sp >= 3 && e > sp;
+				f[IL_SPLIT_ACC16] |= sp >= 2 && is16(acc[a]);
+				f[IL_PAIR_ODD] |= s.defs[a].order == ORDER_PAIRWISE && e >= 3 && e % 2;
+			}
+		}
+	}
+	for (int k = 0; k < IL__COUNT; k++)
+		cnt[k] += f[k];
+	free(fd), free(bad), free(dep), free(seen), free(op), free(acc), free(st);
+	sched_free(&s);
+}
+
+/* The share of graphs with each shape of the issue's list (printed; the figures before
+ * and after the generator drew them on purpose are in docs/fuzz.md). */
+START_TEST(issue_list)
+{
+	GenOpts o = opts(0);
+	long cnt[IL__COUNT] = {0}, graphs = 0;
+	for (int c = 0; c < NDRAWS; c++) {
+		Diag d = {0};
+		Graph *g = fz_gen(&o, 5, (uint64_t)c, &d);
+		if (g) {
+			graphs++;
+			il_graph(g, cnt);
+		}
+		ir_free(g);
+		diag_clear(&d);
+	}
+	printf("gen issue list over %ld graphs of seed 5 (graphs with each shape):\n", graphs);
+	for (int k = 0; k < IL__COUNT; k++)
+		printf("  %-66s %5ld  %5.1f%%\n", ilnames[k], cnt[k], 100.0 * cnt[k] / graphs);
+
+	ck_assert_int_ge(cnt[IL_SPEC_OUT] * 100, graphs * 40);
+	ck_assert_int_ge(cnt[IL_SPLIT3] * 100, graphs * 5);
+	ck_assert_int_ge(cnt[IL_PAIR_ODD] * 100, graphs * 3);
+	ck_assert_int_ge(cnt[IL_TWOFMT_ANY] * 100, graphs * 2);
+	ck_assert_int_ge(cnt[IL_FLOORDIV_NEG] * 100, graphs * 2);
+	ck_assert_int_ge(cnt[IL_ADDSUB] * 200, graphs * 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fuzz_gen");
@@ -1039,6 +1220,7 @@ int main(void)
 	tcase_add_test(t, knobs);
 	tcase_add_test(t, inputs);
 	tcase_add_test(t, oracle);
+	tcase_add_test(t, issue_list);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

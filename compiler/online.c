@@ -199,6 +199,10 @@ static bool positive_const(const Graph *g, Ref r)
 		return n->u.ival > 0;
 	if (n->kind == NK_SIZE)
 		return g->sizes[n->u.size].value > 0;
+	if (n->kind == NK_OP && (n->op == OP_RSQRT || n->op == OP_SQRT || n->op == OP_EXP))
+		return positive_const(g, n->a[0]);
+	if (n->kind == NK_OP && (n->op == OP_MUL || n->op == OP_DIV))
+		return positive_const(g, n->a[0]) && positive_const(g, n->a[1]);
 	return n->kind == NK_NUM && g->lits[n->u.lit].approx > 0;
 }
 
@@ -208,7 +212,8 @@ static int shift_arg(Rc *c, const Frame *f, Ref r)
 	const Graph *g = c->g;
 	const Node *n = ir_node(g, r);
 	Ref scale = REF_NONE;
-	if (n->kind == NK_OP && n->op == OP_MUL && positive_const(g, n->a[1])) {
+	if (n->kind == NK_OP && n->op == OP_MUL && positive_const(g, n->a[1]) &&
+	    ir_node(g, n->a[0])->kind == NK_OP && ir_node(g, n->a[0])->op == OP_SUB) {
 		scale = n->a[1];
 		n = ir_node(g, n->a[0]);
 	}

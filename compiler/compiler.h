@@ -252,10 +252,7 @@ typedef struct {
 
 /* ---------------------------------------------------------------- schedules */
 
-/* SD_ONLINE (`online d1, d2, ...`, docs/format-notes.md): target is d1 and args holds every
- * name d1..dn (value 0) in the order written. */
-typedef enum { SD_STORE, SD_ACCUM, SD_INLINE, SD_TILE, SD_SPLIT, SD_ORDER, SD_ONLINE,
-	       SD__COUNT } DirKind;
+typedef enum { SD_STORE, SD_ACCUM, SD_INLINE, SD_TILE, SD_SPLIT, SD_ORDER, SD__COUNT } DirKind;
 /* ORDER_ANY (graph-format.md 7a, claims of --external kernels): the reduction may be computed
  * in any order; its budget is that of the worst tree (oracles/budget.c), and assay's own
  * kernels compute it linearly. */
@@ -468,42 +465,12 @@ Graph *gr_dirgraph(const Graph *g, const Graph *gg, int k, Diag *d);
  * - tile[k]: tile size of left-hand index k (0: not tiled); split[r]: number of strided
  *   partial reductions over reduction index r (0 or 1: not split; at most one r).
  * For the emulator (interp.h EmuConfig): sched_formats and sched_splits. */
-/* A one-pass group (`online d1, ..., dn`, compiler/online.c): the recognised form, its
- * members in file order (member 0 is the base: the group's kernel is the base's, over the
- * base's left-hand indices) and each member's role. map[i][k]: the base left-hand index that
- * member i's left-hand index k stands for, or -1 for an index of its own (a contraction's
- * head dimension: the state holds acc[that extent]). */
-typedef enum { ON_NONE, ON_SOFTMAX, ON_FLASH, ON_WELFORD, ON__COUNT } OnKind;
-typedef enum { OR_MAX, OR_EXPSUM, OR_CONTRACT, OR_MEAN, OR_M2, OR__COUNT } OnRole;
-enum { ON_MAXDEFS = 4 };
-typedef struct {
-	uint8_t kind;                         /* OnKind */
-	int n;
-	int def[ON_MAXDEFS];
-	uint8_t role[ON_MAXDEFS];             /* OnRole */
-	int8_t map[ON_MAXDEFS][IR_MAXRANK];
-	Ref scale;          /* softmax, flash: c of exp((x - m) * c); REF_NONE: exp(x - m) */
-	Ref num;            /* flash: the contraction's term is num / l (num in its own variables) */
-	Ref x;              /* welford: the mean's term is x / N (x in the mean's variables) */
-} OnGroup;
-/* Recognises the form of online directive x (checked: its names are definitions): 0 with G,
- * or -1 with the reason in msg and its place in pos (sched.c reports it, code 2). */
-int on_recognise(const Graph *g, const Directive *x, OnGroup *G, SrcPos *pos, char *msg,
-		 size_t cap);
-/* The name of a form ("online softmax", ...) and of a role ("max", "sum of exp", ...). */
-const char *on_kind_name(OnKind k);
-const char *on_role_name(OnRole r);
-
 typedef struct {
 	bool inlined;
 	Dtype op, accum, store;
 	Order order;
 	int64_t tile[IR_MAXRANK];
 	int64_t split[IR_MAXRED];
-	int online;     /* 0, or 1 + the base definition of the one-pass group d belongs to */
-	int inpass;     /* 0, or 1 + the base of the one-pass group whose kernel computes d where
-	                   it reads it (no kernel of its own; sched.c mark_inpass) */
-	OnGroup on;     /* the base's: its group (zero elsewhere) */
 } DefSched;
 
 typedef struct {
@@ -635,11 +602,7 @@ enum {
 	                              exact tie between two normal results away from zero instead
 	                              of to even: off by the half ulp every budget allows, so only
 	                              the emulation check (verify/emucheck.c) sees it */
-	KF_ON_ACC_RESCALE = 1 << 21, /* online (flash): acc is not rescaled when the max grows */
-	KF_ON_RESCALE_SIGN = 1 << 22, /* online: partials rescaled by exp(m_new - m_old) */
-	KF_ON_WELFORD_WEIGHT = 1 << 23, /* Welford: the mean moves by delta / (n + 1), not / n */
-	KF_ON_LSE_SHIFT = 1 << 24,  /* online softmax: l sums exp(x) without the shift by m */
-	KF__COUNT = 25,
+	KF__COUNT = 21,
 };
 
 typedef struct {

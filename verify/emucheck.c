@@ -178,9 +178,6 @@ static void def_spec(Spec *c, int d)
 	const Def *D = &c->g->defs[d];
 	const DefSched *ds = &c->s->defs[d];
 	Dtype f = real_fmt(ds->op), acc = real_fmt(ds->accum);
-	if ((ds->online || ds->inpass) && !c->why[0])
-		snprintf(c->why, sizeof c->why, "%s is computed in a one-pass (online) group, whose "
-			 "order the emulator does not model yet", c->g->tensors[D->out[0]].name);
 	for (int r = 0; r < D->nred; r++) {
 		walk(c, D->red[r].lo, f);
 		walk(c, D->red[r].hi, f);

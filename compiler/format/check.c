@@ -1372,27 +1372,6 @@ static bool is_index(const Def *D, const char *name, bool red)
 
 #define DERR(pos, ...) dir_err(ck, X, pos, file, src, len, __VA_ARGS__)
 
-/* online d1, ...: each name a definition, none twice (the forms are sched.c's business) */
-static int online_ok(Checker *ck, Directive *X, const char *file, const char *src, size_t len)
-{
-	Graph *g = ck->g;
-	if (X->nargs < 1 || !X->args)
-		return bad(ck, "online directive is malformed");
-	for (int a = 0; a < X->nargs; a++) {
-		const DirArg *A = &X->args[a];
-		int t = ir_find_tensor(g, A->name);
-		if (t < 0)
-			return DERR(A->pos, "unknown definition '%s'", A->name);
-		if (g->tensors[t].kind == TK_INPUT)
-			return DERR(A->pos, "'%s' is an input, not a definition", A->name);
-		for (int b = 0; b < a; b++)
-			if (strcmp(X->args[b].name, A->name) == 0)
-				return DERR(A->pos, "'%s' appears twice in one online directive", A->name);
-	}
-	X->def = g->tensors[ir_find_tensor(g, X->target)].def;
-	return 0;
-}
-
 static int directive_ok(Checker *ck, int k, const char *file, const char *src, size_t len)
 {
 	Graph *g = ck->g;
@@ -1402,8 +1381,6 @@ static int directive_ok(Checker *ck, int k, const char *file, const char *src, s
 	    (X->order < 0 || X->order >= ORDER__COUNT))
 		return bad(ck, "directive %d is malformed", k);
 	const char *kw = fe_dir_name((DirKind)X->kind);
-	if (X->kind == SD_ONLINE)
-		return online_ok(ck, X, file, src, len);
 	int t = ir_find_tensor(g, X->target);
 	if (t < 0)
 		return DERR(X->pos, "unknown definition '%s'", X->target);

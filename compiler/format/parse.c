@@ -783,24 +783,6 @@ static void dir_args(Parser *P, Directive *D)
 	D->nargs = n;
 }
 
-/* online d1, d2, ...: every name (d1 included) into args, value 0 */
-static void online_args(Parser *P, Directive *D, const Token *first)
-{
-	DirArg a[ON_MAXDEFS];
-	int n = 0;
-	const Token *t = first;
-	for (;;) {
-		if (n == ON_MAXDEFS)
-			fail(P, t, "online: at most %d definitions in one pass", ON_MAXDEFS);
-		a[n++] = (DirArg){name_dup(P, t), 0, tpos(P, t)};
-		if (!accept(P, T_COMMA))
-			break;
-		t = expect(P, T_NAME, "a definition name");
-	}
-	D->args = ir_alloc(P->g, (size_t)n * sizeof *a);
-	memcpy(D->args, a, (size_t)n * sizeof *a);
-	D->nargs = n;
-}
 
 static void directive(Parser *P)
 {
@@ -810,15 +792,13 @@ static void directive(Parser *P)
 		if (is_word(P, k, fe_dir_name((DirKind)i)))
 			kind = i;
 	if (kind < 0)
-		fail(P, k, "unknown directive %s (store, accum, inline, tile, split, order or "
-		     "online)", describe(P, k));
+		fail(P, k, "unknown directive %s (store, accum, inline, tile, split or order)",
+		     describe(P, k));
 	Directive D = {.kind = (uint8_t)kind, .def = -1, .fmt = DT_F32, .order = ORDER_LINEAR};
 	const Token *t = expect(P, T_NAME, "a definition name");
 	D.target = name_dup(P, t);
 	D.pos = tpos(P, t);
-	if (kind == SD_ONLINE) {
-		online_args(P, &D, t);
-	} else if (kind == SD_STORE || kind == SD_ACCUM) {
+	if (kind == SD_STORE || kind == SD_ACCUM) {
 		if (accept(P, T_COLON))
 			D.fmt = format(P, false);
 	} else if (kind == SD_TILE || kind == SD_SPLIT) {

@@ -55,7 +55,7 @@ static char *finish(Buf *b)
 
 static const char *const dir_names[SD__COUNT] = {
 	[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
-	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online",
+	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order",
 };
 
 const char *fe_dir_name(DirKind k)
@@ -278,13 +278,6 @@ static void pdef(Buf *b, const Graph *g, int d)
 
 static void pdirective(Buf *b, const Directive *X)
 {
-	if (X->kind == SD_ONLINE) {
-		put(b, "online");
-		for (int a = 0; a < X->nargs; a++)
-			put(b, "%s%s", a ? ", " : " ", X->args[a].name);
-		put(b, "\n");
-		return;
-	}
 	put(b, "%s %s", fe_dir_name((DirKind)X->kind), X->target);
 	switch (X->kind) {
 	case SD_STORE: case SD_ACCUM:

@@ -48,14 +48,6 @@ typedef struct {
 	unsigned faults;
 	Diag *d;
 	int def;          /* the definition being lowered */
-	/* inside a one-pass group's kernel (el_online), else NULL: */
-	int32_t *ovr;     /* per tensor: the state standing for a member's value (0: none) */
-	Dtype *ovr_fmt;   /* its format */
-	bool *force;      /* per tensor: computed in the pass (a definition reading a member,
-	                     or an inpass one), at the read, rounded to its store format */
-	KBlk *pre;        /* where an inpass reduction's statements go (before the term) */
-	int ncache;       /* inpass reductions computed in this iteration: */
-	int32_t cache_t[64], cache_at[64], cache_v[64];
 } L;
 
 typedef struct {
@@ -196,17 +188,11 @@ static int32_t site(L *l, const KSite *s)
 
 static int32_t tr(L *l, const Env *e, Ref r);
 
-static int32_t in_pass(L *l, const Env *e, int t, const int32_t *idx);
-
 /* The value of tensor t at in-bounds indices idx, in e's types. */
 static int32_t value_at(L *l, const Env *e, int t, const int32_t *idx)
 {
 	const Graph *g = l->g;
 	int32_t b = l->k->tbuf[t];
-	if (l->ovr && l->ovr[t])
-		return into(l, e, l->ovr[t], l->ovr_fmt[t]);
-	if (l->force && l->force[t])
-		return in_pass(l, e, t, idx);
 	if (b >= 0) {
 		int32_t x = kx_load(l->k, b, flat(l, t, idx));
 		return kx_type(l->k, x) == KT_INT ? x : into(l, e, x, l->k->bufs[b].fmt);
@@ -1033,335 +1019,6 @@ static void el_topk(L *l, Env *e, KBlk *b, const Def *D)
 	kb_loop(k, b, r2, ic(l, 0), ic(l, K), true, out);
 }
 
-/* ------------------------------------------------------------ one-pass groups */
-
-/* A one-pass group's kernel (sched.c online, compiler/online.c; docs/format-notes.md
- * "online"). One loop over the base's reduction index j computes every member's partials:
- * - softmax / flash: m' = max(m, t_m); alpha = m == m' ? 1 : exp((m - m') * c) (in each
- *   member's op format: the subtraction, the product by c, the exp, each rounded);
- *   l = m == -inf ? t_l : l * alpha + t_l, the terms computed with the running max m'
- *   standing for m; acc[d] the same with the contraction's numerator; then m = m'. At
- *   the end m, l are stored and o[d] = acc[d] / l (l rounded to its store format, as the
- *   graph's read of l would be); an empty range gives m = -inf, l = +0, o = +0.
- * - Welford: n = n + 1; delta = x - mean; mean = mean + delta / n (mean's format);
- *   M2 = M2 + (x - mean_old) * (x - mean_new) (M2's format, x in it); mu = mean,
- *   var = M2 / N.
- * Reads of members inside the pass are the running state (ovr); a stored definition that
- * reads a member, and every inpass one, is computed at its read and rounded to its store
- * format (force), so the values are those a store and a load would give. */
-
-static int32_t store_round(L *l, int t, int32_t x)
-{
-	int d = l->g->tensors[t].def;
-	const DefSched *ds = &l->s->defs[d];
-	if (ds->inlined || kx_type(l->k, x) == KT_INT)
-		return x;
-	x = to_t(l, kt_of(ds->store), x);
-	return narrow(ds->store) ? kx_round(l->k, ds->store, x) : x;
-}
-
-/* A definition computed inside the pass at indices idx. */
-static int32_t in_pass(L *l, const Env *e, int t, const int32_t *idx)
-{
-	const Graph *g = l->g;
-	int d = g->tensors[t].def;
-	const Def *D = &g->defs[d];
-	const DefSched *ds = &l->s->defs[d];
-	Env sub;
-	memset(&sub, 0, sizeof sub);
-	sub.def = d;
-	sub.rt = kt_of(ds->op);
-	sub.rf = ds->op;
-	sub.guard = e->guard;
-	for (int i = 0; i < D->nlhs; i++)
-		sub.var[i] = idx[i];
-	int32_t at = flat(l, t, idx), x;
-	if (D->monoid == MO_NONE) {
-		COV(lower_online_inline);
-		x = tr(l, &sub, D->body);
-	} else {
-		for (int i = 0; i < l->ncache; i++)
-			if (l->cache_t[i] == t && l->cache_at[i] == at)
-				return into(l, e, kx_var(l->k, l->cache_v[i]), ds->store);
-		COV(lower_online_inpass_red);
-		int save = l->def;
-		l->def = d;
-		int32_t v = -1;
-		KType rt = term_type(l, &sub, D);
-		int rc = D->monoid == MO_LOGSUMEXP ? el_logsumexp(l, &sub, l->pre, D, &v)
-						   : el_fold(l, &sub, l->pre, D, &v);
-		l->def = save;
-		IR_ASSERT(rc == 0 && v >= 0);
-		int32_t r = var(l, kx_type(l->k, store_round(l, t, v)), 0, false);
-		(void)rt;
-		kb_decl(l->k, l->pre, r);
-		kb_set(l->k, l->pre, r, -1, store_round(l, t, v));
-		if (l->ncache < 64) {
-			l->cache_t[l->ncache] = t;
-			l->cache_at[l->ncache] = at;
-			l->cache_v[l->ncache++] = r;
-		}
-		return into(l, e, kx_var(l->k, r), ds->store);
-	}
-	if (kx_type(l->k, x) == KT_INT)
-		return x;
-	return into(l, e, store_round(l, t, x), ds->inlined ? sub.rf : ds->store);
-}
-
-static bool reads_tensor(const Graph *g, Ref r, const bool *dep)
-{
-	if (r == REF_NONE)
-		return false;
-	const Node *n = ir_node(g, r);
-	if (n->kind == NK_READ) {
-		if (dep[n->u.read.tensor] || reads_tensor(g, n->u.read.pad, dep))
-			return true;
-		const Ref *ix = ir_read_idx(g, n);
-		for (uint32_t i = 0; i < n->u.read.n; i++)
-			if (reads_tensor(g, ix[i], dep))
-				return true;
-		return false;
-	}
-	if (n->kind == NK_OP)
-		for (int i = 0; i < op_info((Op)n->op)->arity; i++)
-			if (reads_tensor(g, n->a[i], dep))
-				return true;
-	return false;
-}
-
-/* The environment of member i (its left-hand indices from the base's, its own ones from
- * own[], j from jv). */
-static void member_env(L *l, const Env *e, const OnGroup *G, int i, const int32_t *own,
-		       int32_t jv, Env *m)
-{
-	const Def *D = &l->g->defs[G->def[i]];
-	const DefSched *ds = &l->s->defs[G->def[i]];
-	memset(m, 0, sizeof *m);
-	m->def = G->def[i];
-	m->rt = kt_of(ds->op);
-	m->rf = ds->op;
-	m->guard = -1;
-	for (int k = 0; k < D->nlhs; k++)
-		m->var[k] = G->map[i][k] >= 0 ? e->var[G->map[i][k]] : (own ? own[k] : ic(l, 0));
-	m->var[D->nlhs] = jv;
-}
-
-/* alpha = m_old == m_new ? 1 : exp((m_old - m_new) * c) in m's arithmetic */
-static int32_t rescale(L *l, const Env *m, const OnGroup *G, int32_t mold, int32_t mnew,
-		       Dtype mf)
-{
-	int32_t a = into(l, m, mold, mf), b = into(l, m, mnew, mf);
-	int32_t d = (l->faults & KF_ON_RESCALE_SIGN)   /* fault: exp(m_new - m_old) */
-		? arith(l, m->rf, OP_SUB, m->rt, b, a, -1)
-		: arith(l, m->rf, OP_SUB, m->rt, a, b, -1);
-	if (G->scale != REF_NONE)
-		d = arith(l, m->rf, OP_MUL, m->rt, d, tr(l, m, G->scale), -1);
-	int32_t x = arith(l, m->rf, OP_EXP, m->rt, d, -1, -1);
-	return sel(l, bop(l, OP_EQ, mold, mnew), kx_real(l->k, m->rt, 1.0), x);
-}
-
-/* The contraction's own index (one), or -1. */
-static int own_index(const OnGroup *G, int i, const Def *D)
-{
-	int own = -1;
-	for (int k = 0; k < D->nlhs; k++)
-		if (G->map[i][k] < 0)
-			own = own < 0 ? k : -2;
-	return own;
-}
-
-typedef struct {
-	int32_t jv, lo, hi;
-	KBlk in;
-} Pass;
-
-static void pass_begin(L *l, KBlk *b, Pass *P, const Env *e, const Def *B)
-{
-	P->lo = tr(l, e, B->red[0].lo);
-	P->hi = tr(l, e, B->red[0].hi);
-	P->jv = var(l, KT_INT, 0, true);
-	memset(&P->in, 0, sizeof P->in);
-	l->pre = &P->in;
-	l->ncache = 0;
-}
-
-static int on_softmax(L *l, Env *e, KBlk *b, const OnGroup *G, Pass *P)
-{
-	Kernels *k = l->k;
-	const Graph *g = l->g;
-	const Def *M = &g->defs[G->def[0]], *Ld = &g->defs[G->def[1]];
-	const Def *O = G->n > 2 ? &g->defs[G->def[2]] : NULL;
-	Dtype mf = l->s->defs[G->def[0]].op, lf = l->s->defs[G->def[1]].op;
-	int32_t j = kx_var(k, P->jv);
-	Env em, el, eo;
-	member_env(l, e, G, 0, NULL, j, &em);
-	member_env(l, e, G, 1, NULL, j, &el);
-	int own = O ? own_index(G, 2, O) : -1;
-	if (O && own < 0) {
-		diag_set(l->d, 2, "online: the contraction '%s' needs exactly one index of its own "
-			 "(the head dimension)", g->tensors[O->out[0]].name);
-		return -1;
-	}
-	int64_t nd = O ? O->lhs[own].ext.value : 0;
-	int32_t mv = var(l, em.rt, 0, false), mn = var(l, em.rt, 0, false);
-	int32_t lv = var(l, el.rt, 0, false);
-	int32_t acc = O ? var(l, kt_of(l->s->defs[G->def[2]].op), nd, false) : -1;
-	kb_decl(k, b, mv);
-	kb_decl(k, b, mn);
-	kb_decl(k, b, lv);
-	kb_set(k, b, mv, -1, kx_real(k, em.rt, -INFINITY));
-	kb_set(k, b, lv, -1, kx_real(k, el.rt, 0.0));
-	int32_t dv = O ? var(l, KT_INT, 0, true) : -1;
-	int32_t ownv[IR_MAXRANK] = {0};
-	if (O) {
-		ownv[own] = kx_var(k, dv);
-		member_env(l, e, G, 2, ownv, j, &eo);
-		kb_decl(k, b, acc);
-		KBlk z = {0};
-		kb_set(k, &z, acc, kx_var(k, dv), kx_real(k, eo.rt, 0.0));
-		kb_loop(k, b, dv, ic(l, 0), ic(l, nd), true, z);
-	}
-	/* the iteration */
-	KBlk *in = &P->in;
-	int32_t tm = to_t(l, em.rt, tr(l, &em, M->body));
-	kb_set(k, in, mn, -1, kx_op(k, OP_MAX, em.rt, kx_var(k, mv), tm, -1));
-	int32_t mold = kx_var(k, mv), mnew = kx_var(k, mn);
-	int32_t first = bop(l, OP_EQ, mold, kx_real(k, em.rt, -INFINITY));
-	l->ovr[M->out[0]] = (l->faults & KF_ON_LSE_SHIFT) ? kx_real(k, em.rt, 0.0) : mnew;
-	l->ovr_fmt[M->out[0]] = mf;
-	int32_t tl = to_t(l, el.rt, tr(l, &el, Ld->body));
-	int32_t al = (l->faults & KF_ON_LSE_SHIFT) ? kx_real(k, el.rt, 1.0)   /* fault */
-						    : rescale(l, &el, G, mold, mnew, mf);
-	int32_t upd = arith(l, lf, OP_ADD, el.rt, arith(l, lf, OP_MUL, el.rt, kx_var(k, lv), al, -1),
-			    tl, -1);
-	if (O) {
-		int save = l->ncache;
-		KBlk body = {0};
-		KBlk *pre = l->pre;
-		l->pre = &body;
-		Dtype of = l->s->defs[G->def[2]].op;
-		int32_t to = to_t(l, eo.rt, tr(l, &eo, G->num));
-		int32_t ao = rescale(l, &eo, G, mold, mnew, mf);
-		int32_t a = kx_elem(k, acc, kx_var(k, dv));
-		int32_t scaled = (l->faults & KF_ON_ACC_RESCALE) ? a   /* fault: acc not rescaled */
-								 : arith(l, of, OP_MUL, eo.rt, a, ao, -1);
-		kb_set(k, &body, acc, kx_var(k, dv),
-		       sel(l, first, to, arith(l, of, OP_ADD, eo.rt, scaled, to, -1)));
-		kb_loop(k, in, dv, ic(l, 0), ic(l, nd), true, body);
-		l->pre = pre;
-		l->ncache = save;
-	}
-	kb_set(k, in, lv, -1, sel(l, first, tl, upd));
-	kb_set(k, in, mv, -1, mnew);
-	kb_loop(k, b, P->jv, P->lo, P->hi, false, P->in);
-	l->ovr[M->out[0]] = 0;
-	l->pre = NULL;
-	/* the results */
-	store(l, b, M, 0, lhs_flat(l, &em, M, 0), kx_var(k, mv));
-	store(l, b, Ld, 0, lhs_flat(l, &el, Ld, 0), kx_var(k, lv));
-	if (O) {
-		COV(lower_online_flash);
-		KBlk fin = {0};
-		int32_t lr = into(l, &eo, store_round(l, Ld->out[0], kx_var(k, lv)),
-				  l->s->defs[G->def[1]].store);
-		Dtype of = l->s->defs[G->def[2]].op;
-		int32_t q = arith(l, of, OP_DIV, eo.rt, kx_elem(k, acc, kx_var(k, dv)), lr, -1);
-		q = sel(l, bop(l, OP_LT, P->lo, P->hi), q, kx_real(k, eo.rt, 0.0));
-		store(l, &fin, O, 0, lhs_flat(l, &eo, O, 0), q);
-		kb_loop(k, b, dv, ic(l, 0), ic(l, nd), true, fin);
-	} else {
-		COV(lower_online_softmax);
-	}
-	return 0;
-}
-
-static int on_welford(L *l, Env *e, KBlk *b, const OnGroup *G, Pass *P)
-{
-	Kernels *k = l->k;
-	const Graph *g = l->g;
-	const Def *MU = &g->defs[G->def[0]], *V = &g->defs[G->def[1]];
-	Dtype uf = l->s->defs[G->def[0]].op, vf = l->s->defs[G->def[1]].op;
-	int32_t j = kx_var(k, P->jv);
-	Env eu, ev, ex;
-	member_env(l, e, G, 0, NULL, j, &eu);
-	member_env(l, e, G, 1, NULL, j, &ev);
-	ex = eu;            /* the mean's x in M2's arithmetic */
-	ex.rt = ev.rt;
-	ex.rf = ev.rf;
-	int32_t n = var(l, KT_INT, 0, false), mean = var(l, eu.rt, 0, false);
-	int32_t mold = var(l, eu.rt, 0, false), m2 = var(l, ev.rt, 0, false);
-	kb_decl(k, b, n);
-	kb_decl(k, b, mean);
-	kb_decl(k, b, mold);
-	kb_decl(k, b, m2);
-	kb_set(k, b, n, -1, ic(l, 0));
-	kb_set(k, b, mean, -1, kx_real(k, eu.rt, 0.0));
-	kb_set(k, b, m2, -1, kx_real(k, ev.rt, 0.0));
-	KBlk *in = &P->in;
-	int32_t xu = to_t(l, eu.rt, tr(l, &eu, G->x));
-	int32_t n1 = iop(l, OP_ADD, kx_var(k, n), ic(l, 1));
-	kb_set(k, in, n, -1, n1);
-	kb_set(k, in, mold, -1, kx_var(k, mean));
-	int32_t w = (l->faults & KF_ON_WELFORD_WEIGHT)   /* fault: the merge weight 1/(n+1) */
-		? iop(l, OP_ADD, kx_var(k, n), ic(l, 1)) : kx_var(k, n);
-	int32_t delta = arith(l, uf, OP_SUB, eu.rt, xu, kx_var(k, mold), -1);
-	kb_set(k, in, mean, -1, arith(l, uf, OP_ADD, eu.rt, kx_var(k, mold),
-				      arith(l, uf, OP_DIV, eu.rt, delta, into(l, &eu, w, uf), -1), -1));
-	int32_t xv = to_t(l, ev.rt, tr(l, &ex, G->x));
-	int32_t d1 = arith(l, vf, OP_SUB, ev.rt, xv, into(l, &ev, kx_var(k, mold), uf), -1);
-	int32_t d2 = arith(l, vf, OP_SUB, ev.rt, xv, into(l, &ev, kx_var(k, mean), uf), -1);
-	kb_set(k, in, m2, -1, arith(l, vf, OP_ADD, ev.rt, kx_var(k, m2),
-				    arith(l, vf, OP_MUL, ev.rt, d1, d2, -1), -1));
-	kb_loop(k, b, P->jv, P->lo, P->hi, false, P->in);
-	l->pre = NULL;
-	const Node *body = ir_node(g, V->body);
-	int32_t N = tr(l, &ev, body->a[1]);
-	store(l, b, MU, 0, lhs_flat(l, &eu, MU, 0), kx_var(k, mean));
-	store(l, b, V, 0, lhs_flat(l, &ev, V, 0),
-	      arith(l, vf, OP_DIV, ev.rt, kx_var(k, m2), into(l, &ev, N, vf), -1));
-	COV(lower_online_welford);
-	return 0;
-}
-
-/* The base's element: the whole pass, every member stored. */
-static int el_online(L *l, Env *e, KBlk *b)
-{
-	const Graph *g = l->g;
-	const OnGroup *G = &l->s->defs[l->def].on;
-	int32_t *ovr = calloc((size_t)g->ntensors + 1, sizeof *ovr);
-	Dtype *ovf = calloc((size_t)g->ntensors + 1, sizeof *ovf);
-	bool *force = calloc((size_t)g->ntensors + 1, sizeof *force);
-	bool *dep = calloc((size_t)g->ntensors + 1, sizeof *dep);
-	IR_ASSERT(ovr && ovf && force && dep);
-	for (int i = 0; i < G->n; i++)
-		dep[g->defs[G->def[i]].out[0]] = true;
-	for (int d = 0; d < g->ndefs; d++) {
-		const Def *D = &g->defs[d];
-		const DefSched *ds = &l->s->defs[d];
-		if (dep[D->out[0]])
-			continue;
-		bool rd = D->monoid == MO_NONE && reads_tensor(g, D->body, dep);
-		if (rd)
-			dep[D->out[0]] = true;
-		force[D->out[0]] = ds->inpass == G->def[0] + 1 || (rd && !ds->inlined);
-	}
-	l->ovr = ovr;
-	l->ovr_fmt = ovf;
-	l->force = force;
-	Pass P;
-	pass_begin(l, b, &P, e, &g->defs[G->def[0]]);
-	int rc = G->kind == ON_WELFORD ? on_welford(l, e, b, G, &P) : on_softmax(l, e, b, G, &P);
-	l->ovr = NULL;
-	l->ovr_fmt = NULL;
-	l->force = NULL;
-	l->pre = NULL;
-	free(ovr);
-	free(ovf);
-	free(force);
-	free(dep);
-	return rc;
-}
-
 /* The statements computing and storing one element (e binds the left-hand variables). */
 static int element(L *l, Env *e, KBlk *b, const Def *D)
 {
@@ -1369,11 +1026,7 @@ static int element(L *l, Env *e, KBlk *b, const Def *D)
 	int rc = 0;
 	switch (D->monoid) {
 	case MO_NONE: v = tr(l, e, D->body); break;
-	case MO_SUM: case MO_PROD: case MO_MAX: case MO_MIN:
-		if (l->s->defs[l->def].on.kind != ON_NONE && D == &l->g->defs[l->def])
-			return el_online(l, e, b);
-		rc = el_fold(l, e, b, D, &v);
-		break;
+	case MO_SUM: case MO_PROD: case MO_MAX: case MO_MIN: rc = el_fold(l, e, b, D, &v); break;
 	case MO_LOGSUMEXP: rc = el_logsumexp(l, e, b, D, &v); break;
 	case MO_ARGMAX: case MO_ARGMIN: rc = el_arg(l, e, b, D, &v); break;
 	case MO_TOPK: el_topk(l, e, b, D); return 0;
@@ -1498,8 +1151,6 @@ static int hoisted(L *l, Tile *T, Env *e, KBlk *b)
 static bool can_hoist(L *l, const Kernel *kn, const Def *D)
 {
 	const DefSched *ds = &l->s->defs[kn->def];
-	if (ds->on.kind != ON_NONE)
-		return false;   /* a one-pass group's kernel runs its pass per point */
 	bool tiled = false;
 	int64_t V = 1;
 	for (int p = 0; p < kn->npar; p++) {
@@ -1697,17 +1348,11 @@ Kernels *kir_lower(const Graph *g, const Schedule *s, const LowerOpts *o, Diag *
 	IR_ASSERT(k->sched.defs);
 	memcpy(k->sched.defs, s->defs, (size_t)s->ndefs * sizeof *s->defs);
 	make_buffers(k);
-	L l = {.k = k, .g = g, .s = &k->sched, .faults = k->faults, .d = d, .def = -1};
-	for (int i = 0; i < g->ndefs; i++) {
-		const DefSched *x = &k->sched.defs[i];
-		if (x->inpass || (x->online && x->online != i + 1)) {
-			COV(lower_online_member);
-			continue;   /* computed by its one-pass group's kernel */
-		}
-		if (!x->inlined && lower_def(&l, i) < 0) {
+	L l = {k, g, &k->sched, k->faults, d, -1};
+	for (int i = 0; i < g->ndefs; i++)
+		if (!k->sched.defs[i].inlined && lower_def(&l, i) < 0) {
 			kir_free(k);
 			return NULL;
 		}
-	}
 	return k;
 }

@@ -56,7 +56,7 @@
 
 static const char *const kind_names[SD__COUNT] = {
 	[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
-	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online",
+	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order",
 };
 
 static const char *dname(const Graph *g, int d)
@@ -368,8 +368,6 @@ static int apply(Ck *c, int d, DefSched *s)
 		return 0;
 	case SD_TILE:
 		return apply_tile(c, d, s);
-	case SD_ONLINE:
-		return 0;   /* after every other directive: online_all */
 	case SD_SPLIT:
 	case SD_ORDER:
 		if (!red)
@@ -386,109 +384,6 @@ static int apply(Ck *c, int d, DefSched *s)
 		return apply_split(c, d, s);
 	}
 	return fail(c, x->pos, "unknown directive");
-}
-
-/* Does definition d read tensor t (in its body, index lists, bounds, defaults)? */
-static bool reads_t(const Graph *g, Ref r, int t)
-{
-	if (r == REF_NONE)
-		return false;
-	const Node *n = ir_node(g, r);
-	if (n->kind == NK_READ) {
-		if ((int)n->u.read.tensor == t || reads_t(g, n->u.read.pad, t))
-			return true;
-		const Ref *ix = ir_read_idx(g, n);
-		for (uint32_t i = 0; i < n->u.read.n; i++)
-			if (reads_t(g, ix[i], t))
-				return true;
-		return false;
-	}
-	if (n->kind == NK_OP)
-		for (int i = 0; i < op_info((Op)n->op)->arity; i++)
-			if (reads_t(g, n->a[i], t))
-				return true;
-	return false;
-}
-
-static bool def_reads(const Graph *g, int d, int t)
-{
-	const Def *D = &g->defs[d];
-	if (reads_t(g, D->body, t))
-		return true;
-	for (int r = 0; r < D->nred; r++)
-		if (reads_t(g, D->red[r].lo, t) || reads_t(g, D->red[r].hi, t))
-			return true;
-	return false;
-}
-
-/* The definitions computed inside group base's pass with no kernel of their own (inpass):
- * not a member, not an output, not inlined, and read only by the group's members, by such
- * definitions and by inlined definitions read only inside the pass (in reverse file order,
- * so readers are settled first). lower.c computes each where the pass reads it, rounded to
- * its store format as a load of it would be (the emulator's and budget's stored value). */
-static void mark_inpass(const Graph *g, Schedule *s, int base)
-{
-	bool *inside = calloc((size_t)g->ndefs + 1, sizeof *inside);
-	IR_ASSERT(inside);
-	for (int d = g->ndefs - 1; d >= 0; d--) {
-		DefSched *x = &s->defs[d];
-		if (x->online == base + 1) {
-			inside[d] = true;
-			continue;
-		}
-		if (x->online || x->inpass || is_output(g, d) || g->defs[d].monoid == MO_TOPK ||
-		    int_result(g, d))
-			continue;
-		bool any = false, only = true;
-		for (int e = d + 1; e < g->ndefs; e++)
-			if (def_reads(g, e, g->defs[d].out[0])) {
-				any = true;
-				only &= inside[e];
-			}
-		inside[d] = any && only;
-		if (inside[d] && !x->inlined)
-			x->inpass = base + 1;
-	}
-	free(inside);
-}
-
-/* The online directives, after every other one (they constrain the members' schedules). */
-static int online_all(Ck *c, Schedule *s)
-{
-	const Graph *g = c->g;
-	for (int i = 0; i < g->ndirs; i++) {
-		const Directive *x = &g->dirs[i];
-		if (x->kind != SD_ONLINE)
-			continue;
-		c->dir = x;
-		OnGroup G;
-		SrcPos pos;
-		char msg[400];
-		if (on_recognise(g, x, &G, &pos, msg, sizeof msg))
-			return fail(c, pos, "%s", msg);
-		for (int m = 0; m < G.n; m++) {
-			DefSched *y = &s->defs[G.def[m]];
-			const char *n = dname(g, G.def[m]);
-			if (y->online)
-				return fail(c, x->pos, "online: '%s' is already in the pass of '%s'", n,
-					    dname(g, y->online - 1));
-			for (int r = 0; r < IR_MAXRED; r++)
-				if (y->split[r] > 1)
-					return fail(c, x->pos, "online with split of '%s': merging the pieces' "
-						    "states is not implemented (drop the split)", n);
-			if (y->order != ORDER_LINEAR)
-				return fail(c, x->pos, "online with order %s of '%s': a pass runs its "
-					    "terms in order (linear)", order_name(y->order), n);
-			for (int k = 0; m > 0 && k < IR_MAXRANK; k++)
-				if (y->tile[k] > 0)
-					return fail(c, x->pos, "online: tile '%s' (the base '%s' of the pass) "
-						    "instead of '%s'", dname(g, G.def[0]), dname(g, G.def[0]), n);
-			y->online = G.def[0] + 1;
-		}
-		s->defs[G.def[0]].on = G;
-		mark_inpass(g, s, G.def[0]);
-	}
-	return 0;
 }
 
 int sched_build(const Graph *g, Schedule *s, Diag *d)
@@ -533,8 +428,6 @@ int sched_build(const Graph *g, Schedule *s, Diag *d)
 			}
 		}
 	}
-	if (online_all(&c, s) < 0)
-		goto fail;
 	settle_all(g, s);
 	free(seen);
 	return 0;
@@ -710,9 +603,6 @@ char *sched_text(const Graph *g, const Schedule *s)
 		}
 		if (x->order != ORDER_LINEAR)
 			put(&o, "order %s : %s\n", n, order_name(x->order));
-		for (int m = 0; x->on.kind != ON_NONE && m < x->on.n; m++)
-			put(&o, "%s%s%s", m ? ", " : "online ", dname(g, x->on.def[m]),
-			    m == x->on.n - 1 ? "\n" : "");
 	}
 	free(memo);
 	return o.buf;

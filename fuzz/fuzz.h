@@ -112,10 +112,6 @@ typedef struct {
 	                        or 64 on a large extent, or two dimensions at once (0.7) */
 	double p_inline_fmt; /* a sampled schedule inlines a plain definition into a reduction
 	                        that accumulates in f16 or bf16 (or one stored there) (0.5) */
-	double p_spec;       /* a graph draws only fully specified operations (no function with an
-	                        allowance, no pow or logsumexp), so that the emulation check
-	                        judges its every output, and its definitions get splits, pairwise
-	                        orders and 16-bit formats more often (0.3) */
 	bool risky_ties;     /* allow computed values in decisions: may make the exact oracle
 	                        report unsamplable elements (default false) */
 	double p_dir[FZ_SD__COUNT];   /* per definition, the chance that the directed pass gives

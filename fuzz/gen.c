@@ -618,7 +618,6 @@ void fz_gen_defaults(GenOpts *o)
 	o->p_large = 0.2;
 	o->p_tile = 0.7;
 	o->p_inline_fmt = 0.5;
-	o->p_spec = 0.3;
 }
 
 /* The options as the generator uses them: clamped, and index kinds that need `/` or `%`
@@ -639,40 +638,6 @@ static void settle_opts(GenOpts *o)
 		o->ix_w[FZ_IX_MOD] = o->ix_w[FZ_IX_RESHAPE] = 0;
 }
 
-/* Whether case (seed, case_no) is a fully specified one (GenOpts.p_spec): drawn from a
- * stream of its own, so the other cases' draws are what they were without it. */
-static bool spec_case(const GenOpts *o, uint64_t seed, uint64_t case_no)
-{
-	Rng r = {fz_seed(seed, case_no, FZ_STREAM_GRAPH) ^ 0x5bec1f1edull, 0};
-	return o->p_spec > 0 && rng_chance(&r, o->p_spec);
-}
-
-/* A function with an allowance, as the emulation check counts them (verify/emucheck.c
- * is_function), or pow: outputs that depend on one are judged by budgets alone. */
-static bool allowance_op(Op op)
-{
-	unsigned f = op_info(op)->flags;
-	if (op == OP_POW)
-		return true;
-	return (f & OPF_CALL) && !(f & OPF_CAST) && op != OP_ABS && op != OP_MAX && op != OP_MIN &&
-	       op != OP_FLOOR && op != OP_CEIL && op != OP_SQRT && op != OP_FMA;
-}
-
-/* A fully specified case: no allowance op and no logsumexp (the reductions the emulation
- * check judges bit for bit remain: sum, prod, max, min, argmax, argmin, topk). */
-static void spec_opts(GenOpts *o)
-{
-	for (int op = 0; op < OP__COUNT; op++)
-		if (allowance_op((Op)op))
-			o->op_w[op] = 0;
-	o->monoid_w[MO_LOGSUMEXP] = 0;
-	/* the shapes only the emulation check judges: compositions (two roundings of one
-	 * expression, (a + b) - b), rule patterns and their near misses, rereads */
-	o->p_compose = o->p_compose * 3 < 1 ? o->p_compose * 3 : 1;
-	o->p_ident = o->p_ident * 1.5 < 1 ? o->p_ident * 1.5 : 1;
-	o->p_reread = o->p_reread * 2 < 1 ? o->p_reread * 2 : 1;
-}
-
 char *fz_gen_raw(const GenOpts *o, uint64_t seed, uint64_t case_no)
 {
 	Gen *G = calloc(1, sizeof *G);
@@ -680,8 +645,6 @@ char *fz_gen_raw(const GenOpts *o, uint64_t seed, uint64_t case_no)
 	IR_ASSERT(G && oc);
 	*oc = *o;
 	settle_opts(oc);
-	if (spec_case(o, seed, case_no))
-		spec_opts(oc);
 	G->o = oc;
 	G->r = (Rng){fz_seed(seed, case_no, FZ_STREAM_GRAPH), 0};
 	make_sizes(G);
@@ -914,20 +877,7 @@ Graph *fz_gen(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d)
 		ir_free(g);
 		return NULL;
 	}
-	if (spec_case(o, seed, case_no)) {
-		/* what the emulation check sees in order and rounding: splits (2, 3, 4 or 8
-		 * partials), pairwise trees, 16-bit accumulations and stores */
-		GenOpts od = *o;
-		static const double at[FZ_SD__COUNT] = {
-			[FZ_SD_SPLIT] = 0.5, [FZ_SD_PAIRWISE] = 0.3, [FZ_SD_ACCUM16] = 0.35,
-			[FZ_SD_STORE16] = 0.25,
-		};
-		for (int k = 0; k < FZ_SD__COUNT; k++)
-			od.p_dir[k] = od.p_dir[k] > at[k] ? od.p_dir[k] : at[k];
-		fz_direct_schedule(g, &od, seed, case_no);
-	} else {
-		fz_direct_schedule(g, o, seed, case_no);
-	}
+	fz_direct_schedule(g, o, seed, case_no);
 	return g;
 }
 

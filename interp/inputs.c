@@ -302,17 +302,8 @@ static double boundary(const Gen *G, const DtypeInfo *X, uint64_t r)
 	const DtypeInfo *S = (r >> 16) % 2 ? X : G->fi;
 	switch ((r >> 4) % 12) {
 	case 0: return top;
-	case 1: /* the overflow tie, or a little above it (both round to inf) */
-		return top + ulp_of(X, top) / 2 +
-		       ((r >> 20) & 1 ? (double)(1 + (r >> 22) % 8) * ulp_of(G->fi, top) : 0.0);
-	case 2: { /* between the largest finite value and the overflow tie (both round to the
-		   * largest): just below the tie, or anywhere in the band */
-		double h = ulp_of(X, top) / 2, u = ulp_of(G->fi, top);
-		double n = floor(h / u);
-		if ((r >> 20) & 1 && n >= 2)
-			return top + (1 + (double)((r >> 22) % (uint64_t)fmin(n - 1, 0x1p40))) * u;
-		return top + h - u;
-	}
+	case 1: return top + ulp_of(X, top) / 2;
+	case 2: return top + ulp_of(X, top) / 2 - ulp_of(G->fi, top);
 	case 3: return norm;
 	case 4: return norm - sub;
 	case 5: return sub;

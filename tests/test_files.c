@@ -579,8 +579,6 @@ START_TEST(inputs_edges)
 	int t16 = 0, tb16 = 0, t32 = 0, tq = 0, away = 0, nonfinite = 0;
 	bool top16 = false, norm16 = false, sub16 = false, lsub16 = false, negz = false, posz = false;
 	bool sub32 = false, over16 = false;
-	int band = 0, bandv = 0, above = 0;   /* f16's overflow band (65504, 65520), and above it */
-	double bandlast = 0;
 	for (int64_t k = 0; k < NE; k++) {
 		double a = ht_get(&in[0], k), c = ht_get(&in[2], k), q = ht_get(&in[4], k);
 		t16 += is_tie(DT_F16, a);
@@ -590,13 +588,6 @@ START_TEST(inputs_edges)
 		away += f16_ties_away(a) != mp_round_to(DT_F16, a);
 		top16 |= fabs(a) == 65504;
 		over16 |= fabs(a) == 65520;   /* the tie above f16's largest: overflows */
-		if (fabs(a) > 65504 && fabs(a) < 65520) {
-			/* rounds to 65504: a conversion taking 65504 as the threshold gives inf */
-			band++;
-			bandv += fabs(a) != bandlast;
-			bandlast = fabs(a);
-		}
-		above += fabs(a) > 65520 && fabs(a) < 65536;
 		norm16 |= fabs(a) == 0x1p-14;
 		lsub16 |= fabs(a) == 0x1p-14 - 0x1p-24;
 		sub16 |= fabs(a) == 0x1p-24;
@@ -609,10 +600,6 @@ START_TEST(inputs_edges)
 	printf("edges over %d elements: f16 ties %d, bf16 ties %d (f32 input); f32 ties %d (f64); "
 	       "fp8 ties %d (bf16); ties-away f16 rounding differs at %d\n", NE, t16, tb16, t32, tq,
 	       away);
-	printf("edges: f16 overflow band (65504, 65520) %d elements (%d runs of one value), "
-	       "(65520, 65536) %d\n", band, bandv, above);
-	ck_assert_msg(band >= 3 && bandv >= 3 && above >= 1, "band %d (%d values), above %d", band,
-		      bandv, above);
 	ck_assert_int_eq(nonfinite, 0);
 	ck_assert_msg(t16 >= NE / 20 && tb16 >= NE / 40 && t32 >= NE / 20 && tq >= NE / 40,
 		      "ties: f16 %d, bf16 %d, f32 %d, fp8 %d", t16, tb16, t32, tq);

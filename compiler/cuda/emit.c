@@ -501,13 +501,7 @@ static void signature(E *e, int i, int n)
 {
 	CEmit *c = &e->c;
 	const Kernels *k = c->k;
-	uint8_t *use = ce_buffer_use(k, k->k[i].body);
-	for (int j = i + 1; j < i + n; j++) {   /* a fused launch: what any of its kernels does */
-		uint8_t *u = ce_buffer_use(k, k->k[j].body);
-		for (int b = 0; b < k->nbufs; b++)
-			use[b] |= u[b];
-		free(u);
-	}
+	uint8_t *use = ce_launch_use(k, i, n);
 	ce_line(c, "extern \"C\" __global__ void __launch_bounds__(%d) k%d(u64 *__restrict__ err, "
 		"char *__restrict__ scratch%s", e->plan->wg, i, k->nbufs ? "," : ")");
 	for (int b = 0; b < k->nbufs; b++) {
@@ -610,12 +604,7 @@ static void kernel(E *e, const MapPlan *mp, int i)
 	e->block = p->mode == MAP_GROUP;
 	e->wg = p->wg;
 	if (n > 1) {
-		ce_indent(c);
-		ce_emit(c, "/* %s", ce_kernel_name(k, i));
-		for (int j = i + 1; j < i + n; j++)
-			ce_emit(c, ", %s", ce_kernel_name(k, j));
-		ce_emit(c, ": one launch, a block per row (%d kernels fused, map/fuse.c), %d threads a block */\n",
-			n, p->wg);
+		ce_launch_about(c, i, n, "block", p->wg);
 	} else {
 		ce_line(c, "/* %s%s: %s, %d threads a block */", ce_kernel_name(k, i),
 			kn->hoisted ? " (reduction outside the tile's point loops)" : "",

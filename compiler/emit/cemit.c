@@ -647,6 +647,30 @@ const char *ce_kernel_name(const Kernels *k, int i)
 	return k->g->tensors[k->g->defs[k->k[i].def].out[0]].name;
 }
 
+uint8_t *ce_launch_use(const Kernels *k, int i, int n)
+{
+	uint8_t *use = ce_buffer_use(k, k->k[i].body);
+	for (int j = i + 1; j < i + n; j++) {
+		uint8_t *u = ce_buffer_use(k, k->k[j].body);
+		for (int b = 0; b < k->nbufs; b++)
+			use[b] |= u[b];
+		free(u);
+	}
+	return use;
+}
+
+void ce_launch_about(CEmit *e, int i, int n, const char *per, int wg)
+{
+	ce_indent(e);
+	ce_emit(e, "/* %s", ce_kernel_name(e->k, i));
+	for (int j = i + 1; j < i + n; j++)
+		ce_emit(e, ", %s", ce_kernel_name(e->k, j));
+	ce_emit(e, ": one launch, a %s per row (%d kernels fused, map/fuse.c)", per, n);
+	if (wg > 0)
+		ce_emit(e, ", %d threads a block", wg);
+	ce_emit(e, " */\n");
+}
+
 void ce_tiles(CEmit *e, const Kernel *kn, const CTiles *f)
 {
 	int grid = 0;

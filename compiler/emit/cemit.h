@@ -227,6 +227,11 @@ const char *ce_kernel_name(const Kernels *k, int i);
 /* Per buffer (nbufs + 1, calloc'd, the caller frees): 1 if statements from body load it,
  * 2 if they store it. */
 uint8_t *ce_buffer_use(const Kernels *k, int32_t body);
+/* The same over the n kernels i .. i + n - 1 of one fused launch (MapKernel.nfused). */
+uint8_t *ce_launch_use(const Kernels *k, int i, int n);
+/* The comment line of fused launch i of n kernels: names, "one launch, a PER per row (n
+ * kernels fused, map/fuse.c)", the lead's work-group where wg > 0. */
+void ce_launch_about(CEmit *e, int i, int n, const char *per, int wg);
 /* The schedule's lines (none for the default schedule), each after lead, under the line
  * head unless NULL. */
 void ce_schedule(CEmit *e, const char *head, const char *lead);

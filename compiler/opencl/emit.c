@@ -501,13 +501,7 @@ static const CTiles tiles = {
 static void signature(CEmit *c, int i, int n)
 {
 	const Kernels *k = c->k;
-	uint8_t *use = ce_buffer_use(k, k->k[i].body);
-	for (int j = i + 1; j < i + n; j++) {   /* a fused launch: what any of its kernels does */
-		uint8_t *u = ce_buffer_use(k, k->k[j].body);
-		for (int b = 0; b < k->nbufs; b++)
-			use[b] |= u[b];
-		free(u);
-	}
+	uint8_t *use = ce_launch_use(k, i, n);
 	ce_line(c, "__kernel void k%d(", i);
 	c->ind++;
 	/* a fused launch's written buffers are read back by other work-items of the group after
@@ -592,11 +586,7 @@ static void kernel(E *e, int i)
 	const MapKernel *p = e->plan;
 	int n = p->nfused;
 	if (n > 1) {
-		ce_indent(c);
-		ce_emit(c, "/* %s", ce_kernel_name(k, i));
-		for (int j = i + 1; j < i + n; j++)
-			ce_emit(c, ", %s", ce_kernel_name(k, j));
-		ce_emit(c, ": one launch, a work-group per row (%d kernels fused, map/fuse.c) */\n", n);
+		ce_launch_about(c, i, n, "work-group", 0);
 	} else if (p->mode == MAP_GROUP)
 		ce_line(c, "/* %s%s: a work-group per item, up to %lld lanes */",
 			ce_kernel_name(k, i),

@@ -634,11 +634,7 @@ static void header(CEmit *o, const E *b, int i)
 				"%s);\n#endif", fc_modes[m][0], fc_modes[m][1]);
 	ce_line(o, "#endif");
 	if (pl->nfused > 1) {
-		ce_indent(o);
-		ce_emit(o, "/* %s", ce_kernel_name(k, i));
-		for (int j = i + 1; j < i + pl->nfused; j++)
-			ce_emit(o, ", %s", ce_kernel_name(k, j));
-		ce_emit(o, ": one launch, a work-group per row (%d kernels fused, map/fuse.c) */\n", pl->nfused);
+		ce_launch_about(o, i, pl->nfused, "work-group", 0);
 	} else {
 		ce_line(o, "/* %s%s; %s plan: %s */", ce_kernel_name(k, i),
 			kn->hoisted ? ": reduction outside the tile's point loops" : "",
@@ -733,8 +729,6 @@ static uint8_t *phases(E *b, int i)
 	CEmit *c = &b->c;
 	const Kernels *k = c->k;
 	const MapKernel *lead = b->pl;
-	uint8_t *use = calloc((size_t)k->nbufs + 1, 1);
-	IR_ASSERT(use);
 	const char *it = IT(b);
 	b->slot0 = 0;
 	for (int j = i; j < i + lead->nfused; j++) {
@@ -765,15 +759,11 @@ static uint8_t *phases(E *b, int i)
 		ce_line(c, "memoryBarrierBuffer();");
 		ce_line(c, "memoryBarrierShared();");
 		ce_line(c, "barrier();");
-		uint8_t *u = ce_buffer_use(k, kn->body);
-		for (int x = 0; x < k->nbufs; x++)
-			use[x] |= u[x];
-		free(u);
 		b->slot0 += b->pl->nslots;
 	}
 	b->pl = lead;
 	b->slot0 = 0;
-	return use;
+	return ce_launch_use(k, i, lead->nfused);
 }
 
 /* main's statements (into b), then the whole shader around them (into o). */

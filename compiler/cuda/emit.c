@@ -118,8 +118,8 @@ typedef struct {
 	int wg;            /* the launch's block: its lead kernel's (every distributed
 	                      construct strides by it) */
 	int32_t part;      /* inside a split's chunk loop: the partial's variable, else -1 */
-	uint8_t *held;     /* per variable: a shared partial array held in a register p<v>
-	                      there (every access of it in the loop is at [part]) */
+	int32_t held;      /* that split's statement: its arrays held in registers p<v>
+	                      (MapKernel.vheld), else 0 */
 } E;
 
 static void barrier(E *e)
@@ -160,7 +160,8 @@ static bool shared_var(const E *e, int32_t v)
 static void elem(CEmit *c, int32_t v, int32_t idx)
 {
 	E *e = (E *)c;
-	if (e->held && e->held[v] && c->k->x[idx].kind == KX_VAR && c->k->x[idx].v == e->part) {
+	if (e->held && e->plan->vheld[v] == e->held && c->k->x[idx].kind == KX_VAR &&
+	    c->k->x[idx].v == e->part) {
 		ce_emit(c, "p%d", v);
 		return;
 	}
@@ -331,63 +332,6 @@ static void nest_stmt(E *e, int32_t id)
 	barrier(e);
 }
 
-/* ------------------------------------------------------------ held partials */
-
-/* Marks in acc[] the arrays expression x reads, and in bad[] those read at another index
- * than variable sv. */
-static void elems_expr(const Kernels *k, int32_t x, int32_t sv, uint8_t *acc, uint8_t *bad)
-{
-	if (x <= 0)
-		return;
-	const KExpr *e = &k->x[x];
-	if (e->kind == KX_ELEM) {
-		acc[e->v] = 1;
-		if (k->x[e->a[0]].kind != KX_VAR || k->x[e->a[0]].v != sv)
-			bad[e->v] = 1;
-	}
-	for (int i = 0; i < 4; i++)
-		elems_expr(k, e->a[i], sv, acc, bad);
-}
-
-static void elems(const Kernels *k, int32_t s, int32_t sv, uint8_t *acc, uint8_t *bad)
-{
-	for (; s > 0; s = k->s[s].next) {
-		const KStmt *t = &k->s[s];
-		elems_expr(k, t->a, sv, acc, bad);
-		elems_expr(k, t->b, sv, acc, bad);
-		if (t->kind == KS_TREE || ((t->kind == KS_SET) && k->vars[t->v].n > 0)) {
-			acc[t->kind == KS_TREE ? t->c : t->v] = 1;
-			if (t->kind == KS_TREE || k->x[t->a].kind != KX_VAR || k->x[t->a].v != sv)
-				bad[t->kind == KS_TREE ? t->c : t->v] = 1;
-		}
-		elems(k, t->body, sv, acc, bad);
-		elems(k, t->body2, sv, acc, bad);
-	}
-}
-
-/* The shared arrays a split's chunk body (partial variable sv) touches only at [sv]: the
- * partial owns that element (map/block.c), so it is held in a register across the chunks
- * (read before them, written back after) instead of a shared load and store per term. */
-static uint8_t *held_partials(E *e, int32_t body, int32_t sv)
-{
-	const Kernels *k = e->c.k;
-	size_t n = (size_t)k->nvars + 1;
-	uint8_t *acc = calloc(n, 1), *bad = calloc(n, 1);
-	IR_ASSERT(acc && bad);
-	elems(k, body, sv, acc, bad);
-	bool any = false;
-	for (int32_t v = 0; v < k->nvars; v++) {
-		acc[v] = acc[v] && !bad[v] && shared_var(e, v) && k->vars[v].n > 0;
-		any |= acc[v];
-	}
-	free(bad);
-	if (!any) {
-		free(acc);
-		return NULL;
-	}
-	return acc;
-}
-
 /* A split reduction: thread s mod W computes partial s: its chunks, then its tail term. */
 static void split_stmt(E *e, int32_t id)
 {
@@ -405,24 +349,23 @@ static void split_stmt(E *e, int32_t id)
 	ce_line(c, "for (long long v%d = threadIdx.x; v%d < %lldLL; v%d += %d) {", in->v, in->v,
 		(long long)e->plan->split, in->v, W);
 	c->ind++;
-	uint8_t *held = held_partials(e, in->body, in->v);
-	for (int32_t v = 0; held && v < k->nvars; v++)
-		if (held[v])
+	const int32_t *held = e->plan->vheld;   /* map/block.c: partials held in registers */
+	for (int32_t v = 0; v < k->nvars; v++)
+		if (held[v] == id)
 			ce_line(c, "%s p%d = v%d[v%d];", c->L->type[k->vars[v].type], v, v, in->v);
 	ce_for(c, ch, "", "++");
 	e->dist = true;
-	e->held = held;
+	e->held = id;
 	e->part = in->v;
 	c->ind++;
 	body(c, in->body);
 	c->ind--;
-	e->held = NULL;
+	e->held = 0;
 	e->part = -1;
 	ce_line(c, "}");
-	for (int32_t v = 0; held && v < k->nvars; v++)
-		if (held[v])
+	for (int32_t v = 0; v < k->nvars; v++)
+		if (held[v] == id)
 			ce_line(c, "v%d[v%d] = p%d;", v, in->v, v);
-	free(held);
 	c->ind--;
 	ce_line(c, "}");
 	ce_indent(c);

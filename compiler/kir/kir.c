@@ -502,7 +502,8 @@ char *kir_plan_text(const Kernels *k, const MapTarget *tg)
 		lead = "  locals:";
 		for (int32_t v = 0; v < k->nvars; v++)
 			if (p->vshare[v] || p->vplace[v]) {
-				put(&t, "%s v%d:%s/%s", lead, v, share[p->vshare[v]], place[p->vplace[v]]);
+				put(&t, "%s v%d:%s/%s%s", lead, v, share[p->vshare[v]], place[p->vplace[v]],
+				    p->vheld[v] ? "/held" : "");
 				lead = "";
 			}
 		if (!*lead)

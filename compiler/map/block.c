@@ -18,6 +18,10 @@
  * A construct is accepted only if every scalar it writes that is declared outside it is
  * written with a constant (idempotent, so concurrent writes agree).
  *
+ * A split's partial arrays that its chunk body touches only at [partial] are held in a
+ * register across the chunks (MapKernel.vheld; the cuda emitter reads them once before
+ * and writes them once after).
+ *
  * A kernel becomes MAP_GROUP (a block per item) when it has a split reduction (the schedule asked for a
  * parallel reduction) or a par nest of at least 32 known iterations (or an unknown
  * number); otherwise MAP_ITEM (one thread per item beats idle lanes). The block size is
@@ -113,6 +117,57 @@ static bool is_const(const Kernels *k, int32_t x)
 static bool is_var(const Kernels *k, int32_t x, int32_t v)
 {
 	return x >= 0 && k->x[x].kind == KX_VAR && k->x[x].v == v;
+}
+
+/* ------------------------------------------------------------ held partials */
+
+/* Marks in acc[] the arrays expression x reads, and in bad[] those read at another index
+ * than variable sv. */
+static void elems_expr(const Kernels *k, int32_t x, int32_t sv, uint8_t *acc, uint8_t *bad)
+{
+	if (x <= 0)
+		return;
+	const KExpr *e = &k->x[x];
+	if (e->kind == KX_ELEM) {
+		acc[e->v] = 1;
+		if (k->x[e->a[0]].kind != KX_VAR || k->x[e->a[0]].v != sv)
+			bad[e->v] = 1;
+	}
+	for (int i = 0; i < 4; i++)
+		elems_expr(k, e->a[i], sv, acc, bad);
+}
+
+static void elems(const Kernels *k, int32_t s, int32_t sv, uint8_t *acc, uint8_t *bad)
+{
+	for (; s > 0; s = k->s[s].next) {
+		const KStmt *t = &k->s[s];
+		elems_expr(k, t->a, sv, acc, bad);
+		elems_expr(k, t->b, sv, acc, bad);
+		if (t->kind == KS_TREE || ((t->kind == KS_SET) && k->vars[t->v].n > 0)) {
+			acc[t->kind == KS_TREE ? t->c : t->v] = 1;
+			if (t->kind == KS_TREE || k->x[t->a].kind != KX_VAR || k->x[t->a].v != sv)
+				bad[t->kind == KS_TREE ? t->c : t->v] = 1;
+		}
+		elems(k, t->body, sv, acc, bad);
+		elems(k, t->body2, sv, acc, bad);
+	}
+}
+
+/* The shared arrays split statement s's chunk body (partial variable sv) touches only at
+ * [sv]: the partial owns that element (body_owned), so it may be held in a register across
+ * the chunks (read before them, written back after): MapKernel.vheld = s. */
+static void hold_partials(const Kernels *k, MapKernel *p, int32_t s, int32_t body, int32_t sv)
+{
+	size_t n = (size_t)k->nvars + 1;
+	uint8_t *acc = calloc(n, 1), *bad = calloc(n, 1);
+	IR_ASSERT(acc && bad);
+	elems(k, body, sv, acc, bad);
+	for (int32_t v = 0; v < k->nvars; v++)
+		if (acc[v] && !bad[v] && k->vars[v].n > 0 &&
+		    (p->vplace[v] == MAP_P_SHARED || p->vplace[v] == MAP_P_SCRATCH_GROUP))
+			p->vheld[v] = s;
+	free(acc);
+	free(bad);
 }
 
 /* ------------------------------------------------------------ statement sets */
@@ -442,6 +497,9 @@ void map_block(const Kernels *k, const MapTarget *tg, int ki, MapKernel *p)
 	}
 	kernel_vars(k, kn->body, mine);
 	place(&a, mine);
+	for (int32_t s = 1; p->mode == MAP_GROUP && s < k->ns; s++)
+		if (p->srole[s] == MAP_S_SPLIT)
+			hold_partials(k, p, s, k->s[k->s[s].body].body, k->s[k->s[s].body].v);
 	free(mine);
 	free(a.decl_dist);
 	free(a.wr_dist);

@@ -160,6 +160,9 @@ typedef struct {
 	uint8_t *vplace;          /* MAP_P_* */
 	int64_t *voff;            /* MAP_P_SCRATCH*: byte offset in the invocation's (group's) slice */
 	int8_t *vslot;            /* MAP_V_MERGE, MAP_V_FLAG: merge slot, else -1 */
+	int32_t *vheld;           /* BLOCK: the split statement whose partial holds this shared
+	                             array in a register across its chunks (every access of
+	                             it there is at [partial]), else 0 */
 	int nslots;
 	int32_t slotvar[MAP_MERGE_SLOTS];
 	int64_t shared_bytes;     /* work-group memory of MAP_P_SHARED locals */

@@ -413,6 +413,49 @@ static inline void bt_back_to_back(const char *name)
 /* BT_HALF_SRC's inputs x (in[0]) and y (in[1]): the classic edges first (ties, overflow,
  * subnormals, infinities, NaN, -0), then random bit patterns, a quarter of them with
  * exponents near the 16-bit formats' ranges. */
+/* Launch fusion (compiler/map/fuse.c) on backend `name`: rows of a mean, a variance and
+ * the normalised row (fully specified arithmetic, so the same order gives the same bits)
+ * under 32-way splits run as one launch (a second schedule where the plan allows), and
+ * every output equals the c
+ * backend's bit for bit; a schedule where the consumer reads another row's variance keeps
+ * its own launch and is exact too. */
+static inline void bt_row_fusion(const char *name)
+{
+	static const char *const src[2] = {
+		"size T = 24, C = 301\ninput x : f32[T, C]\n"
+		"mu[t:T] = sum(c:C) x[t, c] / C\n"
+		"v[t:T] = sum(c:C) (x[t, c] - mu[t]) * (x[t, c] - mu[t]) / C\n"
+		"y[t:T, c:C] = (x[t, c] - mu[t]) / (v[t] + 1)\noutput y : f32, v : f32\n",
+		"size T = 24, C = 301\ninput x : f32[T, C]\n"
+		"mu[t:T] = sum(c:C) x[t, c] / C\n"
+		"v[t:T] = sum(c:C) (x[t, c] - mu[t]) * (x[t, c] - mu[t]) / C\n"
+		"y[t:T, c:C] = (x[t, c] - mu[t]) / (v[(t + 5) % T] + 1)\noutput y : f32, v : f32\n",
+	};
+	static const char *const sch[] = {"split mu : c=32\nsplit v : c=32",
+					  "split mu : c=7\nsplit v : c=64\norder v : pairwise"};
+	for (int g0 = 0; g0 < 2; g0++) {
+		Graph *g = tu_parse(src[g0]);
+		HostTensor *in = bt_inputs(g, 9);
+		for (size_t i = 0; i < sizeof sch / sizeof *sch; i++) {
+			Schedule s;
+			bt_sched_of(g, sch[i], &s);
+			char *text = bt_emit_of(bt_backend(name), g, &s);
+			bool fused = strstr(text, "kernels fused") != NULL;
+			if (g0 == 0 && i == 0)   /* the second may keep v apart (vulkan: v's pairwise
+						    terms in scratch) */
+				ck_assert_msg(fused, "%s [%s]: mu and v not in one launch", name, sch[i]);
+			if (g0 == 1)
+				ck_assert_msg(!strstr(text, "3 kernels fused"), "%s [%s]: y fused though it "
+					      "reads another row", name, sch[i]);
+			free(text);
+			bt_diff_vs_c(name, 0, g, &s, in, true, sch[i]);
+			sched_free(&s);
+		}
+		tu_free_tensors(in, ir_ninputs(g));
+		ir_free(g);
+	}
+}
+
 static inline void bt_half_inputs(HostTensor *in)
 {
 	static const double edge[] = {65504, 65519, 65520, 0x1p-25, 0x1.8p-25, 1e-6, 0x1p-24,

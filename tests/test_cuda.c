@@ -425,6 +425,12 @@ END_TEST
 
 /* A launch of 3 runs back to back (one synchronisation, one error-slot read) gives one
  * run's outputs; the first of two kernels' errors is the one reported (backendutil.h). */
+START_TEST(row_fusion)
+{
+	bt_row_fusion("cuda");
+}
+END_TEST
+
 START_TEST(back_to_back)
 {
 	bt_back_to_back("cuda");
@@ -498,6 +504,7 @@ int main(void)
 		tcase_add_test(td, topk_short_range);
 		tcase_add_test(td, gather_out_of_range);
 		tcase_add_test(td, back_to_back);
+		tcase_add_test(td, row_fusion);
 		suite_add_tcase(s, td);
 	} else {
 		fprintf(stderr, "SKIP: test_cuda: device tests (running on cuda, compared with c): %s\n", why);

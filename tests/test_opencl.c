@@ -768,6 +768,12 @@ END_TEST
 
 /* An indirect read out of range is the c backend's error, message and code; an index on
  * the branch a ?: does not take is no error; within range, the results agree. */
+START_TEST(row_fusion)
+{
+	bt_row_fusion("opencl");
+}
+END_TEST
+
 START_TEST(back_to_back)
 {
 	bt_back_to_back("opencl");
@@ -955,6 +961,7 @@ static Suite *suite(bool device)
 		tcase_add_test(tc, functions_close);
 		tcase_add_test(tc, gather_errors);
 		tcase_add_test(tc, back_to_back);
+		tcase_add_test(tc, row_fusion);
 		tcase_add_test(tc, topk_short_range);
 		tcase_add_test(tc, guard_regions);
 		tcase_add_test(tc, build_log);

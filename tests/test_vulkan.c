@@ -360,6 +360,12 @@ END_TEST
 /* An indirect read out of range is the c backend's error, message and code; an index on
  * the branch a ?: does not take is no error; within range, the results agree. An i32
  * result that does not fit is an error too. */
+START_TEST(row_fusion)
+{
+	bt_row_fusion("vulkan");
+}
+END_TEST
+
 START_TEST(back_to_back)
 {
 	bt_back_to_back("vulkan");
@@ -588,6 +594,7 @@ static Suite *suite(bool device)
 		tcase_add_test(tc, functions_f64);
 		tcase_add_test(tc, gather_errors);
 		tcase_add_test(tc, back_to_back);
+		tcase_add_test(tc, row_fusion);
 		tcase_add_test(tc, topk_short_range);
 		tcase_add_test(tc, guards_and_build_log);
 		tcase_add_test(tc, device_choice);

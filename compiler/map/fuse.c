@@ -248,8 +248,16 @@ static bool joins(F *f, int lead, int j)
 				read |= ldj->a[a].buf == buf;
 			if (!read)
 				continue;
-			int64_t n = k->bufs[buf].n;
+			int64_t n = k->bufs[buf].n, x0;
 			if (n > FUSE_ELEMS_MAX)
+				return false;
+			bool row0 = true;   /* stores that depend on more than the row fail at row 0:
+					       decided before the table is made */
+			bind_row(f, L, &k->k[i], 0);
+			for (int s = 0; row0 && s < sti->n; s++)
+				row0 = sti->a[s].buf != buf || ev(&f->E, sti->a[s].idx, &x0);
+			unbind(f, &k->k[i], L->npar);
+			if (!row0)
 				return false;
 			f->owner = calloc((size_t)n + 1, sizeof *f->owner);
 			IR_ASSERT(f->owner);

@@ -661,7 +661,7 @@ static Ref pad_reads(Gx *x, Ref r, const Box *b)
 		if (!v.ok || v.lo < 0 || v.hi >= T->dims[i].value)
 			inside = false;
 	}
-	Ref pad = n.u.read.pad;
+	Ref pad = n.u.read.pad ? pad_reads(x, n.u.read.pad, b) : REF_NONE;
 	if (!inside && !pad)
 		pad = zero(h);
 	return ir_read(h, n.u.read.tensor, idx, n.u.read.n, pad, (Ty)n.ty);
@@ -928,6 +928,11 @@ static int contribution(Gx *x, const Space *sp0, Ref R, Ref term, int gt)
 	}
 	Ref body = subst(h, subst(h, term, NULL, &dm), all, NULL);
 	body = pad_reads(x, body, &fb);
+	/* the guard's own reads (an index table's entry compared with an index) may fall
+	 * outside their tensor where an earlier range of the guard fails; the range is the
+	 * consumer's, so inside every range they are the consumer's reads, in bounds */
+	if (guard)
+		guard = pad_reads(x, guard, &fb);
 	if (guard)
 		body = select3(h, value_div(h, guard), body, REF_NONE);
 
@@ -1257,9 +1262,8 @@ static void mark(const Graph *h, Ref r, bool *used)
 	}
 }
 
-/* h without the definitions no output reads, simplified (exact and integer rules), printed
- * and parsed back: a checked graph. */
-static Graph *finish(Graph *h, const char *file, Diag *d)
+/* A copy of h without the definitions no output reads; *dropped counts them. */
+static Graph *prune(const Graph *h, const char *file, int *dropped)
 {
 	bool *used = calloc((size_t)h->ntensors + 1, sizeof *used);
 	int *tmap = malloc(((size_t)h->ntensors + 1) * sizeof *tmap);
@@ -1291,15 +1295,39 @@ static Graph *finish(Graph *h, const char *file, Diag *d)
 		if (h->tensors[t].kind == TK_INPUT)
 			tmap[t] = copy_tensor(h, t, c, NULL);
 	Xl x = {.src = h, .dst = c, .tmap = tmap};
-	for (int k = 0; k < h->ndefs; k++)
+	*dropped = 0;
+	for (int k = 0; k < h->ndefs; k++) {
 		if (used[h->defs[k].out[0]])
 			copy_def(&x, k, NULL);
+		else
+			++*dropped;
+	}
 	for (int i = 0; i < h->noutputs; i++)
 		ir_add_output(c, tmap[h->outputs[i].tensor], h->outputs[i].dtype, (SrcPos){0});
 	free(used);
 	free(tmap);
+	return c;
+}
+
+/* h without the definitions no output reads, simplified (exact and integer rules), printed
+ * and parsed back: a checked graph. Simplifying can remove the last read of a definition
+ * (a term multiplied by an exact 0, a select of equal arms), so the two alternate until
+ * nothing more is dropped. */
+static Graph *finish(Graph *h, const char *file, Diag *d)
+{
+	int dropped;
+	Graph *c = prune(h, file, &dropped);
 	Graph *s = rw_simplify(c, RW_EXACT | RW_INT, NULL);
 	ir_free(c);
+	for (int round = 0; round < 64; round++) {
+		c = prune(s, file, &dropped);
+		ir_free(s);
+		s = c;
+		if (!dropped)
+			break;
+		s = rw_simplify(c, RW_EXACT | RW_INT, NULL);
+		ir_free(c);
+	}
 	char *text = ir_print(s);
 	ir_free(s);
 	Diag e = {0};

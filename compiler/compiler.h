@@ -437,6 +437,10 @@ Graph *gr_derive(const Graph *g, const GradOpts *o, Diag *d);
 /* The GF_* fault called name ("max-both", "bcast-nosum", "view-transpose", "scatter-one",
  * "div-denom"), or 0. */
 unsigned gr_fault_parse(const char *name);
+/* The GF_* faults of the seeded faults kf (KF_GRAD_*: the fuzzer's names for them). */
+unsigned gr_faults_of(unsigned kf);
+/* The name of GF_* bit k ("max-both"), or NULL. */
+const char *gr_fault_name(int k);
 
 /* A copy of g with every cast replaced by its operand and every real output delivered in f64
  * (the function the directional check differentiates). The caller frees; NULL with d. */
@@ -602,7 +606,14 @@ enum {
 	                              exact tie between two normal results away from zero instead
 	                              of to even: off by the half ulp every budget allows, so only
 	                              the emulation check (verify/emucheck.c) sees it */
-	KF__COUNT = 21,
+	/* derivation faults: gr_derive's GF_* (below) under `assay fuzz --grad` (fz_check
+	 * derives every case's gradient with them); no effect on lowering */
+	KF_GRAD_MAX_BOTH = 1 << 21,      /* GF_MAX_BOTH */
+	KF_GRAD_BCAST_NOSUM = 1 << 22,   /* GF_BCAST_NOSUM */
+	KF_GRAD_VIEW_TRANSPOSE = 1 << 23, /* GF_VIEW_TRANSPOSE */
+	KF_GRAD_SCATTER_ONE = 1 << 24,   /* GF_SCATTER_ONE */
+	KF_GRAD_DIV_DENOM = 1 << 25,     /* GF_DIV_DENOM */
+	KF__COUNT = 26,
 };
 
 typedef struct {

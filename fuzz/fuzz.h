@@ -189,6 +189,10 @@ typedef struct {
 	                            compared with the original's (fz_check_pair, meta.c) */
 	int pair_kind;           /* an FzVariantKind */
 	uint64_t pair_seed;
+	bool grad;               /* `assay fuzz --grad`: judge g's gradient instead (grad.c): the
+	                            derivation, and the gradient graph's kernels on backends */
+	bool grad_verify;        /* grad: run the directional test of the derivation */
+	int grad_pairs;          /* its (cotangent, direction) pairs (<= 0: 2) */
 } FzRun;
 
 /* One (backend, output) verdict. */
@@ -232,6 +236,7 @@ struct FzResult {
 	bool against_bit;
 	const char *variant;     /* the variant's name and claim, for the reasons */
 	char *oracle_diff;       /* the first oracle value that differs (malloc'ed), or NULL */
+	char grad_note[256];     /* FzRun.grad: "derived", or "unsupported: WHY" ("": no grad) */
 };
 
 /* Checks g under r: inputs from (r->seed, r->dist, r->specials), the oracle, a worker per
@@ -239,6 +244,10 @@ struct FzResult {
  * Returns 0, or -1 with d when the toolkit could not judge (the oracle or a budget failed,
  * the inputs could not be made): never for a verdict. */
 int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
+/* fz_check of g's gradient (r->grad; grad.c). */
+int fz_check_grad(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
+/* Appends one record to res as fz_check's own records are (its verdict, its JSON line). */
+void fz_sink_record(FzResult *res, const VfRecord *rec);
 void fz_result_free(FzResult *res);
 /* The index in res of the first failing verdict of (backend, output), or -1. */
 int fz_result_find(const FzResult *res, const char *backend, const char *output);
@@ -487,6 +496,9 @@ typedef struct {
 	                            part in every case, and one more with the probability of its
 	                            fraction (0.25: one variant in a quarter of the cases), at
 	                            most FZ_MAX_VARIANTS; 0: none; default 0.25 */
+	int grad_pairs;          /* --grad: each case judges its graph's gradient (grad.c) with this
+	                            many directional pairs; 0: no --grad (absent from
+	                            settings.json) */
 	int shard_i, shard_n;    /* --shard I/N (fz_shard_parse): this campaign runs only the
 	                            cases n with n % shard_n == shard_i, each with the seeds the
 	                            unsharded campaign gives it, and has no coverage feedback

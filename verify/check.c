@@ -123,6 +123,9 @@ static const struct { const char *name; unsigned bit; } fault_names[] = {
 	{"argmax_tie", KF_ARGMAX_TIE}, {"topk_order", KF_TOPK_ORDER},
 	{"gather_bounds", KF_GATHER_BOUNDS}, {"rw_div_pow2", KF_RW_DIV_POW2},
 	{"tie_away", KF_TIE_AWAY},
+	{"grad_max_both", KF_GRAD_MAX_BOTH}, {"grad_bcast_nosum", KF_GRAD_BCAST_NOSUM},
+	{"grad_view_transpose", KF_GRAD_VIEW_TRANSPOSE},
+	{"grad_scatter_one", KF_GRAD_SCATTER_ONE}, {"grad_div_denom", KF_GRAD_DIV_DENOM},
 };
 _Static_assert(ARRAY_LEN(fault_names) == KF__COUNT, "one name per seeded fault");
 

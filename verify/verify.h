@@ -41,6 +41,9 @@ typedef enum {
 	              the same backend, both within their budgets (a failure) */
 	V_BAD_OUTPUT,   /* an external kernel (external.c) exited 0 but an output is missing,
 	              not a .npy file, or not of its dtype and shape: a whole-run failure */
+	V_GRAD_MISMATCH,   /* `assay fuzz --grad`: the derived gradient's <grad, t> differs from
+	              the oracle's exact directional derivative (interp/gradcheck.c); the
+	              record's backend is "derivation", its output the first wrong grad_X */
 	V__COUNT
 } Verdict;
 

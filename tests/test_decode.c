@@ -96,6 +96,17 @@ START_TEST(decode_agrees)
 	ck_assert_int_eq(run(t, "", "report %s/d -o %s/r", t, t), 0);
 	char *md = file(t, "r/report.md");
 	ck_assert_ptr_nonnull(strstr(md, "| qwen3_tiny_decode | c | default | 8 | 8 | 0 | 0 | 0 | 100.00% |"));
+	/* every agreeing step leads its runner-up by a positive exact gap, and the report plots
+	 * each step's lead against the runner-up's budget */
+	ck_assert_int_eq(count(steps, "\"gap\":-1,"), 0);
+	ck_assert_int_eq(count(steps, "\"gap_exact\":"), 8);
+	char *dat = file(t, "r/plots/decode.dat");
+	ck_assert_int_ge(count(dat, "\n"), 8);
+	ck_assert_ptr_nonnull(strstr(dat, "# qwen3_tiny_decode c default"));
+	char *html = file(t, "r/index.html");
+	ck_assert_ptr_nonnull(strstr(html, "Decode: each step's lead against its budget"));
+	free(html);
+	free(dat);
 	free(md);
 	free(recs);
 	free(steps);

@@ -680,6 +680,13 @@ typedef struct {
 	VfStepClass cls;
 	double margin;         /* z[exact_token] - z[token] (exact logits) */
 	double budget;         /* beta[exact_token] + beta[token] */
+	double gap;            /* how far the step was from a flip: z[exact_token] minus the
+	                          largest exact logit of the other candidates; with no other
+	                          candidate, minus the largest upper bound (y + beta) of the
+	                          rest (a lower bound of the exact gap: gap_exact false) */
+	double gap_budget;     /* beta[exact_token] + beta[runner-up] (0 with no other
+	                          candidate): a flip to the runner-up within it is licensed */
+	bool gap_exact;
 	int ncand;             /* tokens evaluated exactly as candidates */
 	Verdict logits_verdict;   /* the checked logits against their budgets (or the
 	                             kernel's failure) */

@@ -229,6 +229,10 @@ static const char *const rule_graphs[] = {
 	 * product overflows 32 bits) */
 	"size N = 4\ninput x : f32[N]\ninput k : i32[N]\np[] = prod(r:N) f64(abs(k[r]) + 40000)\n"
 	"y[i:N] = x[i] * p[]\noutput y : f32\n",
+	/* a maximum of a sum: the tie count's comparison and the mask's can be rounded
+	 * otherwise in kernels (1 + x in f64 against the f32 maximum); the share is
+	 * d / max(count, 1), never d / 0 (the kernels' check is in fuzz_grad_control) */
+	"input x0 : f32[2]\nd1[] = max(s: 0..1) 1 + x0[1]\noutput d1 : f32\n",
 	/* a diagonal: one variable twice */
 	"size N = 5\ninput x : f32[N, N]\ny[i:N] = x[i, i] * x[i, i]\noutput y : f32\n",
 	/* a broadcast and a triangular range */
@@ -550,6 +554,27 @@ START_TEST(fuzz_grad)
 }
 END_TEST
 
+/* Found by a clean `assay fuzz --grad` campaign (seed 1, case 30): the gradient of a max
+ * divided by a tie count that its kernel computed as 0 (the comparison 1 + x == d1 in f64
+ * against the f32 maximum) where the mask's kernel chose the term: -inf against the
+ * oracle's finite value on c, opencl and vulkan. */
+START_TEST(fuzz_grad_control)
+{
+	char *dir = tmpdir(), path[600], args[1200];
+	snprintf(path, sizeof path, "%s/m.tg", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("input x0 : f32[2]\nd1[] = max(s: 0..1) 1 + x0[1]\noutput d1 : f32\n", f);
+	fclose(f);
+	snprintf(args, sizeof args, "grad %s -o %s/m_grad.tg", path, dir);
+	ck_assert_int_eq(run_assay(args), 0);
+	snprintf(args, sizeof args, "check %s/m_grad.tg --backends c --seed 5871375178448536121 "
+		 "--inputs normal", dir);
+	ck_assert_int_eq(run_assay(args), 0);
+	free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("grad");
@@ -568,6 +593,7 @@ static Suite *suite(void)
 	tcase_add_test(t, unsupported_and_bad_requests);
 	tcase_add_test(t, command_line);
 	tcase_add_test(t, fuzz_grad);
+	tcase_add_test(t, fuzz_grad_control);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -1147,9 +1147,14 @@ static int derive_def(Gx *x, int k, int adj)
 		break;
 	case MO_MAX:
 	case MO_MIN: {
-		/* ties share the cotangent equally (docs/grad.md) */
+		/* ties share the cotangent equally (docs/grad.md). The count is at least 1
+		 * wherever a term is chosen, so max(count, 1) is the count exactly; in a kernel
+		 * the count's comparisons may be rounded otherwise than the mask's (another
+		 * kernel, another format: 1 + x in f64 against the f32 maximum) and give 0
+		 * where the mask gives 1: the whole cotangent then, never d / 0 */
 		int cnt = tie_count(x, &Y, yread);
-		Ref share = mkop(h, OP_DIV, dy, read_at(h, cnt, lhsv, Y.nlhs), 0);
+		Ref share = mkop(h, OP_DIV, dy, mkop(h, OP_MAX, read_at(h, cnt, lhsv, Y.nlhs),
+						      ir_int(h, 1), 0), 0);
 		if (x->o.faults & GF_MAX_BOTH)   /* fault: no share */
 			share = dy;
 		W = select3(h, mkop(h, OP_EQ, Y.body, yread, 0), share, REF_NONE);

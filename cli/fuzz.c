@@ -62,6 +62,9 @@ static const FlagSpec flags[] = {
 	{"grad", false, false, "         judge each case's gradient instead: its derivation (the directional test) and\n"
 	 "                          the gradient graph's kernels on every backend (docs/grad.md); with\n"
 	 "                          ASSAY_FAULT=grad_* the derivation's seeded faults"},
+	{"invariance", false, false, "         judge each case's batch invariance instead: one of its sizes drawn as the batch,\n"
+	 "                          the rows again at a smaller value under the same schedule, bit for bit\n"
+	 "                          (docs/decode.md)"},
 	{"grad-pairs", true, false, "N        --grad: directional (cotangent, direction) pairs per case (default 2)"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
 	{"resume", true, false, "DIR      continue the campaign in DIR with its own settings"},
@@ -117,6 +120,11 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 		return 2;
 	}
 	c->grad_pairs = cli_has(a, "grad") ? (int)gpairs : 0;
+	c->invariance = cli_has(a, "invariance");
+	if (c->invariance && c->grad_pairs) {
+		fprintf(stderr, "assay fuzz: give --grad or --invariance, not both\n");
+		return 2;
+	}
 	const char *shard = cli_get(a, "shard");
 	Diag sd = {0};
 	if (shard && fz_shard_parse(shard, &c->shard_i, &c->shard_n, &sd)) {
@@ -208,7 +216,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 {
 	char fm[512], fc[512];
 	const char *env = getenv("ASSAY_FAULT");
-	char theirs[13][160];
+	char theirs[14][160];
 	snprintf(theirs[0], 160, "seed %llu", (unsigned long long)camp->seed);
 	snprintf(theirs[1], 160, "backends %s", camp->backends);
 	snprintf(theirs[2], 160, "inputs %s", camp->inputs);
@@ -225,6 +233,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 		snprintf(theirs[10], 160, "not a shard");
 	snprintf(theirs[11], 160, camp->grad_pairs ? "--grad" : "no --grad");
 	snprintf(theirs[12], 160, "grad-pairs %d", camp->grad_pairs);
+	snprintf(theirs[13], 160, camp->invariance ? "--invariance" : "no --invariance");
 	const struct {
 		const char *flag;
 		bool differs;
@@ -242,6 +251,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 		{"shard", mine->shard_i != camp->shard_i || mine->shard_n != camp->shard_n},
 		{"grad", !camp->grad_pairs},
 		{"grad-pairs", mine->grad_pairs != camp->grad_pairs},
+		{"invariance", !camp->invariance},
 	};
 	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
 		if (!cli_has(a, t[i].flag) || !t[i].differs)

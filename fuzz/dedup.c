@@ -359,6 +359,20 @@ char *fz_repro_header(const FzSig *s, const FzRun *r, int defs, const char *orig
 		snprintf(be, sizeof be, "--backends %s", s->backend);
 	}
 	char *h = NULL;
+	if (r->invariance) {   /* a batch-invariance failure (inv.c) */
+		int n = asprintf(&h,
+			"# assay: a minimal repro (%d definition%s) of failure %s of batch invariance\n"
+			"# (backend %s, output %s: %s)\n"
+			"# inputs: %s\n"
+			"# reproduce: %s%s%sassay check THIS.tg --invariance %s %s %s\n"
+			"%s%s%s",
+			defs, defs == 1 ? "" : "s", key, s->backend, s->output,
+			vf_verdict_name(s->verdict), inputs, *faults ? "ASSAY_FAULT=" : "", faults,
+			*faults ? " " : "", *r->inv_at ? r->inv_at : "SIZE=V", be, inputs,
+			origin ? "# origin: " : "", origin ? origin : "", origin ? "\n" : "");
+		IR_ASSERT(n >= 0);
+		return h;
+	}
 	if (r->grad) {   /* the gradient's failure (grad.c): its derivation, or its kernels */
 		char gf[512] = "", kf[512] = "";
 		unsigned gfs = gr_faults_of(r->faults);

@@ -184,6 +184,8 @@ int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 		return fz_check_pair(g, r, res, d);
 	if (r->grad)
 		return fz_check_grad(g, r, res, d);
+	if (r->invariance)
+		return fz_check_inv(g, r, res, d);
 	int ni = ir_ninputs(g), ns = 0, failed = 0, rc = -1;
 	HostTensor *inputs = calloc((size_t)ni + 1, sizeof *inputs);
 	IR_ASSERT(inputs);

@@ -754,5 +754,9 @@ typedef struct {
  * there or not smaller, a graph that does not parse; 3: the oracle, the environment). */
 int vf_invariance(const char *path, const SizeOverride *ov, int nov, const Backend *const *bs,
 		  int nb, const VfInvOpts *io, const VfOpts *o, VfInvSummary *sum, Diag *d);
+/* The same for the graph text `text` (its file name path, for messages). */
+int vf_invariance_text(const char *text, const char *path, const SizeOverride *ov, int nov,
+		       const Backend *const *bs, int nb, const VfInvOpts *io, const VfOpts *o,
+		       VfInvSummary *sum, Diag *d);
 
 #endif

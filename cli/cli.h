@@ -86,6 +86,7 @@ int cli_report(Diag *d);
 
 int cmd_eval(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 int cmd_backends(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 int cmd_check(int argc, char **argv);

@@ -23,6 +23,7 @@ static const Command commands[] = {
 	{"gate", cmd_gate, "decide a release: evaluate a policy's gates over a run"},
 	{"merge", cmd_merge, "merge the shards of one campaign into one campaign directory"},
 	{"grad", cmd_grad, "derive a gradient graph, or check a derivation against exact derivatives"},
+	{"probe", cmd_probe, "reveal a derived kernel's summation tree (FPRev) beside the one its schedule declares"},
 	{"backends", cmd_backends, "list the backends, their devices, and why any is unavailable"},
 };
 

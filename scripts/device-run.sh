@@ -22,6 +22,9 @@
 #                beside cuBLAS and copy bandwidth) and bench_ulp on the GPU backends;
 #                $BENCH_OTHERS (e.g. opencl,vulkan): the derived kernels there too (matmul
 #                at $BENCH_OTHERS_MATMUL, default 1024)
+#     probe      `assay probe` on every backend ($BACKENDS, space-separated) under the default,
+#                pairwise and split schedules, $PROBE_N (32) terms: each kernel's summation tree
+#                beside the one its schedule declares
 #     decode     `assay decode examples/qwen3_tiny` for $DECODE_STEPS (default 32) steps on every
 #                available backend, default and $DECODE_SCHEDULES (1) sampled schedules, its gate
 #     fuzz       a $FUZZ_SECONDS (default 60) campaign over every available backend, then
@@ -211,6 +214,21 @@ for step in $steps; do
 		"$A" report "$LOG/fuzz" -o "$LOG/fuzz-report" >/dev/null 2>&1 &&
 			head -40 "$LOG/fuzz-report/report.md"
 		[ $rc -eq 0 ] || status=1
+		;;
+	probe)
+		# the summation tree of each backend's derived row sum (assay probe, FPRev) under the
+		# default, pairwise and split schedules, beside the tree each declares
+		printf 'order s : pairwise\n' >"$LOG/pw.sched"
+		printf 'split s : k=4\n' >"$LOG/split.sched"
+		printf 'split s : k=4\norder s : pairwise\n' >"$LOG/both.sched"
+		for b in ${BACKENDS:-c opencl vulkan cuda wgsl}; do
+			for sc in default pw split both; do
+				arg=""
+				[ "$sc" = default ] || arg="--schedule $LOG/$sc.sched"
+				# shellcheck disable=SC2086
+				"$A" probe --backend "$b" --n "${PROBE_N:-32}" $arg --json || status=1
+			done
+		done | tee "$LOG/probe.jsonl"
 		;;
 	decode)
 		# the greedy decode of examples/qwen3_tiny on every available backend (the default

@@ -229,6 +229,8 @@ for step in $steps; do
 				"$A" probe --backend "$b" --n "${PROBE_N:-32}" $arg --json || status=1
 			done
 		done | tee "$LOG/probe.jsonl"
+		# cuBLAS through PyTorch: its GEMM's tree, the unit's fraction bits and rounding
+		"${PYTHON:-python3}" clients/probe_torch.py | tee "$LOG/probe_torch.jsonl"
 		;;
 	decode)
 		# the greedy decode of examples/qwen3_tiny on every available backend (the default

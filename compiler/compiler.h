@@ -635,7 +635,15 @@ enum {
 	                              exact tie between two normal results away from zero instead
 	                              of to even: off by the half ulp every budget allows, so only
 	                              the emulation check (verify/emucheck.c) sees it */
-	KF__COUNT = 21,
+	KF_ONLINE_NO_RESCALE = 1 << 21, /* online attention: acc is not rescaled when the
+	                              running maximum grows */
+	KF_ONLINE_FLIP = 1 << 22,  /* online softmax/attention: partials rescaled by
+	                              exp(m_new - m_old), not exp(m_old - m_new) */
+	KF_WELFORD_WEIGHT = 1 << 23, /* welford: Chan's merge of split pieces moves the mean by
+	                              d * nA / n instead of d * nB / n */
+	KF_LSE_NO_SHIFT = 1 << 24, /* online logsumexp: log(sum exp(x)), without the shift by
+	                              the running maximum */
+	KF__COUNT = 25,
 };
 
 typedef struct {

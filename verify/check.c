@@ -123,6 +123,10 @@ static const struct { const char *name; unsigned bit; } fault_names[] = {
 	{"argmax_tie", KF_ARGMAX_TIE}, {"topk_order", KF_TOPK_ORDER},
 	{"gather_bounds", KF_GATHER_BOUNDS}, {"rw_div_pow2", KF_RW_DIV_POW2},
 	{"tie_away", KF_TIE_AWAY},
+	{"online_no_rescale", KF_ONLINE_NO_RESCALE},
+	{"online_flip", KF_ONLINE_FLIP},
+	{"welford_weight", KF_WELFORD_WEIGHT},
+	{"lse_no_shift", KF_LSE_NO_SHIFT},
 };
 _Static_assert(ARRAY_LEN(fault_names) == KF__COUNT, "one name per seeded fault");
 

@@ -58,6 +58,11 @@ typedef struct {
 	bool ovseen[3], ovclash;
 	bool *expand;
 	OnPlan plan;      /* of the definition being lowered, when it is in an online set */
+	/* reductions an online pass computes where they are read (absorbed, no buffer): the
+	 * reads met while translating one term, computed by flush() before the term's use */
+	int npend;
+	struct { int t; int32_t idx[IR_MAXRANK]; int32_t v; } pend[8];
+	bool pend_over, flush_failed;
 } L;
 
 typedef struct {
@@ -198,6 +203,34 @@ static int32_t site(L *l, const KSite *s)
 
 static int32_t tr(L *l, const Env *e, Ref r);
 
+/* A read of an absorbed reduction t (kir_lower: one an online pass computes where it is
+ * read): a local, computed by flush() before the statement that uses it, holding the value
+ * the reduction's kernel would have stored (rounded to its store format). */
+static int32_t pending(L *l, const Env *e, int t, const int32_t *idx)
+{
+	const Tensor *T = &l->g->tensors[t];
+	Dtype sf = l->s->defs[T->def].store;
+	int k = 0;
+	for (; k < l->npend; k++) {
+		bool same = l->pend[k].t == t;
+		for (int i = 0; same && i < T->rank; i++)
+			same = l->pend[k].idx[i] == idx[i];
+		if (same)
+			break;
+	}
+	if (k == l->npend) {
+		if (k == (int)ARRAY_LEN(l->pend)) {
+			l->pend_over = true;
+			return into(l, e, kx_real(l->k, kt_of(sf), 0.0), sf);
+		}
+		l->pend[k].t = t;
+		memcpy(l->pend[k].idx, idx, (size_t)T->rank * sizeof *idx);
+		l->pend[k].v = var(l, kt_of(sf), 0, false);
+		l->npend++;
+	}
+	return into(l, e, kx_var(l->k, l->pend[k].v), sf);
+}
+
 /* The value of tensor t at in-bounds indices idx, in e's types. */
 static int32_t value_at(L *l, const Env *e, int t, const int32_t *idx)
 {
@@ -221,6 +254,8 @@ static int32_t value_at(L *l, const Env *e, int t, const int32_t *idx)
 	}
 	int d = g->tensors[t].def;
 	const Def *D = &g->defs[d];
+	if (D->monoid != MO_NONE)
+		return pending(l, e, t, idx);
 	COV(lower_inline);
 	if (g->defs[e->def].monoid != MO_NONE)
 		COV(lower_inline_reduce);
@@ -762,9 +797,14 @@ static KType term_type(L *l, const Env *e, const Def *D)
 	return ir_node(l->g, D->body)->ty == TY_INT ? KT_INT : e->rt;
 }
 
+static int flush(L *l, KBlk *b);
+
 static void add_term(L *l, Env *e, KBlk *b, Red *R, int32_t part)
 {
-	acc_add(l, b, R->A, part, to_t(l, R->A->t, tr(l, e, R->D->body)));
+	int32_t t = to_t(l, R->A->t, tr(l, e, R->D->body));
+	if (l->npend && flush(l, b))
+		l->flush_failed = true;
+	acc_add(l, b, R->A, part, t);
 }
 
 /* Sets up an accumulator for monoid mo over D's terms under D's schedule. */
@@ -885,6 +925,8 @@ static int el_fold(L *l, Env *e, KBlk *b, const Def *D, int32_t *res)
 	R.fn = add_term;
 	acc_init(l, b, &A);
 	red_loops(l, e, b, &R);
+	if (l->flush_failed)
+		return -1;
 	*res = acc_result(l, b, &A);
 	return 0;
 }
@@ -1041,6 +1083,55 @@ static void el_topk(L *l, Env *e, KBlk *b, const Def *D)
 	kb_loop(k, b, r2, ic(l, 0), ic(l, K), true, out);
 }
 
+static Env env_of(L *l, int d, int32_t guard);
+
+static void kb_cat(KBlk *b, const KBlk *in, Kernels *k)
+{
+	if (in->head <= 0)
+		return;
+	if (b->head <= 0)
+		*b = *in;
+	else {
+		k->s[b->tail].next = in->head;
+		b->tail = in->tail;
+	}
+}
+
+/* Computes the pending reads of absorbed reductions into b (each its own reduction, in
+ * its own schedule, rounded to its store format), before the statement that reads them. */
+static int flush(L *l, KBlk *b)
+{
+	int rc = 0;
+	while (l->npend > 0 && !rc) {
+		int k = --l->npend;
+		int t = l->pend[k].t, d = l->g->tensors[t].def, save = l->def;
+		const Def *D = &l->g->defs[d];
+		int32_t idx[IR_MAXRANK], v = l->pend[k].v;
+		memcpy(idx, l->pend[k].idx, sizeof idx);
+		Env e = env_of(l, d, -1);
+		for (int i = 0; i < D->nlhs; i++)
+			e.var[i] = idx[i];
+		l->def = d;
+		int32_t x = -1;
+		kb_decl(l->k, b, v);
+		KBlk in = {0};
+		rc = el_fold(l, &e, &in, D, &x);
+		if (!rc) {
+			Dtype sf = l->s->defs[d].store;
+			x = narrow(sf) ? kx_round(l->k, sf, x) : x;
+			kb_set(l->k, &in, v, -1, to_t(l, kt_of(sf), x));
+			kb_cat(b, &in, l->k);
+		}
+		l->def = save;
+	}
+	if (l->pend_over) {
+		diag_set(l->d, 3, "internal: an online pass reads more than %d absorbed reductions "
+			 "in one term", (int)ARRAY_LEN(l->pend));
+		rc = -1;
+	}
+	return rc;
+}
+
 /* ------------------------------------------------------------ online passes */
 
 /* One pass of an online set (compiler/sched/online.c, docs/online.md) for member `role` of
@@ -1195,6 +1286,8 @@ static void on_term(L *l, Env *e, KBlk *b, Red *R, int32_t part)
 	int64_t S = c->S;
 	if (c->failed || (c->failed = on_exprs(l, e, c) != 0))
 		return;
+	if (l->npend && (c->failed = flush(l, b) != 0))
+		return;
 	Dtype mf = c->em.rf;
 	kb_set(k, b, c->xv, -1, c->xe);
 	int32_t x = kx_var(k, c->xv);
@@ -1219,6 +1312,8 @@ static void on_term(L *l, Env *e, KBlk *b, Red *R, int32_t part)
 	kb_set(k, b, c->ms, -1, sel(l, kx_op(k, OP_EQ, KT_BOOL, mn, kx_real(k, c->em.rt, -INFINITY), -1),
 				    kx_real(k, c->em.rt, 0.0), mn));
 	int32_t fl = rescale(l, &c->el, m, mn, c->scl, mf);
+	if ((l->faults & KF_LSE_NO_SHIFT) && c->p->rule == ON_LSE)
+		fl = kx_real(k, c->el.rt, 1.0);   /* fault: the unshifted sum is not rescaled */
 	if (c->role == 2) {
 		int32_t fo = rescale(l, &c->eo, m, mn, c->sco, mf);
 		if (l->faults & KF_ONLINE_NO_RESCALE)   /* fault: acc is not rescaled */
@@ -1282,6 +1377,7 @@ static int el_online(L *l, Env *e, KBlk *b, const Def *D, int role, const OnPlan
 	memset(&c, 0, sizeof c);
 	c.p = p;
 	c.role = role;
+	c.scl = c.sco = -1;
 	Acc A;
 	Red R;
 	if (acc_setup(l, D, MO_SUM, e->rt, &A, &R, true))
@@ -1704,7 +1800,81 @@ static int lower_def(L *l, int d)
 	return 0;
 }
 
-static void make_buffers(Kernels *k)
+/* Does definition d read tensor t (its body, bounds, index lists, defaults)? */
+static bool def_reads(const Graph *g, int d, int t, bool *one)
+{
+	one[t] = true;
+	const Def *D = &g->defs[d];
+	bool y = reads_any(g, D->body, one);
+	for (int r = 0; !y && r < D->nred; r++)
+		y = reads_any(g, D->red[r].lo, one) || reads_any(g, D->red[r].hi, one);
+	one[t] = false;
+	return y;
+}
+
+/* The definitions online passes absorb (no buffer, no kernel of their own): not members,
+ * outputs or inlined; plain ones that depend on a member (each pass computes them where it
+ * reads them), and sum/max/min/prod reductions that do not (each pass or the set's max
+ * computes them where read, flush); every reader a member of one set or absorbed itself,
+ * and never read in a reduction's range bound. NULL when there is no online set. */
+static bool *absorbed_set(const Graph *g, const Schedule *s)
+{
+	bool any = false;
+	for (int d = 0; d < g->ndefs; d++)
+		any |= s->defs[d].online != 0;
+	if (!any)
+		return NULL;
+	size_t nt = (size_t)g->ntensors + 1;
+	bool *ab = calloc(3 * nt, 1), *dep = ab + nt, *one = ab + 2 * nt;
+	IR_ASSERT(ab);
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *T = &g->tensors[t];
+		if (T->kind != TK_DEF)
+			continue;
+		const Def *D = &g->defs[T->def];
+		const DefSched *x = &s->defs[T->def];
+		dep[t] = x->online || reads_any(g, D->body, dep);
+		bool out = false;
+		for (int o = 0; o < g->noutputs; o++)
+			out |= g->tensors[g->outputs[o].tensor].def == T->def;
+		bool fold = D->monoid == MO_SUM || D->monoid == MO_PROD || D->monoid == MO_MAX ||
+			    D->monoid == MO_MIN;
+		ab[t] = !x->online && !x->inlined && !out && D->nout == 1 &&
+			((D->monoid == MO_NONE && dep[t]) || (fold && !dep[t]));
+	}
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int t = 0; t < g->ntensors; t++) {
+			if (!ab[t])
+				continue;
+			int lead = -1;
+			for (int d = 0; d < g->ndefs && ab[t]; d++) {
+				if (!def_reads(g, d, t, one))
+					continue;
+				const Def *D = &g->defs[d];
+				bool in_bound = false;
+				one[t] = true;
+				for (int r = 0; r < D->nred; r++)
+					in_bound |= reads_any(g, D->red[r].lo, one) || reads_any(g, D->red[r].hi, one);
+				one[t] = false;
+				int set = s->defs[d].online;
+				bool ok = !in_bound && (ab[D->out[0]] || (set && (lead < 0 || lead == set)));
+				if (set)
+					lead = set;
+				if (!ok) {
+					ab[t] = false;
+					changed = true;
+				}
+			}
+		}
+	}
+	/* a reduction that only absorbed plain definitions read, none of them in a pass,
+	 * would be read outside any term: keep it (all readers absorbed is fine only when
+	 * the chain ends in a member) */
+	return ab;
+}
+
+static void make_buffers(Kernels *k, const bool *ab)
 {
 	const Graph *g = k->g;
 	k->tbuf = malloc((size_t)(g->ntensors + 1) * sizeof *k->tbuf);
@@ -1716,7 +1886,7 @@ static void make_buffers(Kernels *k)
 		Dtype f = (Dtype)T->dtype;
 		if (T->kind == TK_DEF) {
 			const DefSched *ds = &k->sched.defs[T->def];
-			if (ds->inlined)
+			if (ds->inlined || (ab && ab[t]))
 				continue;
 			f = T->result == 1 ? DT_I32 : ds->store;
 		}
@@ -1741,14 +1911,17 @@ Kernels *kir_lower(const Graph *g, const Schedule *s, const LowerOpts *o, Diag *
 	k->sched.defs = malloc((size_t)(s->ndefs + 1) * sizeof *s->defs);
 	IR_ASSERT(k->sched.defs);
 	memcpy(k->sched.defs, s->defs, (size_t)s->ndefs * sizeof *s->defs);
-	make_buffers(k);
+	bool *ab = absorbed_set(g, s);
+	make_buffers(k, ab);
 	L l = {k, g, &k->sched, k->faults, d, -1, .on = NULL};
 	for (int i = 0; i < g->ndefs; i++)
-		if (!k->sched.defs[i].inlined && lower_def(&l, i) < 0) {
+		if (!k->sched.defs[i].inlined && !(ab && ab[g->defs[i].out[0]]) && lower_def(&l, i) < 0) {
+			free(ab);
 			free(l.expand);
 			kir_free(k);
 			return NULL;
 		}
+	free(ab);
 	free(l.expand);
 	return k;
 }

@@ -533,6 +533,8 @@ typedef struct {
 int on_match(const Graph *g, const int *defs, int n, OnPlan *p, char *why, size_t nwhy);
 /* The plan of definition d's online set under s; -1 when d is in none. */
 int on_plan(const Graph *g, const Schedule *s, int d, OnPlan *p);
+/* Does r read (operands, index lists, `??` defaults) a tensor u with t[u]? */
+bool on_reads(const Graph *g, Ref r, const bool *t);
 
 /* Algebraic simplification (compiler/sched/rewrite.c). Every rule states its domain: exact
  * (bit-identical for every input, NaN, +-0, inf and subnormals included), real (an identity

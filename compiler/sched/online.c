@@ -540,3 +540,23 @@ int on_plan(const Graph *g, const Schedule *s, int d, OnPlan *p)
 	char w[8];
 	return on_match(g, defs, n, p, w, sizeof w);
 }
+
+bool on_reads(const Graph *g, Ref r, const bool *t)
+{
+	if (r == REF_NONE)
+		return false;
+	const Node *n = ir_node(g, r);
+	if (n->kind == NK_READ) {
+		if (t[n->u.read.tensor] || on_reads(g, n->u.read.pad, t))
+			return true;
+		const Ref *ix = ir_read_idx(g, n);
+		for (uint32_t i = 0; i < n->u.read.n; i++)
+			if (on_reads(g, ix[i], t))
+				return true;
+		return false;
+	}
+	for (int i = 0; n->kind == NK_OP && i < op_info((Op)n->op)->arity; i++)
+		if (on_reads(g, n->a[i], t))
+			return true;
+	return false;
+}

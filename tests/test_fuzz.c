@@ -96,6 +96,24 @@ static const struct {
 	/* every element an exact f16 tie: within every budget, only the emulation sees it */
 	{"tie_away", DIST_NORMAL, "y[i:8] = 1 + (i + 0.5) * 0x1p-10\noutput y : f16\n"
 	 "schedule\nstore y : f16\n"},
+	/* the one-pass forms (compiler/sched/online.c): the generator does not draw `online`
+	 * yet, so these fixed graphs are the faults' only cases */
+	{"online_no_rescale", DIST_NORMAL,
+	 "input x : f32[4, 8]\ninput v : f32[8, 3]\nm[i:4] = max(j:8) x[i, j]\n"
+	 "p[i:4, j:8] = exp(x[i, j] - m[i])\nl[i:4] = sum(j:8) p[i, j]\n"
+	 "o[i:4, d:3] = sum(j:8) p[i, j] * v[j, d] / l[i]\noutput o : f32\n"
+	 "schedule\nonline m, l, o\n"},
+	{"online_flip", DIST_NORMAL,
+	 "input x : f32[4, 8]\nm[i:4] = max(j:8) x[i, j]\nl[i:4] = sum(j:8) exp(x[i, j] - m[i])\n"
+	 "output l : f32\nschedule\nonline m, l\n"},
+	{"welford_weight", DIST_NORMAL,
+	 "input x : f32[2, 10]\nmu[t:2] = sum(j:10) x[t, j] / 10\n"
+	 "var[t:2] = sum(j:10) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / 10\n"
+	 "output mu : f32, var : f32\nschedule\nonline mu, var\nsplit mu : j=3\nsplit var : j=3\n"},
+	/* exp(100 x) overflows f32 where x > 0.89: only the shift keeps the sum finite */
+	{"lse_no_shift", DIST_NORMAL,
+	 "input x : f32[4, 8]\nz[i:4] = logsumexp(j:8) x[i, j] * 100\noutput z : f32\n"
+	 "schedule\nonline z\n"},
 };
 
 START_TEST(fault_is_visible)

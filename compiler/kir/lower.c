@@ -1793,6 +1793,11 @@ static int lower_def(L *l, int d)
 			   .body2 = tail.head > 0 ? tail.head : -1};
 		kb_add(k, &body, ks_new(k, &s));
 	}
+	if (l->npend) {
+		diag_set(l->d, 3, "internal: '%s' reads an absorbed reduction outside a term",
+			 l->g->tensors[D->out[0]].name);
+		return -1;
+	}
 	kn.body = body.head > 0 ? body.head : -1;
 	k->k = realloc(k->k, (size_t)(k->nk + 1) * sizeof *k->k);
 	IR_ASSERT(k->k);

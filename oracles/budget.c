@@ -1576,7 +1576,7 @@ void orc_emu_config(const Graph *g, const Schedule *s, OrcEmu *e)
 				e->split_red[k] = r;
 			}
 	e->cfg = (EmuConfig){DT_F32, e->fmt, e->fmt + nd, e->fmt + 2 * nd, e->order, e->split,
-			     e->split_red};
+			     e->split_red, s};
 }
 
 void orc_emu_free(OrcEmu *e)

@@ -21,10 +21,10 @@
  * flush can change only the operations it is applied to, and a device assuming no NaN can
  * change only real operations.
  *
- * Not emulated: an output whose cone holds a definition computed by an online pass
- * (compiler/kir/lower.c el_online: the rescales and merges of docs/online.md); the
- * emulator computes the graph's multi-pass order, and the budget analyses the one-pass
- * order instead (oracles/budget.c online_element).
+ * Online passes (docs/online.md): the emulator computes them in the kernel's one-pass
+ * order (interp/emul.c online_element: the rescales, the Welford updates and the merges),
+ * so they are held to it like any other order where their operations are promised (a
+ * Welford pass; a softmax pass has exp, which is not).
  *
  * Fully specified (vf_emu_specified), from the backend's facts on the run's device
  * (compiler.h BeFacts: Backend.facts refined by Backend.device_facts in the worker):
@@ -275,25 +275,12 @@ bool vf_emu_specified(const Graph *g, const Schedule *s, const BeFacts *f, int k
 		vf_emu_cone(g, k, cone);
 	else
 		memset(cone, 1, (size_t)g->ndefs);
-	int online = -1;
-	for (int d = 0; d < g->ndefs; d++) {
-		if (!cone[d])
-			continue;
-		def_spec(&c, d);
-		OnPlan p;
-		if (online < 0 && s->defs[d].online && on_plan(g, s, d, &p) == 0 &&
-		    !(d == p.def[0] && (p.rule == ON_SOFTMAX || p.rule == ON_FLASH)))
-			online = d;
-	}
+	for (int d = 0; d < g->ndefs; d++)
+		if (cone[d])
+			def_spec(&c, d);
 	free(cone);
 	const char *no = NULL;
-	char onwhy[200];
-	if (online >= 0) {
-		snprintf(onwhy, sizeof onwhy, "the one-pass (online) order of '%s' is not emulated "
-			 "(its budget analyses that order: oracles/budget.c)",
-			 g->tensors[g->defs[online].out[0]].name);
-		no = onwhy;
-	} else if (c.fusable && !f->no_contract)
+	if (c.fusable && !f->no_contract)
 		no = "contraction cannot be forbidden (a*b + c may be fused into an fma)";
 	else if (c.real && !f->specials)
 		no = "NaN, infinities and the sign of zero are not promised";

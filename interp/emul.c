@@ -1426,8 +1426,8 @@ static void online_element(Worker *w, int64_t e)
 		v = fin ? o1(w, OP_ADD, of, a->m, o1(w, OP_LOG, of, a->l, 0)) : a->m;
 	} else if (role == 1) {
 		v = a->l;
-	} else {
-		v = o1(w, OP_DIV, of, a->a, w_into(w, lf, of, a->l));
+	} else {   /* an empty range is the empty sum +0, not 0 / 0 */
+		v = lo < hi ? o1(w, OP_DIV, of, a->a, w_into(w, lf, of, a->l)) : 0.0;
 	}
 	free(st);
 	E->rv[D->out[0]][e] = stored(w, v);

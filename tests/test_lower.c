@@ -361,6 +361,39 @@ START_TEST(online_attention)
 }
 END_TEST
 
+/* A strictly causal range (j < i): row 0 has no terms, and its output is the empty sum +0,
+ * not 0 / 0. */
+START_TEST(online_empty_row)
+{
+	static const char src[] = "size T = 5, D = 2\ninput x : f32[T, T]\ninput v : f32[T, D]\n"
+				  "m[i:T] = max(j: 0..i) x[i, j]\np[i:T, j:T] = exp(x[i, j] - m[i])\n"
+				  "l[i:T] = sum(j: 0..i) p[i, j]\n"
+				  "o[i:T, d:D] = sum(j: 0..i) p[i, j] * v[j, d] / l[i]\noutput o : f32\n";
+	Graph *g = parse(src);
+	HostTensor *in = inputs(g, rough_val, 3), out[1];
+	double ref[5 * 2];
+	for (int i = 0; i < 5; i++) {
+		double m = -INFINITY, l = 0;
+		for (int j = 0; j < i; j++)
+			m = fmax(m, ht_get(&in[0], i * 5 + j));
+		for (int j = 0; j < i; j++)
+			l += exp(ht_get(&in[0], i * 5 + j) - m);
+		for (int d = 0; d < 2; d++) {
+			double o = 0;
+			for (int j = 0; j < i; j++)
+				o += exp(ht_get(&in[0], i * 5 + j) - m) * ht_get(&in[1], j * 2 + d);
+			ref[i * 2 + d] = i ? o / l : 0.0;
+		}
+	}
+	run_ok(g, "online m, l, o\nsplit m : j=2\nsplit l : j=2\nsplit o : j=2", in, out);
+	expect_close(&out[0], ref, 1e-5, 1e-7, "online, j < i");
+	ck_assert(!signbit(ht_get(&out[0], 0)));
+	ht_free(&out[0]);
+	free_all(in, 2);
+	ir_free(g);
+}
+END_TEST
+
 START_TEST(online_welford)
 {
 	static const char src[] = "size T = 3, N = 29\ninput x : f32[T, N]\n"
@@ -1361,7 +1394,7 @@ static void expect_emulator(const char *file, const char *sched, uint64_t seed)
 	int64_t *split = calloc((size_t)g->ndefs + 1, sizeof *split);
 	int *split_red = calloc((size_t)g->ndefs + 1, sizeof *split_red);
 	sched_splits(g, &s, split, split_red);
-	EmuConfig cfg = {DT_F32, f, f + g->ndefs, f + 2 * g->ndefs, ord, split, split_red};
+	EmuConfig cfg = {DT_F32, f, f + g->ndefs, f + 2 * g->ndefs, ord, split, split_red, &s};
 	MpOpts mo = {.threads = 1};
 	int rc = mp_emulate(g, in, &cfg, &mo, o2, NULL, &d);
 	ck_assert_msg(rc == 0, "%s", d.msg);
@@ -1865,6 +1898,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, softmax_schedules);
 	tcase_add_test(tc, online_attention);
 	tcase_add_test(tc, online_welford);
+	tcase_add_test(tc, online_empty_row);
 	tcase_add_test(tc, inline_transpose);
 	tcase_add_test(tc, pad_window);
 	tcase_add_test(tc, triangular);

@@ -1430,7 +1430,10 @@ static int el_online(L *l, Env *e, KBlk *b, const Def *D, int role, const OnPlan
 	} else if (role == 1) {
 		*res = lv;
 	} else {
-		*res = arith(l, e->rf, OP_DIV, e->rt, st(l, c.A, p0, c.S), into(l, e, lv, c.el.rf), -1);
+		/* an empty range is the empty sum +0, not 0 / 0 */
+		int32_t any = bop(l, OP_LT, tr(l, e, D->red[0].lo), tr(l, e, D->red[0].hi));
+		*res = sel(l, any, arith(l, e->rf, OP_DIV, e->rt, st(l, c.A, p0, c.S),
+					 into(l, e, lv, c.el.rf), -1), kx_real(k, e->rt, 0.0));
 	}
 	return 0;
 }

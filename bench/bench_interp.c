@@ -219,6 +219,56 @@ static void long_reductions(void)
 	       (double)ru.ru_maxrss / 1024, now() - t0);
 }
 
+/* The oracle's cost per checked element of a real-size output (issue 18): sampled elements
+ * of a Qwen3-8B-shaped projection (hidden 4096: each element a 4096-term dot product of
+ * bf16 weights and activations), decided one at a time by point evaluation (mp_point, as
+ * `assay check` decides the sampled elements of a large output), beside the raw cost of
+ * the same number of mpfr_fma at the working precision. */
+static void point_cost(double fma)
+{
+	enum { K = 4096, NPT = 48 };
+	const char *src = "size T = 4, K = 4096, N = 512\n"
+			  "input x : bf16[T, K]\ninput w : bf16[N, K]\n"
+			  "y[t:T, n:N] = sum(k:K) x[t, k] * w[n, k]\noutput y : bf16\n";
+	Diag d = {0};
+	Graph *g = ir_parse(src, strlen(src), "<bench>", NULL, 0, &d);
+	InputSpec spec = {DIST_NORMAL, 7, false};
+	HostTensor in[2] = {0};
+	if (!g || mp_make_inputs(g, &spec, NULL, in, &d)) {
+		fprintf(stderr, "bench_interp: %s", d.msg ? d.msg : "");
+		exit(3);
+	}
+	double per[REPS];
+	for (int r = 0; r < REPS; r++) {
+		MpOpts o = {.threads = 1};
+		MpSession *s = mp_session_new(g, in, &o, &d);
+		if (!s) {
+			fprintf(stderr, "bench_interp: %s", d.msg ? d.msg : "");
+			exit(3);
+		}
+		double t0 = now();
+		for (int i = 0; i < NPT; i++) {
+			int64_t co[2] = {i % 4, (i * 97 + r * 13) % 512};
+			double v;
+			MpStatus st;
+			if (mp_point(s, 0, co, DT_NONE, &v, &st, &d)) {
+				fprintf(stderr, "bench_interp: %s", d.msg ? d.msg : "");
+				exit(3);
+			}
+		}
+		per[r] = (now() - t0) / NPT;
+		mp_session_free(s);
+	}
+	for (int k = 0; k < 2; k++)
+		ht_free(&in[k]);
+	ir_free(g);
+	double t = median(per, REPS), raw = (double)K / fma;
+	printf("oracle per checked element (4096-term bf16 dot product, point evaluation)  "
+	       "%.3g s  raw %d mpfr_fma %.3g s  (ratio %.2f); a Qwen3-8B layer's 4096x12288 "
+	       "projection checked at 4096 sampled elements: %.1f s\n", t, K, raw, raw / t,
+	       4096 * t);
+}
+
 int main(void)
 {
 	printf("exact-mode oracle throughput at %d bits, medians of %d runs\n", PREC, REPS);
@@ -227,5 +277,6 @@ int main(void)
 	row("matmul 256x256x256", matmul, fma, "raw mpfr_fma", 0);
 	row("softmax 64x4096", softmax, ex, "raw mpfr_exp", 64.0 * 4096);
 	long_reductions();
+	point_cost(fma);
 	return 0;
 }

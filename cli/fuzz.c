@@ -59,6 +59,13 @@ static const FlagSpec flags[] = {
 	{"external", true, false, "CMD      also (without --backends: only) fuzz the kernel CMD computes, on graphs within\n"
 	 "                          what `CMD --assay-capabilities` declares (docs/external.md)"},
 	{"name", true, false, "NAME     --external: the backend name of its records (default external)"},
+	{"grad", false, false, "         judge each case's gradient instead: its derivation (the directional test) and\n"
+	 "                          the gradient graph's kernels on every backend (docs/grad.md); with\n"
+	 "                          ASSAY_FAULT=grad_* the derivation's seeded faults"},
+	{"invariance", false, false, "         judge each case's batch invariance instead: one of its sizes drawn as the batch,\n"
+	 "                          the rows again at a smaller value under the same schedule, bit for bit\n"
+	 "                          (docs/decode.md)"},
+	{"grad-pairs", true, false, "N        --grad: directional (cotangent, direction) pairs per case (default 2)"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
 	{"resume", true, false, "DIR      continue the campaign in DIR with its own settings"},
 	{"replay", true, false, "DIR      replay case CASE (the positional argument) of the campaign in DIR"},
@@ -72,13 +79,14 @@ static const FlagSpec flags[] = {
  * backends default to every available one. */
 static int settings(const Args *a, bool resume, FzCampaign *c)
 {
-	long long seed, cases, jobs, rt, maxdefs;
+	long long seed, cases, jobs, rt, maxdefs, gpairs;
 	double secs, timeout, ctimeout, variants;
 	if (cli_int(a, "fuzz", "seed", 1, 0, LLONG_MAX, &seed) ||
 	    cli_int(a, "fuzz", "cases", 0, 1, FZ_MAX_CASES, &cases) ||
 	    cli_int(a, "fuzz", "jobs", 1, 1, FZ_MAXJOBS, &jobs) ||
 	    cli_int(a, "fuzz", "reduce-tests", 300, 1, FZ_MAX_REDUCE_TESTS, &rt) ||
 	    cli_int(a, "fuzz", "max-defs", c->gen.max_defs, 1, FZ_MAX_DEFS, &maxdefs) ||
+	    cli_int(a, "fuzz", "grad-pairs", 2, 1, 1000, &gpairs) ||
 	    cli_double(a, "fuzz", "seconds", 0, 0, FZ_MAX_SECONDS, &secs) ||
 	    cli_double(a, "fuzz", "timeout", 10, 0, FZ_MAX_TIMEOUT, &timeout) ||
 	    cli_double(a, "fuzz", "compile-timeout", 60, 0, FZ_MAX_TIMEOUT, &ctimeout) ||
@@ -107,6 +115,16 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 	if (cli_has(a, "no-feedback"))
 		c->feedback_epoch = 0;
 	c->variants = variants;
+	if (cli_has(a, "grad-pairs") && !cli_has(a, "grad") && !resume) {
+		fprintf(stderr, "assay fuzz: --grad-pairs needs --grad\n");
+		return 2;
+	}
+	c->grad_pairs = cli_has(a, "grad") ? (int)gpairs : 0;
+	c->invariance = cli_has(a, "invariance");
+	if (c->invariance && c->grad_pairs) {
+		fprintf(stderr, "assay fuzz: give --grad or --invariance, not both\n");
+		return 2;
+	}
 	const char *shard = cli_get(a, "shard");
 	Diag sd = {0};
 	if (shard && fz_shard_parse(shard, &c->shard_i, &c->shard_n, &sd)) {
@@ -198,7 +216,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 {
 	char fm[512], fc[512];
 	const char *env = getenv("ASSAY_FAULT");
-	char theirs[11][160];
+	char theirs[14][160];
 	snprintf(theirs[0], 160, "seed %llu", (unsigned long long)camp->seed);
 	snprintf(theirs[1], 160, "backends %s", camp->backends);
 	snprintf(theirs[2], 160, "inputs %s", camp->inputs);
@@ -213,6 +231,9 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 		snprintf(theirs[10], 160, "shard %d/%d", camp->shard_i, camp->shard_n);
 	else
 		snprintf(theirs[10], 160, "not a shard");
+	snprintf(theirs[11], 160, camp->grad_pairs ? "--grad" : "no --grad");
+	snprintf(theirs[12], 160, "grad-pairs %d", camp->grad_pairs);
+	snprintf(theirs[13], 160, camp->invariance ? "--invariance" : "no --invariance");
 	const struct {
 		const char *flag;
 		bool differs;
@@ -228,6 +249,9 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 		{"no-feedback", camp->feedback_epoch > 0},
 		{"variants", mine->variants != camp->variants},
 		{"shard", mine->shard_i != camp->shard_i || mine->shard_n != camp->shard_n},
+		{"grad", !camp->grad_pairs},
+		{"grad-pairs", mine->grad_pairs != camp->grad_pairs},
+		{"invariance", !camp->invariance},
 	};
 	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
 		if (!cli_has(a, t[i].flag) || !t[i].differs)

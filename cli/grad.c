@@ -3,6 +3,7 @@
  * the derivation itself against the oracle's exact directional derivatives
  * (interp/gradcheck.c; docs/grad.md) and exits 1 naming the first wrong element. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
@@ -16,7 +17,7 @@ static const FlagSpec flags[] = {
 	{"seed", true, false, "S        --verify: seed of the inputs, cotangents and directions (default 1)"},
 	{"threads", true, false, "N        --verify: the oracle's threads (default 1)"},
 	{"json", false, false, "         --verify: machine-readable output on stdout"},
-	{"fault", true, false, "NAME     seed a derivation fault (tests and campaigns): max-both, bcast-nosum,\n"
+	{"fault", true, false, "LIST     seed derivation faults (tests and campaigns): max-both, bcast-nosum,\n"
 	 "                  view-transpose, scatter-one or div-denom"},
 	{"help", false, false, "         this help"},
 };
@@ -45,7 +46,7 @@ static int verify(const Args *a, const Graph *g, const GradOpts *go)
 {
 	long long pairs, seed, threads;
 	if (cli_int(a, "grad", "pairs", 20, 1, 1000000, &pairs) ||
-	    cli_int(a, "grad", "seed", 1, 0, 1LL << 62, &seed) ||
+	    cli_int(a, "grad", "seed", 1, 0, LLONG_MAX, &seed) ||
 	    cli_int(a, "grad", "threads", 1, 1, 1024, &threads))
 		return 2;
 	MpGradOpts o = {.pairs = (int)pairs, .seed = (uint64_t)seed};
@@ -98,9 +99,17 @@ int cmd_grad(int argc, char **argv)
 	if ((code = wrt_list(cli_get(&a, "wrt"), buf, sizeof buf, names, 64, &go.nwrt)))
 		return code;
 	go.wrt = names;
-	if (cli_get(&a, "fault") && !(go.faults = gr_fault_parse(cli_get(&a, "fault")))) {
-		fprintf(stderr, "assay grad: --fault: unknown fault '%s'\n", cli_get(&a, "fault"));
-		return 2;
+	for (const char *p = cli_get(&a, "fault"); p && *p;) {   /* a comma list */
+		char one[64];
+		size_t len = strcspn(p, ",");
+		snprintf(one, sizeof one, "%.*s", (int)(len < 63 ? len : 63), p);
+		unsigned f = gr_fault_parse(one);
+		if (!f) {
+			fprintf(stderr, "assay grad: --fault: unknown fault '%s'\n", one);
+			return 2;
+		}
+		go.faults |= f;
+		p += len + (p[len] == ',');
 	}
 	Graph *g = cli_load_graph(&a, "grad", a.pos[0], &code);
 	if (!g)

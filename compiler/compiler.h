@@ -439,6 +439,10 @@ Graph *gr_derive(const Graph *g, const GradOpts *o, Diag *d);
 /* The GF_* fault called name ("max-both", "bcast-nosum", "view-transpose", "scatter-one",
  * "div-denom"), or 0. */
 unsigned gr_fault_parse(const char *name);
+/* The GF_* faults of the seeded faults kf (KF_GRAD_*: the fuzzer's names for them). */
+unsigned gr_faults_of(unsigned kf);
+/* The name of GF_* bit k ("max-both"), or NULL. */
+const char *gr_fault_name(int k);
 
 /* A copy of g with every cast replaced by its operand and every real output delivered in f64
  * (the function the directional check differentiates). The caller frees; NULL with d. */
@@ -637,15 +641,22 @@ enum {
 	                              exact tie between two normal results away from zero instead
 	                              of to even: off by the half ulp every budget allows, so only
 	                              the emulation check (verify/emucheck.c) sees it */
-	KF_ONLINE_NO_RESCALE = 1 << 21, /* online attention: acc is not rescaled when the
+	/* derivation faults: gr_derive's GF_* (below) under `assay fuzz --grad` (fz_check
+	 * derives every case's gradient with them); no effect on lowering */
+	KF_GRAD_MAX_BOTH = 1 << 21,      /* GF_MAX_BOTH */
+	KF_GRAD_BCAST_NOSUM = 1 << 22,   /* GF_BCAST_NOSUM */
+	KF_GRAD_VIEW_TRANSPOSE = 1 << 23, /* GF_VIEW_TRANSPOSE */
+	KF_GRAD_SCATTER_ONE = 1 << 24,   /* GF_SCATTER_ONE */
+	KF_GRAD_DIV_DENOM = 1 << 25,     /* GF_DIV_DENOM */
+	KF_ONLINE_NO_RESCALE = 1 << 26, /* online attention: acc is not rescaled when the
 	                              running maximum grows */
-	KF_ONLINE_FLIP = 1 << 22,  /* online softmax/attention: partials rescaled by
+	KF_ONLINE_FLIP = 1 << 27,  /* online softmax/attention: partials rescaled by
 	                              exp(m_new - m_old), not exp(m_old - m_new) */
-	KF_WELFORD_WEIGHT = 1 << 23, /* welford: Chan's merge of split pieces moves the mean by
+	KF_WELFORD_WEIGHT = 1 << 28, /* welford: Chan's merge of split pieces moves the mean by
 	                              d * nA / n instead of d * nB / n */
-	KF_LSE_NO_SHIFT = 1 << 24, /* online logsumexp: log(sum exp(x)), without the shift by
+	KF_LSE_NO_SHIFT = 1 << 29, /* online logsumexp: log(sum exp(x)), without the shift by
 	                              the running maximum */
-	KF__COUNT = 25,
+	KF__COUNT = 30,
 };
 
 typedef struct {

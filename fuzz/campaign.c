@@ -436,6 +436,16 @@ static char *job_reduce(Camp *C, const Task *t, VfPool *pool, int *kind)
 	for (char *p = origin; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
+	if (r.invariance) {   /* the batch the repro draws, for its command */
+		Diag pd = {0};
+		Graph *rg = ir_parse(repro, strlen(repro), "repro.tg", NULL, 0, &pd);
+		int64_t v;
+		int si = rg ? fz_inv_choice(rg, r.seed, &v) : -1;
+		if (si >= 0)
+			snprintf(r.inv_at, sizeof r.inv_at, "%s=%lld", rg->sizes[si].name, (long long)v);
+		ir_free(rg);
+		diag_clear(&pd);
+	}
 	char *header = fz_repro_header(&s, &r, st.defs_after, origin);
 	char *folder = folder_of(C->dir, key);
 	bool ok = fz_save_failure(folder, &s, repro, header, orig, &r, &d) == 0;

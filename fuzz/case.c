@@ -116,6 +116,9 @@ int fz_case_setup(const FzCampaign *c, uint64_t n, const char *cache_dir, FzRun 
 	r->timeout_s = c->timeout_s;
 	r->compile_timeout_s = c->compile_timeout_s;
 	r->cache_dir = cache_dir;
+	r->grad = r->grad_verify = c->grad_pairs > 0;
+	r->grad_pairs = c->grad_pairs;
+	r->invariance = c->invariance;
 	return 0;
 }
 
@@ -204,6 +207,14 @@ static void done_line(FILE *f, uint64_t n, const FzRun *r, const FzResult *res,
 	fprintf(f, ",\"inputs\":\"%s\",\"seed\":%llu,\"specials\":%s", dist_name(r->dist),
 		(unsigned long long)r->seed, r->specials ? "true" : "false");
 	variants_json(f, ci);
+	if (r->invariance) {   /* --invariance: the batch drawn (inv.c) */
+		fputs(",\"invariance\":", f);
+		vf_json_str(f, res->inv_note);
+	}
+	if (r->grad) {   /* --grad: whether the gradient was derived (grad.c) */
+		fputs(",\"grad\":", f);
+		vf_json_str(f, res->grad_note);
+	}
 	/* the failures classified before an error stay (a variant's error is not its
 	 * original's) */
 	Fails fs[1 + FZ_MAX_VARIANTS] = {{res, sigs, NULL}};

@@ -137,6 +137,13 @@ static void restrict_to(FzRun *out, const FzRun *r, const FzResult *res, const c
 	*out = *r;
 	out->nbackends = 0;
 	out->out_dir = NULL;
+	/* --grad: the derivation is a pseudo-backend, judged without kernels (grad.c) */
+	out->grad_verify = false;
+	if (r->grad && r->grad_verify) {
+		out->grad_verify = only && strcmp(only, "derivation") == 0;
+		for (int k = 0; !only && k < res->n; k++)
+			out->grad_verify |= res->v[k].suspect && strcmp(res->v[k].backend, "derivation") == 0;
+	}
 	for (int i = 0; i < r->nbackends; i++) {
 		bool want = only && strcmp(r->backends[i]->name, only) == 0;
 		for (int k = 0; !only && k < res->n; k++)
@@ -248,7 +255,7 @@ int fz_classify(const Graph *g, const FzRun *r, const FzResult *res, FzSig **out
 	FzRun rb;
 	restrict_to(&rb, r, res, NULL);
 	int rc = 0;
-	if (rb.nbackends > 0) {
+	if (rb.nbackends > 0 || rb.grad_verify) {
 		rc = classify_faults(g, &rb, res, sigs, d);
 		unsigned kinds = fz_dir_kinds(g);
 		for (int kind = 0; rc == 0 && kind < SD__COUNT; kind++) {
@@ -277,7 +284,7 @@ int fz_holds(const Graph *g, const FzRun *r, const FzSig *s, bool *holds, Diag *
 	FzResult none = {0}, res;
 	FzRun rb;
 	restrict_to(&rb, r, &none, s->backend);
-	if (rb.nbackends == 0)
+	if (rb.nbackends == 0 && !rb.grad_verify)
 		return 0;
 	int ok = check_quiet(g, &rb, &res, d);
 	if (ok < 0)
@@ -352,6 +359,49 @@ char *fz_repro_header(const FzSig *s, const FzRun *r, int defs, const char *orig
 		snprintf(be, sizeof be, "--backends %s", s->backend);
 	}
 	char *h = NULL;
+	if (r->invariance) {   /* a batch-invariance failure (inv.c) */
+		int n = asprintf(&h,
+			"# assay: a minimal repro (%d definition%s) of failure %s of batch invariance\n"
+			"# (backend %s, output %s: %s)\n"
+			"# inputs: %s\n"
+			"# reproduce: %s%s%sassay check THIS.tg --invariance %s %s %s\n"
+			"%s%s%s",
+			defs, defs == 1 ? "" : "s", key, s->backend, s->output,
+			vf_verdict_name(s->verdict), inputs, *faults ? "ASSAY_FAULT=" : "", faults,
+			*faults ? " " : "", *r->inv_at ? r->inv_at : "SIZE=V", be, inputs,
+			origin ? "# origin: " : "", origin ? origin : "", origin ? "\n" : "");
+		IR_ASSERT(n >= 0);
+		return h;
+	}
+	if (r->grad) {   /* the gradient's failure (grad.c): its derivation, or its kernels */
+		char gf[512] = "", kf[512] = "";
+		unsigned gfs = gr_faults_of(r->faults);
+		for (int k = 0, len = 0; k < GF__COUNT; k++)
+			if (gfs >> k & 1)
+				len += snprintf(gf + len, sizeof gf - (size_t)len, "%s%s",
+						len ? "," : " --fault ", gr_fault_name(k));
+		vf_faults_name(r->faults & ~(unsigned)(((1u << GF__COUNT) - 1) * KF_GRAD_MAX_BOTH),
+			       kf, sizeof kf);
+		char cmd[1600];
+		if (strcmp(s->backend, "derivation") == 0)
+			snprintf(cmd, sizeof cmd, "assay grad --verify THIS.tg --pairs %d --seed %llu%s",
+				 r->grad_pairs > 0 ? r->grad_pairs : 2, (unsigned long long)r->seed, gf);
+		else
+			snprintf(cmd, sizeof cmd, "assay grad THIS.tg%s -o THIS_grad.tg && %s%s%sassay "
+				 "check THIS_grad.tg %s %s", gf, *kf ? "ASSAY_FAULT=" : "", kf,
+				 *kf ? " " : "", be, inputs);
+		int n = asprintf(&h,
+			"# assay: a minimal repro (%d definition%s) of failure %s of its gradient\n"
+			"# (backend %s, output %s: %s)\n"
+			"# inputs: %s\n"
+			"# reproduce: %s\n"
+			"%s%s%s",
+			defs, defs == 1 ? "" : "s", key, s->backend, s->output,
+			vf_verdict_name(s->verdict), inputs, cmd,
+			origin ? "# origin: " : "", origin ? origin : "", origin ? "\n" : "");
+		IR_ASSERT(n >= 0);
+		return h;
+	}
 	int n = asprintf(&h,
 		"# assay: a minimal repro (%d definition%s) of failure %s\n"
 		"# (backend %s, output %s: %s)\n"

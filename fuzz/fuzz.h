@@ -189,6 +189,14 @@ typedef struct {
 	                            compared with the original's (fz_check_pair, meta.c) */
 	int pair_kind;           /* an FzVariantKind */
 	uint64_t pair_seed;
+	bool grad;               /* `assay fuzz --grad`: judge g's gradient instead (grad.c): the
+	                            derivation, and the gradient graph's kernels on backends */
+	bool grad_verify;        /* grad: run the directional test of the derivation */
+	int grad_pairs;          /* its (cotangent, direction) pairs (<= 0: 2) */
+	bool invariance;         /* `assay fuzz --invariance`: judge g's batch invariance instead
+	                            (inv.c) */
+	char inv_at[80];         /* a repro's "SIZE=V" (fz_inv_choice of the repro), for its
+	                            header; "" elsewhere */
 } FzRun;
 
 /* One (backend, output) verdict. */
@@ -232,6 +240,8 @@ struct FzResult {
 	bool against_bit;
 	const char *variant;     /* the variant's name and claim, for the reasons */
 	char *oracle_diff;       /* the first oracle value that differs (malloc'ed), or NULL */
+	char grad_note[256];     /* FzRun.grad: "derived", or "unsupported: WHY" ("": no grad) */
+	char inv_note[128];      /* FzRun.invariance: "SIZE=V of FULL", or why there is no batch */
 };
 
 /* Checks g under r: inputs from (r->seed, r->dist, r->specials), the oracle, a worker per
@@ -239,6 +249,14 @@ struct FzResult {
  * Returns 0, or -1 with d when the toolkit could not judge (the oracle or a budget failed,
  * the inputs could not be made): never for a verdict. */
 int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
+/* fz_check of g's batch invariance (r->invariance; inv.c), and the batch it draws: the
+ * index of the size in g->sizes (-1: none) and its smaller value. */
+int fz_check_inv(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
+int fz_inv_choice(const Graph *g, uint64_t seed, int64_t *value);
+/* fz_check of g's gradient (r->grad; grad.c). */
+int fz_check_grad(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
+/* Appends one record to res as fz_check's own records are (its verdict, its JSON line). */
+void fz_sink_record(FzResult *res, const VfRecord *rec);
 void fz_result_free(FzResult *res);
 /* The index in res of the first failing verdict of (backend, output), or -1. */
 int fz_result_find(const FzResult *res, const char *backend, const char *output);
@@ -487,6 +505,11 @@ typedef struct {
 	                            part in every case, and one more with the probability of its
 	                            fraction (0.25: one variant in a quarter of the cases), at
 	                            most FZ_MAX_VARIANTS; 0: none; default 0.25 */
+	bool invariance;         /* --invariance: each case judges its batch invariance (inv.c);
+	                            absent from settings.json when false */
+	int grad_pairs;          /* --grad: each case judges its graph's gradient (grad.c) with this
+	                            many directional pairs; 0: no --grad (absent from
+	                            settings.json) */
 	int shard_i, shard_n;    /* --shard I/N (fz_shard_parse): this campaign runs only the
 	                            cases n with n % shard_n == shard_i, each with the seeds the
 	                            unsharded campaign gives it, and has no coverage feedback

@@ -171,10 +171,21 @@ static void sink(void *ctx, const VfRecord *rec)
 		json_record(res->json, r, res->json_extra);
 }
 
+void fz_sink_record(FzResult *res, const VfRecord *rec)
+{
+	Sink s = {res, true, ""};
+	snprintf(s.run, sizeof s.run, "%.31s/%.31s", rec->backend, rec->sched);
+	sink(&s, rec);
+}
+
 int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 {
 	if (r->pair)
 		return fz_check_pair(g, r, res, d);
+	if (r->grad)
+		return fz_check_grad(g, r, res, d);
+	if (r->invariance)
+		return fz_check_inv(g, r, res, d);
 	int ni = ir_ninputs(g), ns = 0, failed = 0, rc = -1;
 	HostTensor *inputs = calloc((size_t)ni + 1, sizeof *inputs);
 	IR_ASSERT(inputs);

@@ -63,6 +63,14 @@ int rp_load_steps(RpRun *run, const char *text, size_t len, const char *path, Di
 		st->exact_token = (int)rp_json_num(rp_json_get(&v, "exact_token"), -1);
 		st->margin = rp_json_num(rp_json_get(&v, "margin"), NAN);
 		st->budget = rp_json_num(rp_json_get(&v, "budget"), NAN);
+		st->gap = rp_json_num(rp_json_get(&v, "gap"), NAN);
+		st->gap_budget = rp_json_num(rp_json_get(&v, "gap_budget"), NAN);
+		const JsVal *ge = rp_json_get(&v, "gap_exact");
+		st->gap_exact = ge && ge->kind == JS_BOOL && ge->b;
+		if (st->gap < 0)   /* -1: not finite when written */
+			st->gap = NAN;
+		if (st->gap_budget < 0)
+			st->gap_budget = INFINITY;
 		const JsVal *bf = rp_json_get(&v, "budget_finite");
 		st->budget_finite = bf && bf->kind == JS_BOOL && bf->b;
 		if (!st->budget_finite)

@@ -41,6 +41,7 @@ static const char *const verdict_color[V__COUNT] = {
 	[V_EMULATION_MISMATCH] = "#377eb8",
 	[V_VARIANT_MISMATCH] = "#00bcd4",
 	[V_BAD_OUTPUT] = "#8b0000",
+	[V_GRAD_MISMATCH] = "#6a3d9a",
 };
 
 typedef struct {
@@ -507,6 +508,70 @@ out:
 		fclose(f);
 }
 
+/* `assay decode`: per history, each step's exact lead of the top logit on the runner-up
+ * (points) against the two logits' budgets (line): a point under its line is a step where
+ * a flip would have been licensed, a flip above it a defect. Log scale; at most 8 histories. */
+static void decode_steps(Pl *p)
+{
+	const RpRun *run = p->run;
+	if (!run->nsteps)
+		return;
+	enum { MAXH = 8 };
+	const RpStep *first[MAXH];
+	int nh = 0;
+	for (int i = 0; i < run->nsteps && nh < MAXH; i++) {
+		const RpStep *s = &run->steps[i];
+		bool seen = false;
+		for (int k = 0; k < nh && !seen; k++)
+			seen = strcmp(first[k]->model, s->model) == 0 &&
+			       strcmp(first[k]->backend, s->backend) == 0 &&
+			       strcmp(first[k]->sched, s->sched) == 0;
+		if (!seen)
+			first[nh++] = s;
+	}
+	FILE *d = data(p, "decode"), *f = script(p, "decode", "Decode: lead against budget",
+		"step", "exact logit lead on the runner-up", false);
+	int points = 0;
+	if (!d || !f)
+		goto out;
+	for (int k = 0; k < nh; k++) {
+		fprintf(d, "# %s %s %s\n", first[k]->model, first[k]->backend, first[k]->sched);
+		for (int i = 0; i < run->nsteps; i++) {
+			const RpStep *s = &run->steps[i];
+			if (strcmp(first[k]->model, s->model) || strcmp(first[k]->backend, s->backend) ||
+			    strcmp(first[k]->sched, s->sched))
+				continue;
+			bool g = isfinite(s->gap) && s->gap > 0, b = isfinite(s->gap_budget) &&
+				 s->gap_budget > 0;
+			fprintf(d, "%d ", s->step);
+			fprintf(d, g ? "%.6g " : "? ", s->gap);
+			fprintf(d, b ? "%.6g\n" : "?\n", s->gap_budget);
+			points += g;
+		}
+		fputs("\n\n", d);
+	}
+	fprintf(f, "set logscale y\nplot ");
+	for (int k = 0; k < nh; k++)
+		fprintf(f, "%s'%s/decode.dat' index %d using 1:2 with points pt 7 ps 0.7 lc rgb '%s' "
+			"title '%s %s', '' index %d using 1:3 with lines lw 1.5 dt 2 lc rgb '%s' "
+			"notitle", k ? ", " : "", p->dir, k, palette[k % ARRAY_LEN(palette)],
+			first[k]->backend, first[k]->sched, k, palette[k % ARRAY_LEN(palette)]);
+	fputc('\n', f);
+	fclose(d), fclose(f);
+	d = f = NULL;
+	if (points)
+		draw(p, "decode", "Decode: each step's lead against its budget", "Per decode history "
+		     "(backend, schedule): the exact lead of the oracle's top logit on the runner-up "
+		     "(points) and the two logits' budgets (dashed). A step below its line could have "
+		     "flipped within the numerics (a flip there is licensed); a flip above it is a "
+		     "defect. Steps with no other candidate show a lower bound of the lead.");
+out:
+	if (d)
+		fclose(d);
+	if (f)
+		fclose(f);
+}
+
 int rp_plots(const RpRun *run, const RpSummary *s, const char *out_dir, const RpOpts *o,
 	     RpPlot *plots, int *nplots, char **pnote)
 {
@@ -521,6 +586,7 @@ int rp_plots(const RpRun *run, const RpSummary *s, const char *out_dir, const Rp
 		ulp_hist(&p);
 		red_len(&p);
 		agreement(&p);
+		decode_steps(&p);
 	} else {
 		note(&p, "No plots: cannot create %s.", p.dir);
 	}

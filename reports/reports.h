@@ -133,6 +133,9 @@ typedef struct {
 	int cls;              /* RP_STEP_* */
 	double margin, budget;   /* budget: +inf when budget_finite is false */
 	bool budget_finite;
+	double gap, gap_budget;  /* the exact top logit's lead on the runner-up, and the two's
+	                            budgets (VfStep; NaN in a run made before they were kept) */
+	bool gap_exact;
 } RpStep;
 
 typedef struct {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "testutil.h"
 #include "../verify/verify.h"
+#include "../fuzz/fuzz.h"
 
 static const char *prog(void)
 {
@@ -96,6 +97,17 @@ START_TEST(decode_agrees)
 	ck_assert_int_eq(run(t, "", "report %s/d -o %s/r", t, t), 0);
 	char *md = file(t, "r/report.md");
 	ck_assert_ptr_nonnull(strstr(md, "| qwen3_tiny_decode | c | default | 8 | 8 | 0 | 0 | 0 | 100.00% |"));
+	/* every agreeing step leads its runner-up by a positive exact gap, and the report plots
+	 * each step's lead against the runner-up's budget */
+	ck_assert_int_eq(count(steps, "\"gap\":-1,"), 0);
+	ck_assert_int_eq(count(steps, "\"gap_exact\":"), 8);
+	char *dat = file(t, "r/plots/decode.dat");
+	ck_assert_int_ge(count(dat, "\n"), 8);
+	ck_assert_ptr_nonnull(strstr(dat, "# qwen3_tiny_decode c default"));
+	char *html = file(t, "r/index.html");
+	ck_assert_ptr_nonnull(strstr(html, "Decode: each step's lead against its budget"));
+	free(html);
+	free(dat);
 	free(md);
 	free(recs);
 	free(steps);
@@ -320,6 +332,69 @@ START_TEST(invariance_fault_found)
 }
 END_TEST
 
+/* `assay fuzz --invariance` (fuzz/inv.c): the batch drawn from a graph's sizes; with partial
+ * tiles dropped (a seeded fault) the rows at a smaller batch differ from the full batch's
+ * under the same schedule (variant-mismatch), without the fault they do not; a batch at
+ * which the graph does not check is no comparison, not an error. */
+START_TEST(fuzz_invariance)
+{
+	Diag d = {0};
+	const char *src = "size K = 32\nd1[i:1, j:K] = 1 + i * j\noutput d1 : f64\n"
+			  "schedule\ntile d1 : i=3, j=16\n";
+	Graph *g = ir_parse(src, strlen(src), "inv.tg", NULL, 0, &d);
+	ck_assert_msg(g, "%s", d.msg);
+	uint64_t seed = 1;
+	int64_t v = 0;
+	for (; seed < 1000; seed++) {   /* a batch with a partial tile of 16 (a tile larger
+					   than the extent is the whole extent) */
+		ck_assert_int_eq(fz_inv_choice(g, seed, &v), 0);
+		ck_assert(v >= 1 && v < 32);
+		if (v > 16)
+			break;
+	}
+	ck_assert_int_gt(v, 16);
+	FzRun r = {0};
+	r.backends[0] = be_find("c");
+	r.nbackends = 1;
+	r.seed = seed;
+	r.dist = DIST_NORMAL;
+	r.timeout_s = 20;
+	r.invariance = true;
+	for (int fault = 0; fault < 2; fault++) {
+		r.faults = fault ? KF_DROP_TAIL : 0;
+		FzResult res = {0};
+		ck_assert_msg(fz_check(g, &r, &res, &d) == 0, "%s", d.msg ? d.msg : "");
+		ck_assert_int_eq(res.n, 1);
+		ck_assert_int_eq(res.v[0].verdict, fault ? V_VARIANT_MISMATCH : V_PASS);
+		ck_assert_ptr_nonnull(strstr(res.inv_note, "K="));
+		fz_result_free(&res);
+	}
+	ir_free(g);
+	/* a read in bounds only at the full extent: the batch does not apply */
+	const char *narrow = "size N = 4\ninput x : f32[N]\ny[i:N] = x[i] + x[3]\noutput y : f32\n";
+	g = ir_parse(narrow, strlen(narrow), "narrow.tg", NULL, 0, &d);
+	ck_assert_msg(g, "%s", d.msg);
+	r.faults = 0;
+	FzResult res = {0};
+	ck_assert_msg(fz_check(g, &r, &res, &d) == 0, "%s", d.msg ? d.msg : "");
+	ck_assert_int_eq(res.n, 0);
+	ck_assert_ptr_nonnull(strstr(res.inv_note, "does not apply"));
+	fz_result_free(&res);
+	ir_free(g);
+	/* the command line: a campaign records the mode and its done lines the batch */
+	char *t = tu_mkdtemp("fuzz-inv");
+	ck_assert_int_eq(run(t, "", "fuzz --invariance --cases 4 --backends c --seed 2 --quiet "
+			     "-o %s/c", t), 0);
+	char *set = file(t, "c/settings.json"), *log = file(t, "c/results.jsonl");
+	ck_assert_ptr_nonnull(strstr(set, "\"invariance\":1"));
+	ck_assert_int_eq(count(log, "\"invariance\":\""), 4);
+	ck_assert_int_eq(run(t, "", "fuzz --invariance --grad --cases 1 -o %s/x", t), 2);
+	free(set);
+	free(log);
+	tu_rm_rf(t);
+}
+END_TEST
+
 int main(void)
 {
 	if (access(prog(), X_OK) != 0) {
@@ -339,6 +414,7 @@ int main(void)
 	tcase_add_test(tc, invariance_fixed_schedule);
 	tcase_add_test(tc, invariance_split_by_batch);
 	tcase_add_test(tc, invariance_fault_found);
+	tcase_add_test(tc, fuzz_invariance);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

@@ -56,7 +56,7 @@ static int failures(const Graph *g, const FzRun *r)
 static const struct {
 	const char *fault;
 	Dist dist;
-	const char *src;
+	const char *src;   /* a derivation fault's (grad_*) is checked as `assay fuzz --grad` does */
 } fault_cases[] = {
 	{"drop_tail", DIST_NORMAL,
 	 "input x : f32[10]\ny[i:10] = x[i] * 2\noutput y : f32\nschedule\ntile y : i=4\n"},
@@ -96,6 +96,17 @@ static const struct {
 	/* every element an exact f16 tie: within every budget, only the emulation sees it */
 	{"tie_away", DIST_NORMAL, "y[i:8] = 1 + (i + 0.5) * 0x1p-10\noutput y : f16\n"
 	 "schedule\nstore y : f16\n"},
+	/* derivation faults (fuzz/grad.c): the derivation's pseudo-backend sees them */
+	{"grad_max_both", DIST_NORMAL, "input x : f32[4]\ny[r:4] = max(c:2) x[r]\noutput y : f32\n"},
+	{"grad_bcast_nosum", DIST_NORMAL, "input a : f32[3, 4]\ninput b : f32[4, 2]\n"
+	 "y[i:3, j:2] = sum(k:4) a[i, k] * b[k, j]\noutput y : f32\n"},
+	{"grad_view_transpose", DIST_NORMAL, "input x : f32[3, 4]\ninput w : f32[2, 4]\n"
+	 "y[i:3, j:2] = sum(k:4) x[i, k] * w[j, k]\noutput y : f32\n"},
+	{"grad_scatter_one", DIST_NORMAL, "input t : i32[6]\ninput w : f32[3, 2]\n"
+	 "h[i:6, d:2] = w[t[i], d]\noutput h : f32\n"},
+	{"grad_div_denom", DIST_NORMAL, "input x : f32[2, 5]\nm[r:2] = max(c:5) x[r, c]\n"
+	 "e[r:2, c:5] = exp(x[r, c] - m[r])\ns[r:2] = sum(c:5) e[r, c]\n"
+	 "y[r:2, c:5] = e[r, c] / s[r]\noutput y : f32\n"},
 	/* the one-pass forms (compiler/sched/online.c): the generator does not draw `online`
 	 * yet, so these fixed graphs are the faults' only cases */
 	{"online_no_rescale", DIST_NORMAL,
@@ -123,6 +134,8 @@ START_TEST(fault_is_visible)
 	ck_assert_int_eq(vf_faults_parse(fault_cases[_i].fault, &f, &d), 0);
 	Graph *g = parse(fault_cases[_i].src);
 	FzRun off = run_c(0, 1, fault_cases[_i].dist), on = run_c(f, 1, fault_cases[_i].dist);
+	off.grad = off.grad_verify = on.grad = on.grad_verify =
+		strncmp(fault_cases[_i].fault, "grad_", 5) == 0;
 	ck_assert_msg(failures(g, &off) == 0, "%s: the graph fails without the fault",
 		      fault_cases[_i].fault);
 	ck_assert_msg(failures(g, &on) > 0, "%s: the fault changes nothing the check sees",

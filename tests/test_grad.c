@@ -6,6 +6,7 @@
  * Examples run at reduced sizes (the same graphs, smaller extents) to keep the suite short;
  * the full sizes are `assay grad --verify examples/X.tg` (docs/grad.md). */
 #include "testutil.h"
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "../interp/interp.h"
@@ -216,6 +217,22 @@ static const char *const rule_graphs[] = {
 	/* windowed, padded */
 	"size L = 7, K = 3\ninput x : f32[L]\ninput w : f32[K]\n"
 	"y[i:L] = sum(k:K) x[i + k - 1] ?? 0 * w[k]\noutput y : f32\n",
+	/* a floor division beside the variable it divides: x[i, i, i / 3] has a nonzero
+	 * partial only where the remainder of i = 3q + s lies in 0..2 (found by fuzz --grad:
+	 * the remainder's range was missing from the guard, grad_x0[0, 0, 1] was d_d0[0]) */
+	"size N = 2\ninput x0 : f32[N, N, N]\nd0[i:N] = x0[i, i, i / 3] * 2\noutput d0 : f32\n",
+	/* a floor division inside one (a view written otherwise by fuzz/meta.c: the guard's
+	 * (4 * (r / 2) + 1) % 4 has no integer operand in a value context) */
+	"size K = 3\ninput x0 : f32[4]\nd1[] = max(r:7, s:K) x0[(4 * (r / 2) + 1) / 4]\n"
+	"d2[i:7] = x0[(4 * (i / 2) + 1) / 4] * x0[i % 4]\noutput d1 : f32, d2 : f32\n",
+	/* an integer cast into a real: the check's graph keeps it (stripped, the integer
+	 * product overflows 32 bits) */
+	"size N = 4\ninput x : f32[N]\ninput k : i32[N]\np[] = prod(r:N) f64(abs(k[r]) + 40000)\n"
+	"y[i:N] = x[i] * p[]\noutput y : f32\n",
+	/* a maximum of a sum: the tie count's comparison and the mask's can be rounded
+	 * otherwise in kernels (1 + x in f64 against the f32 maximum); the share is
+	 * d / max(count, 1), never d / 0 (the kernels' check is in fuzz_grad_control) */
+	"input x0 : f32[2]\nd1[] = max(s: 0..1) 1 + x0[1]\noutput d1 : f32\n",
 	/* a diagonal: one variable twice */
 	"size N = 5\ninput x : f32[N, N]\ny[i:N] = x[i, i] * x[i, i]\noutput y : f32\n",
 	/* a broadcast and a triangular range */
@@ -471,6 +488,93 @@ START_TEST(command_line)
 }
 END_TEST
 
+/* `assay fuzz --grad`: a clean campaign judges each case's derivation (records of the
+ * "derivation" pseudo-backend) and its gradient's kernels, and fails nothing; with a seeded
+ * derivation fault it stops at a derivation failure the fault is implicated in, reduced,
+ * whose repro header names the command that shows it. */
+START_TEST(fuzz_grad)
+{
+	char *dir = tmpdir(), args[1024], path[600];
+	snprintf(args, sizeof args, "fuzz --grad --cases 6 --backends c --seed 5 --quiet -o %s/clean",
+		 dir);
+	ck_assert_int_eq(run_assay(args), 0);
+	snprintf(path, sizeof path, "%s/clean/results.jsonl", dir);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	char line[65536];
+	int deriv = 0, kernels = 0, derived = 0;
+	while (fgets(line, sizeof line, f)) {
+		deriv += strstr(line, "\"backend\":\"derivation\"") != NULL &&
+			 !strstr(line, "\"variant\":");   /* the case's own, not its variants' */
+		kernels += strstr(line, "\"backend\":\"c\"") != NULL &&
+			   strstr(line, "\"output\":\"grad_") != NULL;
+		derived += strstr(line, "\"grad\":\"derived\"") != NULL;
+	}
+	fclose(f);
+	ck_assert_int_gt(derived, 0);
+	ck_assert_int_eq(deriv, derived);
+	ck_assert_int_gt(kernels, 0);
+	snprintf(args, sizeof args, "fuzz --resume %s/clean --grad-pairs 3 --cases 7 --quiet", dir);
+	ck_assert_int_eq(run_assay(args), 2);   /* a resume keeps the campaign's --grad */
+
+	snprintf(args, sizeof args, "fuzz --grad --cases 40 --backends c --seed 5 --until-failure "
+		 "--quiet -o %s/bad", dir);
+	char cmd[1200];
+	setenv("ASSAY_FAULT", "grad_bcast_nosum", 1);
+	int rc = run_assay(args);
+	unsetenv("ASSAY_FAULT");
+	ck_assert_int_eq(rc, 1);
+	snprintf(path, sizeof path, "%s/bad/failures", dir);
+	DIR *dd = opendir(path);
+	ck_assert_ptr_nonnull(dd);
+	struct dirent *e;
+	char repro[900] = "";
+	while ((e = readdir(dd)))
+		if (strncmp(e->d_name, "derivation.grad-mismatch.", 25) == 0 &&
+		    strstr(e->d_name, ".grad_bcast_nosum"))
+			snprintf(repro, sizeof repro, "%s/%s/repro.tg", path, e->d_name);
+	closedir(dd);
+	ck_assert_msg(*repro, "no derivation failure with grad_bcast_nosum implicated");
+	f = fopen(repro, "r");
+	ck_assert_ptr_nonnull(f);
+	char text[8192];
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	text[n] = 0;
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(text, "# reproduce: assay grad --verify THIS.tg --pairs 2 --seed "));
+	ck_assert_ptr_nonnull(strstr(text, "--fault bcast-nosum"));
+	/* the repro's own command: wrong with the fault, right without it */
+	const char *seed = strstr(text, "--seed ") + 7;
+	snprintf(cmd, sizeof cmd, "grad --verify %s --pairs 2 --seed %.*s", repro,
+		 (int)strspn(seed, "0123456789"), seed);
+	ck_assert_int_eq(run_assay(cmd), 0);
+	strcat(cmd, " --fault bcast-nosum");
+	ck_assert_int_eq(run_assay(cmd), 1);
+	free(dir);
+}
+END_TEST
+
+/* Found by a clean `assay fuzz --grad` campaign (seed 1, case 30): the gradient of a max
+ * divided by a tie count that its kernel computed as 0 (the comparison 1 + x == d1 in f64
+ * against the f32 maximum) where the mask's kernel chose the term: -inf against the
+ * oracle's finite value on c, opencl and vulkan. */
+START_TEST(fuzz_grad_control)
+{
+	char *dir = tmpdir(), path[600], args[1200];
+	snprintf(path, sizeof path, "%s/m.tg", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("input x0 : f32[2]\nd1[] = max(s: 0..1) 1 + x0[1]\noutput d1 : f32\n", f);
+	fclose(f);
+	snprintf(args, sizeof args, "grad %s -o %s/m_grad.tg", path, dir);
+	ck_assert_int_eq(run_assay(args), 0);
+	snprintf(args, sizeof args, "check %s/m_grad.tg --backends c --seed 5871375178448536121 "
+		 "--inputs normal", dir);
+	ck_assert_int_eq(run_assay(args), 0);
+	free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("grad");
@@ -488,6 +592,8 @@ static Suite *suite(void)
 	tcase_add_test(t, generated_graphs_derive);
 	tcase_add_test(t, unsupported_and_bad_requests);
 	tcase_add_test(t, command_line);
+	tcase_add_test(t, fuzz_grad);
+	tcase_add_test(t, fuzz_grad_control);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -390,10 +390,13 @@ static int write_step(const VfDecodeOpts *o, const VfStep *st, Diag *d)
 	vf_json_str(f, st->sched);
 	fprintf(f, ",\"step\":%d,\"pos\":%lld,\"token\":%d,\"exact_token\":%d,\"class\":\"%s\","
 		"\"margin\":%.17g,\"budget\":%.17g,\"candidates\":%d,\"logits_verdict\":\"%s\","
-		"\"max_ratio\":%.17g,\"reason\":", st->step, (long long)st->pos, st->token,
+		"\"max_ratio\":%.17g,\"gap\":%.17g,\"gap_budget\":%.17g,\"gap_exact\":%s,"
+		"\"reason\":", st->step, (long long)st->pos, st->token,
 		st->exact_token, class_name(st->cls), isfinite(st->margin) ? st->margin : -1,
 		isfinite(st->budget) ? st->budget : -1, st->ncand,
-		vf_verdict_name(st->logits_verdict), isfinite(st->max_ratio) ? st->max_ratio : -1);
+		vf_verdict_name(st->logits_verdict), isfinite(st->max_ratio) ? st->max_ratio : -1,
+		isfinite(st->gap) ? st->gap : -1, isfinite(st->gap_budget) ? st->gap_budget : -1,
+		st->gap_exact ? "true" : "false");
 	vf_json_str(f, st->reason);
 	fprintf(f, ",\"budget_finite\":%s}\n", isfinite(st->budget) ? "true" : "false");
 	int bad = fflush(f) || fsync(fileno(f));
@@ -441,7 +444,8 @@ static int judge(History *h, const Graph *g, const VfSched *s, const HostTensor 
 	/* candidates first, then sampled others (each token once) */
 	int64_t *idx = malloc((size_t)V * sizeof *idx);
 	uint8_t *cand = calloc((size_t)V, 1);
-	IR_ASSERT(idx && cand);
+	double *zc = calloc((size_t)V + 1, sizeof *zc);   /* the candidates' exact logits */
+	IR_ASSERT(idx && cand && zc);
 	int64_t n = 0;
 	for (int64_t v = 0; v < V; v++) {
 		double yv = ht_get(y, v), bv = ht_get(beta, v);
@@ -463,6 +467,7 @@ static int judge(History *h, const Graph *g, const VfSched *s, const HostTensor 
 	vf_metrics_init(&ml);
 	int64_t e = -1;
 	double ze = 0, zb = 0;
+
 	bool settled = true;
 	for (int64_t i = 0; i < n; i++) {
 		double z;
@@ -472,6 +477,8 @@ static int judge(History *h, const Graph *g, const VfSched *s, const HostTensor 
 		settled &= stt == MP_EXACT_OK;
 		vf_metrics_add(&ml, g->outputs[logits].dtype, idx[i], ht_get(y, idx[i]), z,
 			       ht_get(beta, idx[i]), false);
+		if (i < ncand)
+			zc[i] = z;
 		if (i < ncand && (e < 0 || z > ze)) {
 			e = idx[i];
 			ze = z;
@@ -480,6 +487,25 @@ static int judge(History *h, const Graph *g, const VfSched *s, const HostTensor 
 			zb = z;
 	}
 	vf_metrics_done(&ml);
+	/* the runner-up: the best other candidate, exactly; with none, the rest's bound */
+	int64_t ru = -1;
+	for (int64_t i = 0; i < ncand; i++)
+		if (idx[i] != e && (ru < 0 || zc[i] > zc[ru]))
+			ru = i;
+	st->gap_exact = ru >= 0;
+	if (ru >= 0) {
+		st->gap = ze - zc[ru];
+		st->gap_budget = ht_get(beta, e) + ht_get(beta, idx[ru]);
+	} else {
+		double ub = -INFINITY;
+		for (int64_t v = 0; v < V; v++)
+			if (!cand[v] || cand[v] == 2) {
+				double u = ht_get(y, v) + ht_get(beta, v);
+				ub = u > ub ? u : ub;
+			}
+		st->gap = ze - ub;
+		st->gap_budget = 0;
+	}
 	Verdict lv = vf_metrics_verdict(&ml);
 	st->token = (int)b;
 	st->exact_token = (int)e;
@@ -536,6 +562,7 @@ static int judge(History *h, const Graph *g, const VfSched *s, const HostTensor 
 out2:
 	free(idx);
 	free(cand);
+	free(zc);
 out:
 	if (ss)
 		mp_session_free(ss);

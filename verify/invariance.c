@@ -19,6 +19,7 @@
  * Each result counts towards the non-invariance rate of every directive kind its schedule
  * uses (split, tile, order, accum, store, inline; "none" for the default schedule).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,7 +159,37 @@ int vf_invariance(const char *path, const SizeOverride *ov, int nov, const Backe
 		  int nb, const VfInvOpts *io, const VfOpts *o, VfInvSummary *sum, Diag *d)
 {
 	memset(sum, 0, sizeof *sum);
-	Graph *g = ir_parse_file(path, ov, nov, d);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		diag_set(d, 2, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	IR_ASSERT(m);
+	char chunk[8192];
+	for (size_t k; (k = fread(chunk, 1, sizeof chunk, f)) > 0;)
+		fwrite(chunk, 1, k, m);
+	bool bad = ferror(f);
+	fclose(f);
+	fclose(m);
+	int rc = -1;
+	if (bad)
+		diag_env(d, "%s: read error", path);
+	else
+		rc = vf_invariance_text(text, path, ov, nov, bs, nb, io, o, sum, d);
+	free(text);
+	return rc;
+}
+
+int vf_invariance_text(const char *text, const char *path, const SizeOverride *ov, int nov,
+		       const Backend *const *bs, int nb, const VfInvOpts *io, const VfOpts *o,
+		       VfInvSummary *sum, Diag *d)
+{
+	memset(sum, 0, sizeof *sum);
+	size_t tlen = strlen(text);
+	Graph *g = ir_parse(text, tlen, path, ov, nov, d);
 	if (!g)
 		return -1;
 	int rc = -1, si = ir_find_size(g, io->size), ns = 0, ni = ir_ninputs(g);
@@ -199,7 +230,7 @@ int vf_invariance(const char *path, const SizeOverride *ov, int nov, const Backe
 			if (strcmp(ov[i].name, io->size) != 0)
 				ovs[n++] = ov[i];
 		ovs[n++] = (SizeOverride){io->size, io->values[v]};
-		Graph *gs = ir_parse_file(path, ovs, n, d);
+		Graph *gs = ir_parse(text, tlen, path, ovs, n, d);
 		if (!gs) {
 			rc = -1;
 			break;

@@ -34,6 +34,7 @@ static const char *const verdict_names[V__COUNT] = {
 	[V_EMULATION_MISMATCH] = "emulation-mismatch",
 	[V_VARIANT_MISMATCH] = "variant-mismatch",
 	[V_BAD_OUTPUT] = "bad-output",
+	[V_GRAD_MISMATCH] = "grad-mismatch",
 };
 _Static_assert(ARRAY_LEN(verdict_names) == V__COUNT, "one name per verdict");
 

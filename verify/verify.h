@@ -41,6 +41,9 @@ typedef enum {
 	              the same backend, both within their budgets (a failure) */
 	V_BAD_OUTPUT,   /* an external kernel (external.c) exited 0 but an output is missing,
 	              not a .npy file, or not of its dtype and shape: a whole-run failure */
+	V_GRAD_MISMATCH,   /* `assay fuzz --grad`: the derived gradient's <grad, t> differs from
+	              the oracle's exact directional derivative (interp/gradcheck.c); the
+	              record's backend is "derivation", its output the first wrong grad_X */
 	V__COUNT
 } Verdict;
 
@@ -679,6 +682,13 @@ typedef struct {
 	VfStepClass cls;
 	double margin;         /* z[exact_token] - z[token] (exact logits) */
 	double budget;         /* beta[exact_token] + beta[token] */
+	double gap;            /* how far the step was from a flip: z[exact_token] minus the
+	                          largest exact logit of the other candidates; with no other
+	                          candidate, minus the largest upper bound (y + beta) of the
+	                          rest (a lower bound of the exact gap: gap_exact false) */
+	double gap_budget;     /* beta[exact_token] + beta[runner-up] (0 with no other
+	                          candidate): a flip to the runner-up within it is licensed */
+	bool gap_exact;
 	int ncand;             /* tokens evaluated exactly as candidates */
 	Verdict logits_verdict;   /* the checked logits against their budgets (or the
 	                             kernel's failure) */
@@ -746,5 +756,9 @@ typedef struct {
  * there or not smaller, a graph that does not parse; 3: the oracle, the environment). */
 int vf_invariance(const char *path, const SizeOverride *ov, int nov, const Backend *const *bs,
 		  int nb, const VfInvOpts *io, const VfOpts *o, VfInvSummary *sum, Diag *d);
+/* The same for the graph text `text` (its file name path, for messages). */
+int vf_invariance_text(const char *text, const char *path, const SizeOverride *ov, int nov,
+		       const Backend *const *bs, int nb, const VfInvOpts *io, const VfOpts *o,
+		       VfInvSummary *sum, Diag *d);
 
 #endif

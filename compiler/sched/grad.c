@@ -96,7 +96,10 @@ static Ref xl_rec(Xl *x, Ref r)
 		break;
 	}
 	case NK_OP: {
-		if (x->strip && (op_info((Op)n.op)->flags & OPF_CAST)) {
+		/* a cast of an integer stays: it is what makes the value a real (stripped, an
+		 * integer product could overflow 32 bits where the real one is exact) */
+		if (x->strip && (op_info((Op)n.op)->flags & OPF_CAST) &&
+		    ir_node(x->src, n.a[0])->ty != TY_INT) {
 			out = xl_rec(x, n.a[0]);
 			break;
 		}
@@ -683,6 +686,19 @@ static bool constant(const Graph *h, Ref r)
 	return true;
 }
 
+static bool has_idiv(const Graph *h, Ref r)
+{
+	const Node *n = ir_node(h, r);
+	if (n->kind != NK_OP)
+		return false;   /* a read's brackets are an index context of their own */
+	if (n->op == OP_IDIV)
+		return true;
+	for (int k = 0; k < op_info((Op)n->op)->arity; k++)
+		if (has_idiv(h, n->a[k]))
+			return true;
+	return false;
+}
+
 static Ref value_div(Graph *h, Ref r)
 {
 	Node n = *ir_node(h, r);
@@ -695,11 +711,24 @@ static Ref value_div(Graph *h, Ref r)
 		if (v.ok && v.lo == v.hi)
 			return ir_int(h, v.lo);
 	}
+	/* a % c and a floor division of an a without divisions keep their integer operands:
+	 * (a - a % c) / c, exact; with a division inside a (4 * (r / 2) + 1) nothing in a
+	 * value context can be an integer operand of %, so the quotient is floor(A / c) and
+	 * the remainder A - c * floor(A / c), A being a as a real (exact while the values
+	 * are small integers, as indices are) */
+	if ((n.op == OP_MOD || n.op == OP_IDIV) && has_idiv(h, n.a[0])) {
+		Ref A = value_div(h, n.a[0]);
+		Ref q = mkop(h, OP_FLOOR, mkop(h, OP_DIV, A, n.a[1], 0), 0, 0);
+		return n.op == OP_IDIV ? q : mkop(h, OP_SUB, A, mkop(h, OP_MUL, n.a[1], q, 0), 0);
+	}
+	if (n.op == OP_MOD)
+		return r;
+	if (n.op == OP_IDIV)
+		return mkop(h, OP_DIV, mkop(h, OP_SUB, n.a[0], mkop(h, OP_MOD, n.a[0], n.a[1], 0), 0),
+			    n.a[1], 0);
 	Ref a[3];
 	for (int k = 0; k < 3; k++)
 		a[k] = n.a[k] ? value_div(h, n.a[k]) : REF_NONE;
-	if (n.op == OP_IDIV)
-		return mkop(h, OP_DIV, mkop(h, OP_SUB, a[0], mkop(h, OP_MOD, a[0], a[1], 0), 0), a[1], 0);
 	return mkop(h, (Op)n.op, a[0], a[1], a[2]);
 }
 
@@ -906,6 +935,13 @@ static int contribution(Gx *x, const Space *sp0, Ref R, Ref term, int gt)
 			Ref vw = ir_var(h, (uint32_t)w, TY_INT);
 			c[0] = mkop(h, OP_LE, sp.lo[w], vw, 0);
 			c[1] = mkop(h, OP_LT, vw, sp.hi[w], 0);
+		} else if ((w - sp0->nv) % 2 == 1) {
+			/* the remainder s of v = c*q + s lies in 0..c-1, also where it was solved
+			 * for (x[i, i / 3] read at [u, u3]: s = u - 3*u3 is a remainder only for
+			 * u3 = u / 3); with v's own range this makes (q, s) v's */
+			Ref vw = ir_var(h, (uint32_t)w, TY_INT);
+			c[0] = mkop(h, OP_LE, zero(h), vw, 0);
+			c[1] = mkop(h, OP_LT, vw, dm.dm[(w - sp0->nv) / 2].c, 0);
 		}
 		for (int k = 0; k < 2; k++) {
 			if (!c[k])
@@ -1111,9 +1147,14 @@ static int derive_def(Gx *x, int k, int adj)
 		break;
 	case MO_MAX:
 	case MO_MIN: {
-		/* ties share the cotangent equally (docs/grad.md) */
+		/* ties share the cotangent equally (docs/grad.md). The count is at least 1
+		 * wherever a term is chosen, so max(count, 1) is the count exactly; in a kernel
+		 * the count's comparisons may be rounded otherwise than the mask's (another
+		 * kernel, another format: 1 + x in f64 against the f32 maximum) and give 0
+		 * where the mask gives 1: the whole cotangent then, never d / 0 */
 		int cnt = tie_count(x, &Y, yread);
-		Ref share = mkop(h, OP_DIV, dy, read_at(h, cnt, lhsv, Y.nlhs), 0);
+		Ref share = mkop(h, OP_DIV, dy, mkop(h, OP_MAX, read_at(h, cnt, lhsv, Y.nlhs),
+						      ir_int(h, 1), 0), 0);
 		if (x->o.faults & GF_MAX_BOTH)   /* fault: no share */
 			share = dy;
 		W = select3(h, mkop(h, OP_EQ, Y.body, yread, 0), share, REF_NONE);
@@ -1485,6 +1526,19 @@ unsigned gr_fault_parse(const char *name)
 		if (strcmp(name, fault_names[k]) == 0)
 			return 1u << k;
 	return 0;
+}
+
+const char *gr_fault_name(int k)
+{
+	return k >= 0 && k < GF__COUNT ? fault_names[k] : NULL;
+}
+
+unsigned gr_faults_of(unsigned kf)
+{
+	_Static_assert(KF_GRAD_BCAST_NOSUM == KF_GRAD_MAX_BOTH << 1 &&
+		       KF_GRAD_DIV_DENOM == KF_GRAD_MAX_BOTH << (GF__COUNT - 1),
+		       "the KF_GRAD_* bits are GF_*'s, in order");
+	return (kf / KF_GRAD_MAX_BOTH) & ((1u << GF__COUNT) - 1);
 }
 
 /* ------------------------------------------------------------ the directional check */

@@ -252,7 +252,9 @@ typedef struct {
 
 /* ---------------------------------------------------------------- schedules */
 
-typedef enum { SD_STORE, SD_ACCUM, SD_INLINE, SD_TILE, SD_SPLIT, SD_ORDER, SD__COUNT } DirKind;
+/* SD_ONLINE (graph-format.md 7a): `online d1, d2, ...`; target is d1 and args[0..nargs) name
+ * every member (d1 included), each with value 0. */
+typedef enum { SD_STORE, SD_ACCUM, SD_INLINE, SD_TILE, SD_SPLIT, SD_ORDER, SD_ONLINE, SD__COUNT } DirKind;
 /* ORDER_ANY (graph-format.md 7a, claims of --external kernels): the reduction may be computed
  * in any order; its budget is that of the worst tree (oracles/budget.c), and assay's own
  * kernels compute it linearly. */
@@ -273,7 +275,7 @@ typedef struct {
 	int def;        /* its index in g->defs (resolved when checked), -1 before */
 	Dtype fmt;      /* store, accum */
 	Order order;    /* order */
-	int nargs;      /* tile, split */
+	int nargs;      /* tile, split; online: its members */
 	DirArg *args;
 	SrcPos pos;
 } Directive;
@@ -473,6 +475,8 @@ typedef struct {
 	bool inlined;
 	Dtype op, accum, store;
 	Order order;
+	int online;       /* 0, or 1 + the first (file order) member of its `online` set */
+	int8_t orule;     /* OnRule of that set (when online) */
 	int64_t tile[IR_MAXRANK];
 	int64_t split[IR_MAXRED];
 } DefSched;
@@ -504,6 +508,37 @@ void sched_splits(const Graph *g, const Schedule *s, int64_t *split, int *split_
  * (ir_parse_schedule reads them back). The caller frees the result. */
 char *sched_text(const Graph *g, const Schedule *s);
 void sched_free(Schedule *s);
+
+/* One-pass forms (compiler/sched/online.c, graph-format.md 7a, docs/online.md): the rules,
+ * as data, and the structural match of a set of reductions. */
+typedef enum { ON_SOFTMAX, ON_FLASH, ON_WELFORD, ON_LSE, ON__COUNT } OnRule;
+typedef struct {
+	const char *name;     /* "online-softmax" */
+	const char *takes;    /* the reductions it takes */
+	const char *state;    /* the running state */
+	const char *update;   /* one term */
+	const char *merge;    /* two states (split pieces) */
+	const char *domain;   /* why it holds, and where (all are real identities) */
+} OnRuleInfo;
+extern const OnRuleInfo on_rules[ON__COUNT];
+/* A recognised set: its members in file order (softmax: m, l; attention: m, l, o;
+ * welford: mu, var; logsumexp: z), the constant c of exp((x - m) * c) in l's terms
+ * (REF_NONE: 1), attention's numerator (o's body is num / l) and which factor of it is v. */
+typedef struct {
+	int rule;             /* OnRule, -1 when none */
+	int n;
+	int def[3];
+	Ref scale;
+	Ref num;
+	int vside;
+} OnPlan;
+/* Matches the reductions defs[0..n) against the rules. 0 with p filled, or -1 with why
+ * (the pattern that is missing). */
+int on_match(const Graph *g, const int *defs, int n, OnPlan *p, char *why, size_t nwhy);
+/* The plan of definition d's online set under s; -1 when d is in none. */
+int on_plan(const Graph *g, const Schedule *s, int d, OnPlan *p);
+/* Does r read (operands, index lists, `??` defaults) a tensor u with t[u]? */
+bool on_reads(const Graph *g, Ref r, const bool *t);
 
 /* Algebraic simplification (compiler/sched/rewrite.c). Every rule states its domain: exact
  * (bit-identical for every input, NaN, +-0, inf and subnormals included), real (an identity
@@ -613,7 +648,15 @@ enum {
 	KF_GRAD_VIEW_TRANSPOSE = 1 << 23, /* GF_VIEW_TRANSPOSE */
 	KF_GRAD_SCATTER_ONE = 1 << 24,   /* GF_SCATTER_ONE */
 	KF_GRAD_DIV_DENOM = 1 << 25,     /* GF_DIV_DENOM */
-	KF__COUNT = 26,
+	KF_ONLINE_NO_RESCALE = 1 << 26, /* online attention: acc is not rescaled when the
+	                              running maximum grows */
+	KF_ONLINE_FLIP = 1 << 27,  /* online softmax/attention: partials rescaled by
+	                              exp(m_new - m_old), not exp(m_old - m_new) */
+	KF_WELFORD_WEIGHT = 1 << 28, /* welford: Chan's merge of split pieces moves the mean by
+	                              d * nA / n instead of d * nB / n */
+	KF_LSE_NO_SHIFT = 1 << 29, /* online logsumexp: log(sum exp(x)), without the shift by
+	                              the running maximum */
+	KF__COUNT = 30,
 };
 
 typedef struct {

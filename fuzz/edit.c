@@ -212,7 +212,7 @@ static void pdirective(FILE *f, const Directive *X)
 {
 	static const char *const names[SD__COUNT] = {
 		[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
-		[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order",
+		[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online",
 	};
 	fprintf(f, "%s %s", names[X->kind], X->target);
 	if (X->kind == SD_STORE || X->kind == SD_ACCUM)
@@ -221,6 +221,8 @@ static void pdirective(FILE *f, const Directive *X)
 		fprintf(f, "%s%s=%lld", a ? ", " : " : ", X->args[a].name, (long long)X->args[a].value);
 	if (X->kind == SD_ORDER)
 		fprintf(f, " : %s", order_name(X->order));
+	for (int a = 1; X->kind == SD_ONLINE && a < X->nargs; a++)
+		fprintf(f, ", %s", X->args[a].name);
 	fputc('\n', f);
 }
 

@@ -326,6 +326,17 @@ typedef struct {
 	bool failed;
 	int64_t fail_at;
 	Diag d;
+	/* an online pass (online_element): the definition's set and role (-1: computed as
+	 * written); reads of the max (mean) give ovv and record their indices in ovidx; reads
+	 * of plain definitions that depend on a member (odep) are evaluated where read */
+	const Schedule *sched;
+	OnPlan on;
+	int orole;
+	const bool *odep;
+	int ovt;
+	double ovv;
+	int64_t ovidx[IR_MAXRANK];
+	bool ovseen;
 } Worker;
 
 static bool fmt_fits(Dtype a, Dtype b)
@@ -445,8 +456,24 @@ static double load(Worker *w, Dtype from, double v)
 	return x;
 }
 
+static double plain_at(Worker *w, const Node *n);
+static Dtype op_of(const Worker *w, int d);
+
 static double read_real(Worker *w, const Node *n)
 {
+	if (w->odep && (int)n->u.read.tensor == w->ovt && !n->u.read.pad) {
+		const Ref *ix = ir_read_idx(w->E->g, n);
+		for (uint32_t i = 0; i < n->u.read.n; i++)
+			w->ovidx[i] = eval_int(w, ix[i]);
+		w->ovseen = true;
+		/* the state is a value of the member's op format (the kernel's ovf) */
+		Dtype from = op_of(w, w->E->g->tensors[n->u.read.tensor].def);
+		double x = w->E->fits[from][w->opf] ? w->ovv : round_d(&w->s, w->opf, w->ovv);
+		note(&w->s, w->opf, x);
+		return x;
+	}
+	if (w->odep && w->odep[n->u.read.tensor] && !n->u.read.pad)
+		return plain_at(w, n);
 	int64_t off = 0;
 	int k = read_at(w, n, &off);
 	if (k < 0)
@@ -1142,10 +1169,278 @@ static void topk_element(Worker *w, int64_t e, bool ints)
 	}
 }
 
+/* ------------------------------------------------------------ online passes */
+
+/* The one-pass order of compiler/kir/lower.c's el_online (docs/online.md), operation by
+ * operation in the kernel's order and formats: per split piece the state, per term the
+ * max's term x (the max's op format), m' = max(m, x), the safe shift ms, the terms with the
+ * max read as ms, the rescale m == m' ? 1 : exp((m - m') * c) (each member's op format),
+ * l = l * f + t; Welford's n, d, mean, M2; the pieces merged into piece 0 in order; the
+ * member's value. A plain definition that depends on a member is evaluated where read (its
+ * op format, not rounded to a store format). */
+typedef struct {
+	const Def *def;
+	Dtype opf, accf, stf;
+	int64_t vars[IR_MAXVARS];
+} WSave;
+
+static void w_save(const Worker *w, WSave *s)
+{
+	s->def = w->def;
+	s->opf = w->opf;
+	s->accf = w->accf;
+	s->stf = w->stf;
+	memcpy(s->vars, w->vars, sizeof s->vars);
+}
+
+static void w_restore(Worker *w, const WSave *s)
+{
+	w->def = s->def;
+	w->opf = s->opf;
+	w->accf = s->accf;
+	w->stf = s->stf;
+	memcpy(w->vars, s->vars, sizeof s->vars);
+}
+
+static Dtype op_of(const Worker *w, int d)
+{
+	Dtype f = w->sched->defs[d].op;
+	return f == DT_I32 || f == DT_NONE ? DT_F64 : f;
+}
+
+static double plain_at(Worker *w, const Node *n)
+{
+	const Graph *g = w->E->g;
+	int d = g->tensors[n->u.read.tensor].def;
+	int64_t idx[IR_MAXRANK];
+	const Ref *ix = ir_read_idx(g, n);
+	for (uint32_t i = 0; i < n->u.read.n; i++)
+		idx[i] = eval_int(w, ix[i]);
+	WSave sv;
+	w_save(w, &sv);
+	w->def = &g->defs[d];
+	w->opf = op_of(w, d);
+	for (uint32_t i = 0; i < n->u.read.n; i++)
+		w->vars[i] = idx[i];
+	double v = eval_real(w, g->defs[d].body);
+	Dtype from = w->opf;
+	w_restore(w, &sv);
+	return load(w, from, v);
+}
+
+/* r evaluated in the current frame with the max (mean) read as v */
+static double w_shift(Worker *w, Ref r, double v)
+{
+	w->ovv = v;
+	w->ovseen = false;
+	return eval_real(w, r);
+}
+
+/* r in member md's frame at the row recorded in ovidx, index j */
+static double w_row(Worker *w, int md, Ref r, int64_t j)
+{
+	const Graph *g = w->E->g;
+	WSave sv;
+	w_save(w, &sv);
+	w->def = &g->defs[md];
+	w->opf = op_of(w, md);
+	for (int i = 0; i < w->def->nlhs; i++)
+		w->vars[i] = w->ovidx[i];
+	w->vars[w->def->nlhs] = j;
+	int ovt = w->ovt;
+	w->ovt = -1;
+	double x = eval_real(w, r);
+	w->ovt = ovt;
+	w_restore(w, &sv);
+	return x;
+}
+
+typedef struct {
+	double m, l, a;
+	int64_t n;
+} WSt;
+
+static double o1(Worker *w, Op op, Dtype f, double a, double b)
+{
+	return op1(&w->s, op, f, a, b, 0);
+}
+
+/* a value of format `from` as an operand of format f's arithmetic */
+static double w_into(Worker *w, Dtype from, Dtype f, double v)
+{
+	return w->E->fits[from][f] ? v : round_d(&w->s, f, v);
+}
+
+/* m == mn ? 1 : exp((m - mn) * c) in format f (m, mn of format mf) */
+static double w_scale(Worker *w, double m, double mn, const double *c, Dtype f, Dtype mf)
+{
+	double a = w_into(w, mf, f, m), b = w_into(w, mf, f, mn);
+	double d = o1(w, OP_SUB, f, a, b);
+	if (c)
+		d = o1(w, OP_MUL, f, d, *c);
+	double x = o1(w, OP_EXP, f, d, 0);
+	return m == mn ? 1.0 : x;
+}
+
+static double w_axpy(Worker *w, Dtype f, double s, double k, double t)
+{
+	return o1(w, OP_ADD, f, o1(w, OP_MUL, f, s, k), t);
+}
+
+static void online_element(Worker *w, int64_t e)
+{
+	Emu *E = w->E;
+	const Graph *g = E->g;
+	const OnPlan *p = &w->on;
+	int role = w->orole;
+	const Def *D = w->def;
+	set_lhs(w, e, D->nlhs);
+	bool lse = p->rule == ON_LSE, wf = p->rule == ON_WELFORD;
+	int md = p->def[0], ld = lse ? md : p->def[1];
+	const Def *M = &g->defs[md];
+	Dtype of = w->opf, mf = op_of(w, md), lf = op_of(w, ld);
+	if (role == 0 || lse)
+		mf = lf = of;
+	if (role == 1)
+		lf = of;
+	int64_t S = w->sched->defs[D - g->defs].split[0] > 1 ? w->sched->defs[D - g->defs].split[0] : 1;
+	WSt *st = calloc((size_t)S, sizeof *st);
+	IR_ASSERT(st);
+	for (int64_t k = 0; k < S; k++)
+		st[k].m = wf ? 0.0 : -INFINITY;
+	int64_t lo = eval_int(w, D->red[0].lo), hi = eval_int(w, D->red[0].hi);
+	bool hasc = p->scale != REF_NONE;
+	double cl = 0, co = 0;
+	if (hasc) {
+		WSave sv;
+		w_save(w, &sv);
+		w->opf = lf;
+		cl = eval_real(w, p->scale);
+		w->opf = of;
+		co = eval_real(w, p->scale);
+		w_restore(w, &sv);
+	}
+	w->ovt = M->out[0];
+	WSave sv;
+	w_save(w, &sv);
+	for (int64_t j = lo; j < hi && !w->failed; j++) {
+		WSt *q = &st[S > 1 ? (j - lo) % S : 0];
+		w->vars[D->nlhs] = j;
+		double x;
+		if (lse) {
+			x = eval_real(w, D->body);
+		} else if (wf) {
+			if (role == 1)
+				(void)w_shift(w, D->body, q->m);
+			else
+				for (int i = 0; i < D->nlhs; i++)
+					w->ovidx[i] = w->vars[i];
+			x = w_row(w, md, ir_node(g, M->body)->a[0], j);
+		} else {
+			(void)w_shift(w, role == 2 ? p->num : D->body, 0.0);
+			x = w_row(w, md, M->body, j);
+		}
+		if (w->failed)
+			break;
+		if (wf) {
+			q->n++;
+			double d = o1(w, OP_SUB, mf, x, q->m);
+			q->m = o1(w, OP_ADD, mf, q->m, o1(w, OP_DIV, mf, d, (double)q->n));
+			if (role == 1)
+				q->l = w_axpy(w, mf, d, o1(w, OP_SUB, mf, x, q->m), q->l);
+			continue;
+		}
+		double mn = max754(q->m, x);
+		double ms = mn == -INFINITY ? 0.0 : mn;
+		double tl, to = 0;
+		if (lse) {
+			tl = o1(w, OP_EXP, mf, o1(w, OP_SUB, mf, x, ms), 0);
+		} else if (role == 2) {
+			to = w_shift(w, p->num, ms);
+			const Node *dn = ir_node(g, ir_node(g, D->body)->a[1]);
+			const Ref *ix = ir_read_idx(g, dn);
+			int64_t li[IR_MAXRANK];
+			for (uint32_t i = 0; i < dn->u.read.n; i++)
+				li[i] = eval_int(w, ix[i]);
+			WSave s2;
+			w_save(w, &s2);
+			w->def = &g->defs[ld];
+			w->opf = lf;
+			for (uint32_t i = 0; i < dn->u.read.n; i++)
+				w->vars[i] = li[i];
+			w->vars[w->def->nlhs] = j;
+			tl = w_shift(w, g->defs[ld].body, ms);
+			w_restore(w, &s2);
+		} else {
+			tl = w_shift(w, D->body, ms);
+		}
+		double fl = w_scale(w, q->m, mn, hasc ? &cl : NULL, lf, mf);
+		if (role == 2) {
+			double fo = w_scale(w, q->m, mn, hasc ? &co : NULL, of, mf);
+			q->a = w_axpy(w, of, q->a, fo, to);
+		}
+		q->l = w_axpy(w, lf, q->l, fl, tl);
+		q->m = mn;
+	}
+	w_restore(w, &sv);
+	w->ovt = -1;
+	WSt *a = &st[0];
+	for (int64_t k = 1; k < S && !w->failed; k++) {
+		WSt *c = &st[k];
+		if (wf) {
+			int64_t n = a->n + c->n;
+			double d = o1(w, OP_SUB, mf, c->m, a->m);
+			double wt = o1(w, OP_DIV, mf, (double)c->n,
+				       (double)n);
+			double mean = o1(w, OP_ADD, mf, a->m, o1(w, OP_MUL, mf, d, wt));
+			if (role == 1) {
+				double wn = o1(w, OP_DIV, mf, o1(w, OP_MUL, mf, (double)a->n, (double)c->n),
+					       (double)n);
+				double m2 = o1(w, OP_ADD, mf, o1(w, OP_ADD, mf, a->l, c->l),
+					       o1(w, OP_MUL, mf, o1(w, OP_MUL, mf, d, d), wn));
+				a->l = c->n == 0 ? a->l : a->n == 0 ? c->l : m2;
+			}
+			a->m = c->n == 0 ? a->m : a->n == 0 ? c->m : mean;
+			a->n = n;
+			continue;
+		}
+		double mn = max754(a->m, c->m);
+		if (role == 2) {
+			double fa = w_scale(w, a->m, mn, hasc ? &co : NULL, of, mf);
+			double fb = w_scale(w, c->m, mn, hasc ? &co : NULL, of, mf);
+			a->a = w_axpy(w, of, a->a, fa, o1(w, OP_MUL, of, c->a, fb));
+		}
+		double fa = w_scale(w, a->m, mn, hasc ? &cl : NULL, lf, mf);
+		double fb = w_scale(w, c->m, mn, hasc ? &cl : NULL, lf, mf);
+		a->l = w_axpy(w, lf, a->l, fa, o1(w, OP_MUL, lf, c->l, fb));
+		a->m = mn;
+	}
+	double v;
+	if (wf && role == 0) {
+		v = w_into(w, mf, of, a->m);
+	} else if (wf) {
+		double nn = eval_real(w, ir_node(g, D->body)->a[1]);
+		v = o1(w, OP_DIV, of, w_into(w, mf, of, a->l), nn);
+	} else if (lse) {
+		bool fin = a->m - a->m == 0;
+		v = fin ? o1(w, OP_ADD, of, a->m, o1(w, OP_LOG, of, a->l, 0)) : a->m;
+	} else if (role == 1) {
+		v = a->l;
+	} else {   /* an empty range is the empty sum +0, not 0 / 0 */
+		v = lo < hi ? o1(w, OP_DIV, of, a->a, w_into(w, lf, of, a->l)) : 0.0;
+	}
+	free(st);
+	E->rv[D->out[0]][e] = stored(w, v);
+}
+
 static void do_element(Worker *w, int64_t e)
 {
 	const Def *D = w->def;
 	Emu *E = w->E;
+	if (w->orole >= 0) {
+		online_element(w, e);
+		return;
+	}
 	int t = D->out[0];
 	bool body_int = ir_node(E->g, D->body)->ty == TY_INT;
 	if (D->monoid == MO_TOPK) {
@@ -1339,6 +1634,39 @@ static int run_def(Emu *E, const EmuConfig *cfg, int k, Worker *ws, int nw, Diag
 		w->end = w->begin + chunk < n ? w->begin + chunk : n;
 		w->failed = false;
 		memset(w->vars, 0, sizeof w->vars);
+		w->sched = cfg ? cfg->sched : NULL;
+		w->orole = -1;
+		w->odep = NULL;
+		w->ovt = -1;
+	}
+	bool *odep = NULL;
+	OnPlan on;
+	if (cfg && cfg->sched && on_plan(g, cfg->sched, k, &on) == 0) {
+		int role = -1;
+		for (int r = 0; r < on.n; r++)
+			if (on.def[r] == k)
+				role = r;
+		if (role == 0 && (on.rule == ON_SOFTMAX || on.rule == ON_FLASH))
+			role = -1;
+		size_t nt = (size_t)g->ntensors + 1;
+		bool *dep = calloc(nt, 1);
+		odep = calloc(nt, 1);
+		IR_ASSERT(dep && odep);
+		for (int r = 0; r < on.n; r++)
+			dep[g->defs[on.def[r]].out[0]] = true;
+		for (int t = 0; t < g->ntensors; t++) {
+			const Tensor *T = &g->tensors[t];
+			if (T->kind != TK_DEF || dep[t] || g->defs[T->def].monoid != MO_NONE)
+				continue;
+			dep[t] = on_reads(g, g->defs[T->def].body, dep);
+			odep[t] = dep[t];
+		}
+		free(dep);
+		for (int i = 0; role >= 0 && i < use; i++) {
+			ws[i].on = on;
+			ws[i].orole = role;
+			ws[i].odep = odep;
+		}
 	}
 	if (use == 1) {
 		mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
@@ -1359,6 +1687,11 @@ static int run_def(Emu *E, const EmuConfig *cfg, int k, Worker *ws, int nw, Diag
 		for (int i = 0; i < use; i++)
 			if (started[i])
 				pthread_join(th[i], NULL);
+	}
+	free(odep);
+	for (int i = 0; i < use; i++) {
+		ws[i].odep = NULL;
+		ws[i].orole = -1;
 	}
 	for (int i = 0; i < use; i++)   /* chunks are in element order: the first is first */
 		if (ws[i].failed) {

@@ -150,6 +150,9 @@ typedef struct {
 	const Order *order;
 	const int64_t *split;   /* g->ndefs entries, or NULL: no split */
 	const int *split_red;   /* g->ndefs entries, or NULL: reduction index 0 */
+	/* the schedule, for its `online` sets (docs/online.md): their members are emulated
+	 * in the one-pass order; NULL: none */
+	const Schedule *sched;
 } EmuConfig;
 
 /* Emulated evaluation of every output (each output finally rounded into its own dtype,

@@ -158,6 +158,16 @@ typedef struct {
 	size_t *scnt;
 	bool *sempty;
 	size_t capsbuf;
+	/* an online pass (online_element): reads of member ovt give ovv and record their
+	 * indices; reads of plain definitions that depend on a member (odep) are evaluated at
+	 * the read, as the pass computes them */
+	int ovt;
+	Bv ovv;
+	int64_t ovidx[IR_MAXRANK];
+	bool ovseen;
+	bool *odep;
+	OnPlan on;                     /* the definition's online set (rule -1: none) */
+	int orole;                     /* its role there, -1: computed as written */
 	/* errors: a soft evaluation (a branch only a flipped condition takes) records them */
 	int soft;
 	bool failed, softfail;
@@ -264,8 +274,19 @@ static int read_at(Ba *b, const Node *n, int64_t *off, bool *tie)
 
 static Dtype real_fmt(Dtype f);
 
+static Bv plain_at(Ba *b, const Node *n);
+
 static Bv read_real(Ba *b, const Node *n)
 {
+	if (b->odep && (int)n->u.read.tensor == b->ovt && !n->u.read.pad) {
+		const Ref *ix = ir_read_idx(b->g, n);
+		for (uint32_t i = 0; i < n->u.read.n; i++)
+			b->ovidx[i] = ev_int(b, ix[i]).v;
+		b->ovseen = true;
+		return bv_round(&b->c, b->ovv, b->opf);
+	}
+	if (b->odep && b->odep[n->u.read.tensor] && !n->u.read.pad)
+		return plain_at(b, n);
 	int64_t off = 0;
 	bool tie = false;
 	int k = read_at(b, n, &off, &tie);
@@ -940,6 +961,305 @@ static void topk_element(Ba *b, int64_t e, bool ints)
 		topk_values(b, tv, e, K, slack);
 }
 
+/* ------------------------------------------------------------ online passes */
+
+/* The analysis of the one-pass order of compiler/kir/lower.c's el_online (docs/online.md),
+ * operation by operation: per split piece the state (m, l[, acc]) or (n, mean, M2), each
+ * term's max, safe shift, rescales exp((m - m') * c), products and sums in the member's
+ * formats, the pieces merged in order, and the member's value. Every value is a Bv, so the
+ * enclosures hold the exact value of the recurrence, which over the reals is the graph's
+ * (the rules' identities), and e bounds the computed value's distance to it. A rescale
+ * the kernel skips where m == m' (the factor 1) is exp(0) = 1 exactly, within the exp's
+ * bound. The pass's terms are evaluated with the max read as the running shift, plain
+ * definitions that read it evaluated where read (in their op format, not rounded to a store
+ * format), and the member's max or mean at the row its read names. */
+typedef struct {
+	const Def *def;
+	Dtype opf, accf, stf;
+	int64_t vars[IR_MAXVARS];
+} BaSave;
+
+static void ba_save(const Ba *b, BaSave *s)
+{
+	s->def = b->def;
+	s->opf = b->opf;
+	s->accf = b->accf;
+	s->stf = b->stf;
+	memcpy(s->vars, b->vars, sizeof s->vars);
+}
+
+static void ba_restore(Ba *b, const BaSave *s)
+{
+	b->def = s->def;
+	b->opf = s->opf;
+	b->accf = s->accf;
+	b->stf = s->stf;
+	memcpy(b->vars, s->vars, sizeof s->vars);
+}
+
+static void ba_enter(Ba *b, int d)
+{
+	const DefSched *x = &b->s->defs[d];
+	b->def = &b->g->defs[d];
+	b->opf = real_fmt(x->op);
+	b->accf = real_fmt(x->accum);
+	b->stf = real_fmt(x->store);
+}
+
+/* A read of a plain definition the pass computes where read. */
+static Bv plain_at(Ba *b, const Node *n)
+{
+	const Graph *g = b->g;
+	int d = g->tensors[n->u.read.tensor].def;
+	int64_t idx[IR_MAXRANK];
+	const Ref *ix = ir_read_idx(g, n);
+	for (uint32_t i = 0; i < n->u.read.n; i++)
+		idx[i] = ev_int(b, ix[i]).v;
+	BaSave sv;
+	ba_save(b, &sv);
+	ba_enter(b, d);
+	for (uint32_t i = 0; i < n->u.read.n; i++)
+		b->vars[i] = idx[i];
+	Bv v = ev_real(b, g->defs[d].body);
+	ba_restore(b, &sv);
+	return bv_round(&b->c, v, b->opf);
+}
+
+/* Evaluates r in member d's frame, the max (mean) read at the shift v; the indices of
+ * that read come back in b->ovidx. */
+static Bv with_shift(Ba *b, Ref r, Bv v)
+{
+	b->ovv = v;
+	b->ovseen = false;
+	return ev_real(b, r);
+}
+
+/* The max's (mean's) term at the row recorded in b->ovidx and index j. */
+static Bv row_term(Ba *b, int md, Ref r, int64_t j)
+{
+	BaSave sv;
+	ba_save(b, &sv);
+	ba_enter(b, md);
+	const Def *M = b->def;
+	for (int i = 0; i < M->nlhs; i++)
+		b->vars[i] = b->ovidx[i];
+	b->vars[M->nlhs] = j;
+	int save_ovt = b->ovt;
+	b->ovt = -1;
+	Bv x = ev_real(b, r);
+	b->ovt = save_ovt;
+	ba_restore(b, &sv);
+	return x;
+}
+
+typedef struct {
+	Bv m, l, a;
+	int64_t n;
+	bool any;
+} OnSt;
+
+/* exp((m - mn) * c) in format f */
+static Bv o_scale(Ba *b, const Bv *m, const Bv *mn, const Bv *c, Dtype f)
+{
+	Bv d = bv_add(&b->c, m, mn, f, true);
+	if (c)
+		d = bv_mul(&b->c, &d, c, f);
+	return bv_unary(&b->c, OP_EXP, &d, f);
+}
+
+/* s * k + t in format f */
+static Bv o_axpy(Ba *b, const Bv *s, const Bv *k, const Bv *t, Dtype f)
+{
+	Bv p = bv_mul(&b->c, s, k, f);
+	return bv_add(&b->c, &p, t, f, false);
+}
+
+static void online_element(Ba *b, int64_t e, const OnPlan *p, int role)
+{
+	const Graph *g = b->g;
+	const Def *D = b->def;
+	int t = D->out[0];
+	set_lhs(b, e, D->nlhs);
+	bool lse = p->rule == ON_LSE, wf = p->rule == ON_WELFORD;
+	int md = p->def[0], ld = lse ? md : p->def[1];
+	const Def *M = &g->defs[md];
+	Dtype mf = real_fmt(b->s->defs[md].op), lf = real_fmt(b->s->defs[ld].op), of = b->opf;
+	if (role == 0 || lse)
+		mf = lf = of;
+	if (role == 1)
+		lf = of;
+	int64_t S = 1;
+	if (b->s->defs[b->def - g->defs].split[0] > 1)
+		S = b->s->defs[b->def - g->defs].split[0];
+	OnSt *st = calloc((size_t)S, sizeof *st);
+	IR_ASSERT(st);
+	int64_t lo = ev_int(b, D->red[0].lo).v, hi = ev_int(b, D->red[0].hi).v;
+	BaSave sv;
+	ba_save(b, &sv);
+	Bv cl = {0}, co = {0};
+	bool hasc = p->scale != REF_NONE, got_cl = false, got_co = false;
+	b->ovt = g->defs[md].out[0];
+	Bv zero = bv_exact(0.0, DT_NONE);
+	for (int64_t j = lo; j < hi && !stop(b); j++) {
+		OnSt *q = &st[S > 1 ? (j - lo) % S : 0];
+		b->vars[D->nlhs] = j;
+		Bv x, tl = zero, to = zero;
+		if (lse) {
+			x = ev_real(b, D->body);
+		} else if (wf) {
+			if (role == 1)
+				(void)with_shift(b, D->body, q->any ? q->m : zero);
+			else {
+				for (int i = 0; i < D->nlhs; i++)
+					b->ovidx[i] = b->vars[i];
+				b->ovseen = true;
+			}
+			x = row_term(b, md, ir_node(g, M->body)->a[0], j);
+		} else {
+			/* the row of m (and of l): a first evaluation with any shift */
+			Bv probe = with_shift(b, role == 2 ? p->num : D->body, zero);
+			(void)probe;
+			if (!b->ovseen) {
+				fail(b, D->pos, 3, "internal: online pass: the max is not read");
+				break;
+			}
+			x = row_term(b, md, M->body, j);
+		}
+		if (stop(b))
+			break;
+		if (wf) {
+			q->n++;
+			Bv nb = bv_exact((double)q->n, DT_NONE);
+			Bv mean = q->any ? q->m : zero;
+			Bv d = bv_add(&b->c, &x, &mean, mf, true);
+			Bv dn = bv_div(&b->c, &d, &nb, mf);
+			q->m = bv_add(&b->c, &mean, &dn, mf, false);
+			if (role == 1) {
+				Bv d2 = bv_add(&b->c, &x, &q->m, mf, true);
+				Bv m2 = q->any ? q->l : zero;
+				q->l = o_axpy(b, &d, &d2, &m2, mf);
+			}
+			q->any = true;
+			continue;
+		}
+		Bv mn = q->any ? bv_maxmin(&b->c, &q->m, &x, true, mf) : x;
+		/* the terms with the new shift */
+		if (lse) {
+			Bv dd = bv_add(&b->c, &x, &mn, mf, true);
+			tl = bv_unary(&b->c, OP_EXP, &dd, mf);
+		} else if (role == 2) {
+			to = with_shift(b, p->num, mn);
+			BaSave s2;
+			ba_save(b, &s2);
+			/* l's term at the row of l read by o's divisor */
+			const Node *dn = ir_node(g, ir_node(g, D->body)->a[1]);
+			const Ref *ix = ir_read_idx(g, dn);
+			int64_t li[IR_MAXRANK];
+			for (uint32_t i = 0; i < dn->u.read.n; i++)
+				li[i] = ev_int(b, ix[i]).v;
+			ba_enter(b, ld);
+			for (uint32_t i = 0; i < dn->u.read.n; i++)
+				b->vars[i] = li[i];
+			b->vars[g->defs[ld].nlhs] = j;
+			tl = with_shift(b, g->defs[ld].body, mn);
+			if (hasc && !got_cl)
+				cl = ev_real(b, p->scale), got_cl = true;
+			ba_restore(b, &s2);
+			if (hasc && !got_co)
+				co = ev_real(b, p->scale), got_co = true;
+		} else {
+			tl = with_shift(b, D->body, mn);
+			if (hasc && !got_cl)
+				cl = ev_real(b, p->scale), got_cl = true;
+		}
+		if (stop(b))
+			break;
+		if (!q->any) {
+			q->l = bv_round(&b->c, tl, lf);
+			q->a = bv_round(&b->c, to, of);
+		} else {
+			Bv fl = o_scale(b, &q->m, &mn, hasc ? &cl : NULL, lf);
+			q->l = o_axpy(b, &q->l, &fl, &tl, lf);
+			if (role == 2) {
+				Bv fo = o_scale(b, &q->m, &mn, hasc ? &co : NULL, of);
+				q->a = o_axpy(b, &q->a, &fo, &to, of);
+			}
+		}
+		q->m = mn;
+		q->any = true;
+	}
+	ba_restore(b, &sv);
+	b->ovt = -1;
+	/* the pieces merged in order into piece 0 */
+	OnSt *a = &st[0];
+	for (int64_t k = 1; k < S && !stop(b); k++) {
+		OnSt *c = &st[k];
+		if (!c->any)
+			continue;
+		if (!a->any) {
+			*a = *c;
+			continue;
+		}
+		if (wf) {
+			int64_t n = a->n + c->n;
+			Bv naf = bv_exact((double)a->n, DT_NONE), nbf = bv_exact((double)c->n, DT_NONE);
+			Bv nf = bv_exact((double)n, DT_NONE);
+			Bv d = bv_add(&b->c, &c->m, &a->m, mf, true);
+			Bv w = bv_div(&b->c, &nbf, &nf, mf);
+			Bv dw = bv_mul(&b->c, &d, &w, mf);
+			Bv mean = bv_add(&b->c, &a->m, &dw, mf, false);
+			if (role == 1) {
+				Bv ab = bv_mul(&b->c, &naf, &nbf, mf);
+				Bv wn = bv_div(&b->c, &ab, &nf, mf);
+				Bv dd = bv_mul(&b->c, &d, &d, mf);
+				Bv s2 = bv_add(&b->c, &a->l, &c->l, mf, false);
+				a->l = o_axpy(b, &dd, &wn, &s2, mf);
+			}
+			a->m = mean;
+			a->n = n;
+			continue;
+		}
+		Bv mn = bv_maxmin(&b->c, &a->m, &c->m, true, mf);
+		if (role == 2) {
+			Bv fa = o_scale(b, &a->m, &mn, hasc ? &co : NULL, of);
+			Bv fb = o_scale(b, &c->m, &mn, hasc ? &co : NULL, of);
+			Bv pb = bv_mul(&b->c, &c->a, &fb, of);
+			a->a = o_axpy(b, &a->a, &fa, &pb, of);
+		}
+		Bv fa = o_scale(b, &a->m, &mn, hasc ? &cl : NULL, lf);
+		Bv fb = o_scale(b, &c->m, &mn, hasc ? &cl : NULL, lf);
+		Bv pb = bv_mul(&b->c, &c->l, &fb, lf);
+		a->l = o_axpy(b, &a->l, &fa, &pb, lf);
+		a->m = mn;
+	}
+	Bv v;
+	if (stop(b)) {
+		v = bv_unbounded(false);
+	} else if (!a->any) {
+		v = wf && role == 1 ? bv_unbounded(false) : lse ? bv_unbounded(false) : zero;
+		if (wf && role == 0)
+			v = zero;
+	} else if (wf) {
+		if (role == 0) {
+			v = bv_round(&b->c, a->m, of);
+		} else {
+			Bv nn = ev_real(b, ir_node(g, D->body)->a[1]);
+			Bv m2 = bv_round(&b->c, a->l, of);
+			v = bv_div(&b->c, &m2, &nn, of);
+		}
+	} else if (lse) {
+		Bv lg = bv_unary(&b->c, OP_LOG, &a->l, of);
+		v = bv_add(&b->c, &a->m, &lg, of, false);
+	} else if (role == 1) {
+		v = a->l;
+	} else {
+		Bv lv = bv_round(&b->c, a->l, of);
+		v = bv_div(&b->c, &a->a, &lv, of);
+	}
+	free(st);
+	b->rv[t][e] = bv_round(&b->c, v, b->stf);
+}
+
 /* ------------------------------------------------------------ elements */
 
 static void do_element(Ba *b, int64_t e)
@@ -957,6 +1277,10 @@ static void do_element(Ba *b, int64_t e)
 			store_int(b, t, e, ev_int(b, D->body));
 		else
 			b->rv[t][e] = bv_round(&b->c, ev_real(b, D->body), b->stf);
+		return;
+	}
+	if (b->on.rule >= 0 && b->orole >= 0) {
+		online_element(b, e, &b->on, b->orole);
 		return;
 	}
 	bool arg = D->monoid == MO_ARGMAX || D->monoid == MO_ARGMIN;
@@ -1024,6 +1348,7 @@ static void ba_free(Ba *b)
 	free(b->sbuf);
 	free(b->scnt);
 	free(b->sempty);
+	free(b->odep);
 	bv_free(&b->c);
 }
 
@@ -1083,11 +1408,45 @@ static int ba_init(Ba *b, const Graph *g, const Schedule *s, int be, const char 
 	return 0;
 }
 
+/* The online plan of definition k and the plain definitions its pass evaluates where
+ * read (compiler/kir/lower.c on_setup and on_role). */
+static void online_setup(Ba *b, int k)
+{
+	const Graph *g = b->g;
+	b->on.rule = -1;
+	b->orole = -1;
+	b->ovt = -1;
+	free(b->odep);
+	b->odep = NULL;
+	if (on_plan(g, b->s, k, &b->on))
+		return;
+	for (int r = 0; r < b->on.n; r++)
+		if (b->on.def[r] == k)
+			b->orole = r;
+	if (b->orole == 0 && (b->on.rule == ON_SOFTMAX || b->on.rule == ON_FLASH))
+		b->orole = -1;
+	size_t nt = (size_t)g->ntensors + 1;
+	bool *dep = calloc(nt, 1);
+	b->odep = calloc(nt, 1);
+	IR_ASSERT(dep && b->odep);
+	for (int r = 0; r < b->on.n; r++)
+		dep[g->defs[b->on.def[r]].out[0]] = true;
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *T = &g->tensors[t];
+		if (T->kind != TK_DEF || dep[t] || g->defs[T->def].monoid != MO_NONE)
+			continue;
+		dep[t] = on_reads(g, g->defs[T->def].body, dep);
+		b->odep[t] = dep[t];
+	}
+	free(dep);
+}
+
 static int run_defs(Ba *b)
 {
 	const Graph *g = b->g;
 	for (int k = 0; k < g->ndefs; k++) {
 		def_setup(b, k);
+		online_setup(b, k);
 		const Def *D = b->def;
 		int64_t n = ir_tensor_count(g, D->out[0]);
 		if (D->monoid == MO_TOPK)
@@ -1217,7 +1576,7 @@ void orc_emu_config(const Graph *g, const Schedule *s, OrcEmu *e)
 				e->split_red[k] = r;
 			}
 	e->cfg = (EmuConfig){DT_F32, e->fmt, e->fmt + nd, e->fmt + 2 * nd, e->order, e->split,
-			     e->split_red};
+			     e->split_red, s};
 }
 
 void orc_emu_free(OrcEmu *e)

@@ -449,6 +449,28 @@ START_TEST(tie_away_only_emulation)
 }
 END_TEST
 
+/* A Welford pass (docs/online.md) in split pieces is emulated in its one-pass order and a
+ * correct kernel equals it bit for bit (the graph's schedule and the default one, which
+ * vf_sched_list adds); a Chan merge with the wrong weight fails. */
+START_TEST(welford_pass_emulated)
+{
+	if (!c_here())
+		return;
+	const char *src = "input x : f32[3, 29]\nmu[t:3] = sum(j:29) x[t, j] / 29\n"
+			  "var[t:3] = sum(j:29) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / 29\n"
+			  "output mu : f32, var : f32\nschedule\nonline mu, var\nsplit mu : j=4\n"
+			  "split var : j=4\naccum var : f64\n";
+	Got got;
+	check(src, NULL, 0, &got);
+	ck_assert_int_eq(got.n, 4);
+	for (int k = 0; k < 4; k++)
+		ck_assert_msg(got.v[k] == V_PASS && got.emulated[k] && got.diff[k] == 0, "%d: %s: %s",
+			      k, vf_verdict_name(got.v[k]), got.reason[k]);
+	check(src, NULL, KF_WELFORD_WEIGHT, &got);
+	ck_assert_msg(vf_verdict_fails(got.v[0]), "%s", vf_verdict_name(got.v[0]));
+}
+END_TEST
+
 /* The fault in an intermediate: the output is off by many ulps of its own format but within
  * its budget, and the first differing stored definition is the f16 one, not the output. */
 START_TEST(locates_the_definition)
@@ -578,6 +600,7 @@ static Suite *suite(void)
 	tcase_set_timeout(p, 120);
 	tcase_add_loop_test(p, tie_away_only_emulation, 0, 2);
 	tcase_add_test(p, locates_the_definition);
+	tcase_add_test(p, welford_pass_emulated);
 	tcase_add_test(p, not_emulated_recorded);
 	tcase_add_test(p, per_output_on_c);
 	tcase_add_loop_test(p, device_facts, 0, 2);

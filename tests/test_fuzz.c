@@ -107,6 +107,24 @@ static const struct {
 	{"grad_div_denom", DIST_NORMAL, "input x : f32[2, 5]\nm[r:2] = max(c:5) x[r, c]\n"
 	 "e[r:2, c:5] = exp(x[r, c] - m[r])\ns[r:2] = sum(c:5) e[r, c]\n"
 	 "y[r:2, c:5] = e[r, c] / s[r]\noutput y : f32\n"},
+	/* the one-pass forms (compiler/sched/online.c): the generator does not draw `online`
+	 * yet, so these fixed graphs are the faults' only cases */
+	{"online_no_rescale", DIST_NORMAL,
+	 "input x : f32[4, 8]\ninput v : f32[8, 3]\nm[i:4] = max(j:8) x[i, j]\n"
+	 "p[i:4, j:8] = exp(x[i, j] - m[i])\nl[i:4] = sum(j:8) p[i, j]\n"
+	 "o[i:4, d:3] = sum(j:8) p[i, j] * v[j, d] / l[i]\noutput o : f32\n"
+	 "schedule\nonline m, l, o\n"},
+	{"online_flip", DIST_NORMAL,
+	 "input x : f32[4, 8]\nm[i:4] = max(j:8) x[i, j]\nl[i:4] = sum(j:8) exp(x[i, j] - m[i])\n"
+	 "output l : f32\nschedule\nonline m, l\n"},
+	{"welford_weight", DIST_NORMAL,
+	 "input x : f32[2, 10]\nmu[t:2] = sum(j:10) x[t, j] / 10\n"
+	 "var[t:2] = sum(j:10) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / 10\n"
+	 "output mu : f32, var : f32\nschedule\nonline mu, var\nsplit mu : j=3\nsplit var : j=3\n"},
+	/* exp(100 x) overflows f32 where x > 0.89: only the shift keeps the sum finite */
+	{"lse_no_shift", DIST_NORMAL,
+	 "input x : f32[4, 8]\nz[i:4] = logsumexp(j:8) x[i, j] * 100\noutput z : f32\n"
+	 "schedule\nonline z\n"},
 };
 
 START_TEST(fault_is_visible)

@@ -270,6 +270,11 @@ START_TEST(softmax_schedules)
 		{"tile e : c=5\nsplit s : c=4\norder s : pairwise", 1e-6},
 		{"store e : f16", 2e-3},
 		{"store e : bf16\nstore y : bf16\naccum s : f64", 2e-2},
+		/* the one-pass forms (docs/online.md) */
+		{"online m, s", 1e-6},
+		{"inline e\nonline s, m\nsplit m : c=4\nsplit s : c=4", 1e-6},
+		{"online m, s\nsplit m : c=40\nsplit s : c=40\naccum s : f64", 1e-6},
+		{"online m, s\naccum s : f16\ntile s : r=2", 3e-3},
 	};
 	Graph *g = parse(softmax_src);
 	HostTensor *in = inputs(g, rough_val, 4), out[1];
@@ -287,6 +292,135 @@ START_TEST(softmax_schedules)
 		run_ok(g, sch[k].sched, in, out);
 		expect_close(&out[0], ref, sch[k].rel, 1e-9, sch[k].sched);
 		ht_free(&out[0]);
+	}
+	free_all(in, 1);
+	ir_free(g);
+}
+END_TEST
+
+/* Causal grouped-query attention under `online m, l, o` (docs/online.md): three kernels
+ * (m, l, o), no buffer for the scores s or the probabilities p (absorbed), and the values
+ * of the graph; with split-KV pieces too; Welford's mean and variance in split pieces. */
+static const char attn_src[] =
+	"size T = 9, H = 4, KVH = 2, G = 2, D = 3\n"
+	"input q : f32[T, H, D]\ninput k : f32[T, KVH, D]\ninput v : f32[T, KVH, D]\n"
+	"s[h:H, i:T, j:T] = sum(d:D) q[i, h, d] * k[j, h / G, d] * 0.5\n"
+	"m[h:H, i:T] = max(j: 0..i+1) s[h, i, j]\n"
+	"p[h:H, i:T, j:T] = j <= i ? exp(s[h, i, j] - m[h, i]) : 0\n"
+	"l[h:H, i:T] = sum(j: 0..i+1) p[h, i, j]\n"
+	"o[i:T, h:H, d:D] = sum(j: 0..i+1) p[h, i, j] * v[j, h / G, d] / l[h, i]\n"
+	"output o : f32\n";
+
+START_TEST(online_attention)
+{
+	static const char *const sch[] = {"online m, l, o",
+					  "online m, l, o\nsplit m : j=2\nsplit l : j=2\nsplit o : j=2\n"
+					  "tile o : d=3"};
+	Graph *g = parse(attn_src);
+	HostTensor *in = inputs(g, rough_val, 9), out[1];
+	double ref[9 * 4 * 3];
+	for (int i = 0; i < 9; i++)
+		for (int h = 0; h < 4; h++) {
+			double sc[9], m = -INFINITY, l = 0;
+			for (int j = 0; j <= i; j++) {
+				sc[j] = 0;
+				for (int d = 0; d < 3; d++)
+					sc[j] += ht_get(&in[0], (i * 4 + h) * 3 + d) *
+						 ht_get(&in[1], (j * 2 + h / 2) * 3 + d) * 0.5;
+				m = fmax(m, sc[j]);
+			}
+			for (int j = 0; j <= i; j++)
+				l += exp(sc[j] - m);
+			for (int d = 0; d < 3; d++) {
+				double o = 0;
+				for (int j = 0; j <= i; j++)
+					o += exp(sc[j] - m) * ht_get(&in[2], (j * 2 + h / 2) * 3 + d);
+				ref[(i * 4 + h) * 3 + d] = o / l;
+			}
+		}
+	for (size_t k = 0; k < ARRAY_LEN(sch); k++) {
+		Diag d = {0};
+		ck_assert_int_eq(ir_parse_schedule(g, sch[k], strlen(sch[k]), "t.sched", &d), 0);
+		Schedule s;
+		ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
+		Kernels *kp = kir_lower(g, &s, NULL, &d);
+		ck_assert_msg(kp, "%s", d.msg);
+		char *text = kir_print(kp);
+		ck_assert_msg(strstr(text, "\nkernel 2: ") && !strstr(text, "\nkernel 3: ") &&
+			      !strstr(text, ": s f32[") && !strstr(text, ": p f32[") &&
+			      strstr(text, ": o f32["), "%s", text);
+		free(text);
+		kir_free(kp);
+		sched_free(&s);
+		run_ok(g, sch[k], in, out);
+		expect_close(&out[0], ref, 1e-5, 1e-7, sch[k]);
+		ht_free(&out[0]);
+	}
+	free_all(in, 3);
+	ir_free(g);
+}
+END_TEST
+
+/* A strictly causal range (j < i): row 0 has no terms, and its output is the empty sum +0,
+ * not 0 / 0. */
+START_TEST(online_empty_row)
+{
+	static const char src[] = "size T = 5, D = 2\ninput x : f32[T, T]\ninput v : f32[T, D]\n"
+				  "m[i:T] = max(j: 0..i) x[i, j]\np[i:T, j:T] = exp(x[i, j] - m[i])\n"
+				  "l[i:T] = sum(j: 0..i) p[i, j]\n"
+				  "o[i:T, d:D] = sum(j: 0..i) p[i, j] * v[j, d] / l[i]\noutput o : f32\n";
+	Graph *g = parse(src);
+	HostTensor *in = inputs(g, rough_val, 3), out[1];
+	double ref[5 * 2];
+	for (int i = 0; i < 5; i++) {
+		double m = -INFINITY, l = 0;
+		for (int j = 0; j < i; j++)
+			m = fmax(m, ht_get(&in[0], i * 5 + j));
+		for (int j = 0; j < i; j++)
+			l += exp(ht_get(&in[0], i * 5 + j) - m);
+		for (int d = 0; d < 2; d++) {
+			double o = 0;
+			for (int j = 0; j < i; j++)
+				o += exp(ht_get(&in[0], i * 5 + j) - m) * ht_get(&in[1], j * 2 + d);
+			ref[i * 2 + d] = i ? o / l : 0.0;
+		}
+	}
+	run_ok(g, "online m, l, o\nsplit m : j=2\nsplit l : j=2\nsplit o : j=2", in, out);
+	expect_close(&out[0], ref, 1e-5, 1e-7, "online, j < i");
+	ck_assert(!signbit(ht_get(&out[0], 0)));
+	ht_free(&out[0]);
+	free_all(in, 2);
+	ir_free(g);
+}
+END_TEST
+
+START_TEST(online_welford)
+{
+	static const char src[] = "size T = 3, N = 29\ninput x : f32[T, N]\n"
+				  "mu[t:T] = sum(j:N) x[t, j] / N\n"
+				  "var[t:T] = sum(j:N) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / N\n"
+				  "output mu : f32, var : f32\n";
+	static const char *const sch[] = {"online mu, var", "online mu, var\nsplit mu : j=4\n"
+					  "split var : j=4", "online var, mu\nsplit mu : j=40\nsplit var : j=40"};
+	Graph *g = parse(src);
+	HostTensor *in = inputs(g, rough_val, 5), out[2];
+	double rm[3], rv[3];
+	for (int t = 0; t < 3; t++) {
+		double a = 0, b = 0;
+		for (int j = 0; j < 29; j++)
+			a += ht_get(&in[0], t * 29 + j);
+		a /= 29;
+		for (int j = 0; j < 29; j++)
+			b += (ht_get(&in[0], t * 29 + j) - a) * (ht_get(&in[0], t * 29 + j) - a);
+		rm[t] = a;
+		rv[t] = b / 29;
+	}
+	for (size_t k = 0; k < ARRAY_LEN(sch); k++) {
+		run_ok(g, sch[k], in, out);
+		expect_close(&out[0], rm, 1e-5, 1e-6, sch[k]);
+		expect_close(&out[1], rv, 1e-5, 1e-6, sch[k]);
+		ht_free(&out[0]);
+		ht_free(&out[1]);
 	}
 	free_all(in, 1);
 	ir_free(g);
@@ -1260,7 +1394,7 @@ static void expect_emulator(const char *file, const char *sched, uint64_t seed)
 	int64_t *split = calloc((size_t)g->ndefs + 1, sizeof *split);
 	int *split_red = calloc((size_t)g->ndefs + 1, sizeof *split_red);
 	sched_splits(g, &s, split, split_red);
-	EmuConfig cfg = {DT_F32, f, f + g->ndefs, f + 2 * g->ndefs, ord, split, split_red};
+	EmuConfig cfg = {DT_F32, f, f + g->ndefs, f + 2 * g->ndefs, ord, split, split_red, &s};
 	MpOpts mo = {.threads = 1};
 	int rc = mp_emulate(g, in, &cfg, &mo, o2, NULL, &d);
 	ck_assert_msg(rc == 0, "%s", d.msg);
@@ -1762,6 +1896,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, matmul_rough);
 	tcase_add_test(tc, order_semantics);
 	tcase_add_test(tc, softmax_schedules);
+	tcase_add_test(tc, online_attention);
+	tcase_add_test(tc, online_welford);
+	tcase_add_test(tc, online_empty_row);
 	tcase_add_test(tc, inline_transpose);
 	tcase_add_test(tc, pad_window);
 	tcase_add_test(tc, triangular);

@@ -401,6 +401,83 @@ START_TEST(wgsl_declines_f64_defaults)
 }
 END_TEST
 
+/* ------------------------------------------------------------ online sets */
+
+/* `online` sets of compiler/sched/online.c: the rule each recognised set gets, and the
+ * error (its line and column, exit 2, the missing pattern) of each set with no one-pass
+ * form. */
+static const struct {
+	const char *src, *want;   /* want: a rule's name, or the start of the error */
+} onlines[] = {
+	{"size N = 8\ninput x : f32[N]\nm[] = max(j:N) x[j]\ne[j:N] = exp(x[j] - m[])\n"
+	 "l[] = sum(j:N) e[j]\ny[j:N] = e[j] / l[]\noutput y\nschedule\nonline m, l\n",
+	 "online-softmax"},
+	{"size N = 8\ninput x : f32[N]\nm[] = max(j:N) x[j]\n"
+	 "l[] = sum(j:N) exp((x[j] - m[]) * rsqrt(N))\noutput l\nschedule\nonline l, m\n",
+	 "online-softmax"},
+	{"size N = 8, D = 4\ninput x : f32[N]\ninput v : f32[N, D]\nm[] = max(j:N) x[j]\n"
+	 "p[j:N] = exp(x[j] - m[])\nl[] = sum(j:N) p[j]\no[d:D] = sum(j:N) p[j] * v[j, d] / l[]\n"
+	 "output o\nschedule\nonline m, l, o\n", "online-attention"},
+	{"size N = 8\ninput x : f32[N]\nz[] = logsumexp(j:N) x[j]\noutput z\nschedule\nonline z\n",
+	 "online-logsumexp"},
+	{"size T = 2, N = 8\ninput x : f32[T, N]\nmu[t:T] = sum(j:N) x[t, j] / N\n"
+	 "var[t:T] = sum(j:N) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / N\noutput var\n"
+	 "schedule\nonline mu, var\n", "welford"},
+	/* no one-pass form */
+	{"size N = 8\ninput x : f32[N]\nm[] = max(j:N) x[j]\nl[] = sum(j:N) exp(x[j] - m[] + 1)\n"
+	 "output l\nschedule\nonline m, l\n",
+	 "t.tg:7:8: error: online m, ...: no one-pass form: the terms of 'l' are not exp(x - m)"},
+	{"size N = 8\ninput x : f32[N]\nm[] = max(j:N) x[j]\n"
+	 "l[] = sum(j:N) exp((x[j] - m[]) * -2)\noutput l\nschedule\nonline m, l\n",
+	 "t.tg:7:8: error: online m, ...: no one-pass form: the terms of 'l'"},
+	{"size N = 8\ninput x : f32[N]\nm[] = max(j:N) x[j]\nl[] = sum(j: 0..4) exp(x[j] - m[])\n"
+	 "output l\nschedule\nonline m, l\n",
+	 "t.tg:7:8: error: online m, ...: no one-pass form: 'm' and 'l' reduce over different ranges"},
+	{"size N = 8, D = 4\ninput x : f32[N]\ninput v : f32[N, D]\nm[] = max(j:N) x[j]\n"
+	 "p[j:N] = exp(x[j] - m[])\nl[] = sum(j:N) p[j]\no[d:D] = sum(j:N) p[j] * v[j, d] * m[] / l[]\n"
+	 "output o\nschedule\nonline m, l, o\n",
+	 "t.tg:10:8: error: online m, ...: no one-pass form: the numerator of 'o'"},
+	{"size T = 2, N = 8\ninput x : f32[T, N]\nmu[t:T] = sum(j:N) x[t, j] / 7\n"
+	 "var[t:T] = sum(j:N) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / N\noutput var\n"
+	 "schedule\nonline mu, var\n",
+	 "t.tg:7:8: error: online mu, ...: no one-pass form: 'mu' is not a mean"},
+	{"size N = 8\ninput x : f32[N]\nm[] = max(j:N) x[j]\noutput m\nschedule\nonline m\n",
+	 "t.tg:6:8: error: online m: no one-pass form: a set of one needs a logsumexp"},
+	{"size N = 8\ninput x : f32[N]\nm[] = max(j:N) x[j]\nl[] = sum(j:N) exp(x[j] - m[])\n"
+	 "output l\nschedule\nonline m, l\nsplit m : j=2\n",
+	 "t.tg:8:7: error: split: the members of an online set are split alike ('m' and 'l' differ)"},
+};
+
+START_TEST(online_sets)
+{
+	Diag d = {0};
+	Graph *g = ir_parse(onlines[_i].src, strlen(onlines[_i].src), "t.tg", NULL, 0, &d);
+	ck_assert_msg(g, "case %d: %s", _i, d.msg);
+	Schedule s;
+	int rc = sched_build(g, &s, &d);
+	const char *want = onlines[_i].want;
+	if (strncmp(want, "t.tg", 4)) {
+		ck_assert_msg(rc == 0, "case %d: %s", _i, d.msg);
+		int last = -1;
+		for (int k = 0; k < g->ndefs; k++)
+			if (s.defs[k].online)
+				last = k;
+		OnPlan p;
+		ck_assert_int_eq(on_plan(g, &s, last, &p), 0);
+		ck_assert_str_eq(on_rules[p.rule].name, want);
+		char *text = sched_text(g, &s);
+		ck_assert_msg(strstr(text, "online "), "case %d: %s", _i, text);
+		free(text);
+		sched_free(&s);
+	} else {
+		ck_assert_msg(rc == -1 && d.code == 2 && strncmp(d.msg, want, strlen(want)) == 0,
+			      "case %d:\n got: %s\nwant: %s", _i, d.msg, want);
+		diag_clear(&d);
+	}
+	ir_free(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sched");
@@ -409,6 +486,7 @@ static Suite *suite(void)
 	tcase_add_test(f, default_is_no_directive);
 	tcase_add_test(f, text_states_what_differs_from_the_propagated_default);
 	tcase_add_test(f, sampled_texts_read_back);
+	tcase_add_loop_test(f, online_sets, 0, (int)ARRAY_LEN(onlines));
 	suite_add_tcase(s, f);
 	TCase *e = tcase_create("end to end");
 	tcase_set_timeout(e, 120);

@@ -126,6 +126,10 @@ static const struct { const char *name; unsigned bit; } fault_names[] = {
 	{"grad_max_both", KF_GRAD_MAX_BOTH}, {"grad_bcast_nosum", KF_GRAD_BCAST_NOSUM},
 	{"grad_view_transpose", KF_GRAD_VIEW_TRANSPOSE},
 	{"grad_scatter_one", KF_GRAD_SCATTER_ONE}, {"grad_div_denom", KF_GRAD_DIV_DENOM},
+	{"online_no_rescale", KF_ONLINE_NO_RESCALE},
+	{"online_flip", KF_ONLINE_FLIP},
+	{"welford_weight", KF_WELFORD_WEIGHT},
+	{"lse_no_shift", KF_LSE_NO_SHIFT},
 };
 _Static_assert(ARRAY_LEN(fault_names) == KF__COUNT, "one name per seeded fault");
 
@@ -194,7 +198,7 @@ int vf_opts_env(VfOpts *o, Diag *d)
 int vf_sched_list(const Graph *g, const char *first_name, uint64_t seed, int nsampled,
 		  VfSched **out, int *n, Diag *d)
 {
-	VfSched *s = calloc((size_t)nsampled + 1, sizeof *s);
+	VfSched *s = calloc((size_t)nsampled + 2, sizeof *s);
 	IR_ASSERT(s);
 	if (sched_build(g, &s[0].s, d)) {
 		free(s);
@@ -202,14 +206,23 @@ int vf_sched_list(const Graph *g, const char *first_name, uint64_t seed, int nsa
 	}
 	snprintf(s[0].name, sizeof s[0].name, "%s", first_name);
 	s[0].text = sched_text(g, &s[0].s);
+	int extra = 0;
+	for (int k = 0; k < g->ndirs && !extra; k++)
+		extra = g->dirs[k].kind == SD_ONLINE;
+	if (extra) {
+		snprintf(s[1].name, sizeof s[1].name, "default");
+		sched_default(g, &s[1].s);
+		s[1].text = sched_text(g, &s[1].s);
+	}
 	for (int k = 1; k <= nsampled; k++) {
-		snprintf(s[k].name, sizeof s[k].name, "s%d", k);
-		s[k].seed = vf_sched_seed(g, seed, k);
-		sched_sample(g, s[k].seed, &s[k].s);
-		s[k].text = sched_text(g, &s[k].s);
+		VfSched *x = &s[k + extra];
+		snprintf(x->name, sizeof x->name, "s%d", k);
+		x->seed = vf_sched_seed(g, seed, k);
+		sched_sample(g, x->seed, &x->s);
+		x->text = sched_text(g, &x->s);
 	}
 	*out = s;
-	*n = nsampled + 1;
+	*n = nsampled + 1 + extra;
 	return 0;
 }
 

@@ -21,6 +21,11 @@
  * flush can change only the operations it is applied to, and a device assuming no NaN can
  * change only real operations.
  *
+ * Online passes (docs/online.md): the emulator computes them in the kernel's one-pass
+ * order (interp/emul.c online_element: the rescales, the Welford updates and the merges),
+ * so they are held to it like any other order where their operations are promised (a
+ * Welford pass; a softmax pass has exp, which is not).
+ *
  * Fully specified (vf_emu_specified), from the backend's facts on the run's device
  * (compiler.h BeFacts: Backend.facts refined by Backend.device_facts in the worker):
  * - every real operation of every definition of the cone (terms, the monoid's combine,

@@ -396,7 +396,9 @@ const char *vf_faults_name(unsigned faults, char *buf, size_t n);
 
 /* The schedules `assay check` runs: first g's own (sched_build of its directives: from a
  * schedule block or --schedule FILE; the default when it has none), named first_name,
- * then nsampled sampled ones s1..sN (sched_sample with vf_sched_seed(g, seed, k)).
+ * then, when g's own schedule has an `online` set, the default schedule too (named
+ * "default": an example gains its one-pass form without losing the multi-pass one), then
+ * nsampled sampled ones s1..sN (sched_sample with vf_sched_seed(g, seed, k)).
  * *out is allocated here (free with vf_sched_list_free). -1 with d if g's directives do
  * not apply (code 2). */
 int vf_sched_list(const Graph *g, const char *first_name, uint64_t seed, int nsampled,

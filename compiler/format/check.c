@@ -1372,11 +1372,46 @@ static bool is_index(const Def *D, const char *name, bool red)
 
 #define DERR(pos, ...) dir_err(ck, X, pos, file, src, len, __VA_ARGS__)
 
+/* `online d1, ...`: each member a definition that is a reduction, named once, and in no
+ * other online set. Whether the set has a one-pass form is sched_build's question
+ * (compiler/sched/online.c). */
+static int online_ok(Checker *ck, int k, const char *file, const char *src, size_t len)
+{
+	Graph *g = ck->g;
+	Directive *X = &g->dirs[k];
+	for (int a = 0; a < X->nargs; a++) {
+		const DirArg *A = &X->args[a];
+		if (!A->name)
+			return bad(ck, "directive %d: bad argument", k);
+		int t = ir_find_tensor(g, A->name);
+		if (t < 0)
+			return DERR(A->pos, "unknown definition '%s'", A->name);
+		if (g->tensors[t].kind == TK_INPUT)
+			return DERR(A->pos, "'%s' is an input, not a definition", A->name);
+		const Def *D = &g->defs[g->tensors[t].def];
+		if (D->monoid == MO_NONE)
+			return DERR(A->pos, "online of '%s', which is not a reduction", A->name);
+		for (int b = 0; b < a; b++)
+			if (strcmp(X->args[b].name, A->name) == 0)
+				return DERR(A->pos, "'%s' appears twice in one online set", A->name);
+		for (int j = 0; j < k; j++) {
+			const Directive *Y = &g->dirs[j];
+			for (int b = 0; Y->kind == SD_ONLINE && b < Y->nargs; b++)
+				if (strcmp(Y->args[b].name, A->name) == 0)
+					return DERR(A->pos, "'%s' is already in the online set at line %d",
+						    A->name, Y->pos.line);
+		}
+	}
+	X->def = g->tensors[ir_find_tensor(g, X->target)].def;
+	return 0;
+}
+
 static int directive_ok(Checker *ck, int k, const char *file, const char *src, size_t len)
 {
 	Graph *g = ck->g;
 	Directive *X = &g->dirs[k];
-	if (X->kind >= SD__COUNT || !X->target || ((X->kind == SD_TILE || X->kind == SD_SPLIT) &&
+	if (X->kind >= SD__COUNT || !X->target || ((X->kind == SD_TILE || X->kind == SD_SPLIT ||
+	    X->kind == SD_ONLINE) &&
 	    (X->nargs < 1 || !X->args)) || X->fmt < 0 || X->fmt >= DT__COUNT ||
 	    (X->order < 0 || X->order >= ORDER__COUNT))
 		return bad(ck, "directive %d is malformed", k);
@@ -1410,6 +1445,8 @@ static int directive_ok(Checker *ck, int k, const char *file, const char *src, s
 			if (strcmp(X->args[b].name, A->name) == 0)
 				return DERR(A->pos, "index '%s' appears twice", A->name);
 	}
+	if (X->kind == SD_ONLINE)
+		return online_ok(ck, k, file, src, len);
 	for (int j = 0; j < k; j++) {
 		const Directive *Y = &g->dirs[j];
 		if (Y->kind == X->kind && (X->kind == SD_STORE ? strcmp(Y->target, X->target) == 0

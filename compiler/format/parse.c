@@ -783,6 +783,22 @@ static void dir_args(Parser *P, Directive *D)
 	D->nargs = n;
 }
 
+/* `online d1, d2, ...`: every member in args (value 0), d1 (token t) first. */
+static void online_args(Parser *P, Directive *D, const Token *t)
+{
+	DirArg a[IR_MAXVARS];
+	int n = 0;
+	a[n++] = (DirArg){D->target, 0, tpos(P, t)};
+	while (accept(P, T_COMMA)) {
+		if (n == IR_MAXVARS)
+			fail(P, cur(P), "too many definitions in one online set");
+		const Token *u = expect(P, T_NAME, "a definition name");
+		a[n++] = (DirArg){name_dup(P, u), 0, tpos(P, u)};
+	}
+	D->args = ir_alloc(P->g, (size_t)n * sizeof *a);
+	memcpy(D->args, a, (size_t)n * sizeof *a);
+	D->nargs = n;
+}
 
 static void directive(Parser *P)
 {
@@ -792,13 +808,15 @@ static void directive(Parser *P)
 		if (is_word(P, k, fe_dir_name((DirKind)i)))
 			kind = i;
 	if (kind < 0)
-		fail(P, k, "unknown directive %s (store, accum, inline, tile, split or order)",
+		fail(P, k, "unknown directive %s (store, accum, inline, tile, split, order or online)",
 		     describe(P, k));
 	Directive D = {.kind = (uint8_t)kind, .def = -1, .fmt = DT_F32, .order = ORDER_LINEAR};
 	const Token *t = expect(P, T_NAME, "a definition name");
 	D.target = name_dup(P, t);
 	D.pos = tpos(P, t);
-	if (kind == SD_STORE || kind == SD_ACCUM) {
+	if (kind == SD_ONLINE) {
+		online_args(P, &D, t);
+	} else if (kind == SD_STORE || kind == SD_ACCUM) {
 		if (accept(P, T_COLON))
 			D.fmt = format(P, false);
 	} else if (kind == SD_TILE || kind == SD_SPLIT) {

@@ -55,7 +55,7 @@ static char *finish(Buf *b)
 
 static const char *const dir_names[SD__COUNT] = {
 	[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
-	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order",
+	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online",
 };
 
 const char *fe_dir_name(DirKind k)
@@ -280,6 +280,10 @@ static void pdirective(Buf *b, const Directive *X)
 {
 	put(b, "%s %s", fe_dir_name((DirKind)X->kind), X->target);
 	switch (X->kind) {
+	case SD_ONLINE:
+		for (int a = 1; a < X->nargs; a++)
+			put(b, ", %s", X->args[a].name);
+		break;
 	case SD_STORE: case SD_ACCUM:
 		put(b, " : %s", dt_name(X->fmt));
 		break;

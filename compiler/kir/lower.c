@@ -48,6 +48,21 @@ typedef struct {
 	unsigned faults;
 	Diag *d;
 	int def;          /* the definition being lowered */
+	/* an online pass (el_online): reads of member role r give ov[r] (a value of format
+	 * ovf[r]) and record their indices in ovidx[r]; reads of plain definitions that
+	 * depend on a member (expand) are computed where read, not loaded */
+	const OnPlan *on;
+	int32_t ov[3];
+	Dtype ovf[3];
+	int32_t ovidx[3][IR_MAXRANK];
+	bool ovseen[3], ovclash;
+	bool *expand;
+	OnPlan plan;      /* of the definition being lowered, when it is in an online set */
+	/* reductions an online pass computes where they are read (absorbed, no buffer): the
+	 * reads met while translating one term, computed by flush() before the term's use */
+	int npend;
+	struct { int t; int32_t idx[IR_MAXRANK]; int32_t v; } pend[8];
+	bool pend_over, flush_failed;
 } L;
 
 typedef struct {
@@ -188,17 +203,59 @@ static int32_t site(L *l, const KSite *s)
 
 static int32_t tr(L *l, const Env *e, Ref r);
 
+/* A read of an absorbed reduction t (kir_lower: one an online pass computes where it is
+ * read): a local, computed by flush() before the statement that uses it, holding the value
+ * the reduction's kernel would have stored (rounded to its store format). */
+static int32_t pending(L *l, const Env *e, int t, const int32_t *idx)
+{
+	const Tensor *T = &l->g->tensors[t];
+	Dtype sf = l->s->defs[T->def].store;
+	int k = 0;
+	for (; k < l->npend; k++) {
+		bool same = l->pend[k].t == t;
+		for (int i = 0; same && i < T->rank; i++)
+			same = l->pend[k].idx[i] == idx[i];
+		if (same)
+			break;
+	}
+	if (k == l->npend) {
+		if (k == (int)ARRAY_LEN(l->pend)) {
+			l->pend_over = true;
+			return into(l, e, kx_real(l->k, kt_of(sf), 0.0), sf);
+		}
+		l->pend[k].t = t;
+		memcpy(l->pend[k].idx, idx, (size_t)T->rank * sizeof *idx);
+		l->pend[k].v = var(l, kt_of(sf), 0, false);
+		l->npend++;
+	}
+	return into(l, e, kx_var(l->k, l->pend[k].v), sf);
+}
+
 /* The value of tensor t at in-bounds indices idx, in e's types. */
 static int32_t value_at(L *l, const Env *e, int t, const int32_t *idx)
 {
 	const Graph *g = l->g;
 	int32_t b = l->k->tbuf[t];
+	for (int r = 0; l->on && r < l->on->n; r++) {
+		if (g->defs[l->on->def[r]].out[0] != t || l->ov[r] < 0)
+			continue;
+		for (int i = 0; i < g->tensors[t].rank; i++) {
+			l->ovclash |= l->ovseen[r] && l->ovidx[r][i] != idx[i];
+			l->ovidx[r][i] = idx[i];
+		}
+		l->ovseen[r] = true;
+		return into(l, e, l->ov[r], l->ovf[r]);
+	}
+	if (l->on && l->expand[t])
+		b = -1;
 	if (b >= 0) {
 		int32_t x = kx_load(l->k, b, flat(l, t, idx));
 		return kx_type(l->k, x) == KT_INT ? x : into(l, e, x, l->k->bufs[b].fmt);
 	}
 	int d = g->tensors[t].def;
 	const Def *D = &g->defs[d];
+	if (D->monoid != MO_NONE)
+		return pending(l, e, t, idx);
 	COV(lower_inline);
 	if (g->defs[e->def].monoid != MO_NONE)
 		COV(lower_inline_reduce);
@@ -740,9 +797,14 @@ static KType term_type(L *l, const Env *e, const Def *D)
 	return ir_node(l->g, D->body)->ty == TY_INT ? KT_INT : e->rt;
 }
 
+static int flush(L *l, KBlk *b);
+
 static void add_term(L *l, Env *e, KBlk *b, Red *R, int32_t part)
 {
-	acc_add(l, b, R->A, part, to_t(l, R->A->t, tr(l, e, R->D->body)));
+	int32_t t = to_t(l, R->A->t, tr(l, e, R->D->body));
+	if (l->npend && flush(l, b))
+		l->flush_failed = true;
+	acc_add(l, b, R->A, part, t);
 }
 
 /* Sets up an accumulator for monoid mo over D's terms under D's schedule. */
@@ -863,6 +925,8 @@ static int el_fold(L *l, Env *e, KBlk *b, const Def *D, int32_t *res)
 	R.fn = add_term;
 	acc_init(l, b, &A);
 	red_loops(l, e, b, &R);
+	if (l->flush_failed)
+		return -1;
 	*res = acc_result(l, b, &A);
 	return 0;
 }
@@ -1019,11 +1083,387 @@ static void el_topk(L *l, Env *e, KBlk *b, const Def *D)
 	kb_loop(k, b, r2, ic(l, 0), ic(l, K), true, out);
 }
 
+static Env env_of(L *l, int d, int32_t guard);
+
+static void kb_cat(KBlk *b, const KBlk *in, Kernels *k)
+{
+	if (in->head <= 0)
+		return;
+	if (b->head <= 0)
+		*b = *in;
+	else {
+		k->s[b->tail].next = in->head;
+		b->tail = in->tail;
+	}
+}
+
+/* Computes the pending reads of absorbed reductions into b (each its own reduction, in
+ * its own schedule, rounded to its store format), before the statement that reads them. */
+static int flush(L *l, KBlk *b)
+{
+	int rc = 0;
+	while (l->npend > 0 && !rc) {
+		int k = --l->npend;
+		int t = l->pend[k].t, d = l->g->tensors[t].def, save = l->def;
+		const Def *D = &l->g->defs[d];
+		int32_t idx[IR_MAXRANK], v = l->pend[k].v;
+		memcpy(idx, l->pend[k].idx, sizeof idx);
+		Env e = env_of(l, d, -1);
+		for (int i = 0; i < D->nlhs; i++)
+			e.var[i] = idx[i];
+		l->def = d;
+		int32_t x = -1;
+		kb_decl(l->k, b, v);
+		KBlk in = {0};
+		rc = el_fold(l, &e, &in, D, &x);
+		if (!rc) {
+			Dtype sf = l->s->defs[d].store;
+			x = narrow(sf) ? kx_round(l->k, sf, x) : x;
+			kb_set(l->k, &in, v, -1, to_t(l, kt_of(sf), x));
+			kb_cat(b, &in, l->k);
+		}
+		l->def = save;
+	}
+	if (l->pend_over) {
+		diag_set(l->d, 3, "internal: an online pass reads more than %d absorbed reductions "
+			 "in one term", (int)ARRAY_LEN(l->pend));
+		rc = -1;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------ online passes */
+
+/* One pass of an online set (compiler/sched/online.c, docs/online.md) for member `role` of
+ * plan p: the state of the members up to it, per split piece (arrays of S when split),
+ * updated term by term in index order, the pieces merged in order, and the member's value.
+ * Roles: softmax/attention m (a plain max: el_fold), l (state m, l), o (m, l, acc);
+ * welford mu (n, mean), var (n, mean, M2); logsumexp z (m, l). */
+typedef struct {
+	const OnPlan *p;
+	int role;
+	int64_t S;
+	Env em, el, eo;      /* the environments of the max (mean), the sum and the member */
+	int32_t M, Lv, A, N; /* state variables (arrays of S when split) */
+	int32_t xv, mn, ms;  /* per term: the max's term, the new max, the safe shift */
+	int32_t tl, to;      /* the sum's and the contraction's terms (built before the loop) */
+	int32_t xe;          /* the max's (mean's) term expression */
+	int32_t scl, sco;    /* the constant c in l's and o's arithmetic, -1 for 1 */
+	bool failed;
+} OnCtx;
+
+static int32_t st(L *l, int32_t v, int32_t part, int64_t S)
+{
+	return S > 1 ? kx_elem(l->k, v, part) : kx_var(l->k, v);
+}
+
+static void st_set(L *l, KBlk *b, int32_t v, int32_t part, int64_t S, int32_t x)
+{
+	kb_set(l->k, b, v, S > 1 ? part : -1, x);
+}
+
+static int32_t decl(L *l, KBlk *b, KType t, int64_t S)
+{
+	int32_t v = var(l, t, S > 1 ? S : 0, false);
+	kb_decl(l->k, b, v);
+	return v;
+}
+
+static Env env_of(L *l, int d, int32_t guard)
+{
+	Env e;
+	memset(&e, 0, sizeof e);
+	e.def = d;
+	e.rt = kt_of(l->s->defs[d].op);
+	e.rf = l->s->defs[d].op;
+	e.guard = guard;
+	return e;
+}
+
+/* The factor that takes a state shifted by m to one shifted by mn >= m, in e's arithmetic:
+ * 1 where they are equal (-inf, -inf included), else exp((m - mn) * c). fault:
+ * KF_ONLINE_FLIP rescales by exp((mn - m) * c). */
+static int32_t rescale(L *l, const Env *e, int32_t m, int32_t mn, int32_t c, Dtype mf)
+{
+	int32_t a = into(l, e, m, mf), bb = into(l, e, mn, mf);
+	int32_t d = (l->faults & KF_ONLINE_FLIP) ? arith(l, e->rf, OP_SUB, e->rt, bb, a, -1)
+						 : arith(l, e->rf, OP_SUB, e->rt, a, bb, -1);
+	if (c >= 0)
+		d = arith(l, e->rf, OP_MUL, e->rt, d, c, -1);
+	int32_t x = arith(l, e->rf, OP_EXP, e->rt, d, -1, -1);
+	return sel(l, kx_op(l->k, OP_EQ, KT_BOOL, m, mn, -1), kx_real(l->k, e->rt, 1.0), x);
+}
+
+/* s * f + t in e's arithmetic */
+static int32_t axpy(L *l, const Env *e, int32_t s, int32_t f, int32_t t)
+{
+	return arith(l, e->rf, OP_ADD, e->rt, arith(l, e->rf, OP_MUL, e->rt, s, f, -1), t, -1);
+}
+
+static bool welford(const OnCtx *c)
+{
+	return c->p->rule == ON_WELFORD;
+}
+
+/* The environment of member role r read at the indices recorded for it, j bound. */
+static int on_env(L *l, int r, Env *e, int32_t j)
+{
+	const Def *M = &l->g->defs[l->on->def[r]];
+	if (!l->ovseen[r] || l->ovclash) {
+		diag_set(l->d, 3, "internal: online pass of '%s': the row of '%s' is not where "
+			 "online.c matched it", l->g->tensors[l->g->defs[l->def].out[0]].name,
+			 l->g->tensors[M->out[0]].name);
+		return -1;
+	}
+	for (int i = 0; i < M->nlhs; i++)
+		e->var[i] = l->ovidx[r][i];
+	e->var[M->nlhs] = j;
+	return 0;
+}
+
+/* The terms of one index j (e binds it): the max's (mean's) term xe, the sum's tl and the
+ * contraction's to, reads of the max giving the safe shift ms (welford: the mean). */
+static int on_exprs(L *l, Env *e, OnCtx *c)
+{
+	const Graph *g = l->g;
+	Kernels *k = l->k;
+	const OnPlan *p = c->p;
+	const Def *D = &g->defs[l->def], *M = &g->defs[p->def[0]];
+	int32_t j = e->var[D->nlhs];
+	l->on = p;
+	for (int r = 0; r < 3; r++) {
+		l->ov[r] = -1;
+		l->ovseen[r] = false;
+	}
+	l->ovclash = false;
+	l->ov[0] = kx_var(k, welford(c) ? c->M : c->ms);
+	l->ovf[0] = c->em.rf;
+	int rc = 0;
+	if (p->rule == ON_LSE) {
+		c->em = *e;
+		c->xe = to_t(l, c->em.rt, tr(l, &c->em, M->body));
+		int32_t t = arith(l, c->em.rf, OP_SUB, c->em.rt, kx_var(k, c->xv), kx_var(k, c->ms), -1);
+		if (l->faults & KF_LSE_NO_SHIFT)   /* fault: exp(x), not exp(x - m) */
+			t = kx_var(k, c->xv);
+		c->tl = arith(l, c->em.rf, OP_EXP, c->em.rt, t, -1, -1);
+	} else if (welford(c)) {
+		if (c->role == 0) {
+			c->em = *e;
+		} else {
+			(void)tr(l, e, D->body);   /* records the mean's row */
+			rc = on_env(l, 0, &c->em, j);
+		}
+		if (!rc)
+			c->xe = to_t(l, c->em.rt, tr(l, &c->em, ir_node(g, M->body)->a[0]));
+	} else {
+		if (c->role == 2) {
+			const Def *Lf = &g->defs[p->def[1]];
+			const Node *dn = ir_node(g, ir_node(g, D->body)->a[1]);
+			const Ref *ix = ir_read_idx(g, dn);
+			for (int i = 0; i < Lf->nlhs; i++)
+				c->el.var[i] = tr(l, e, ix[i]);
+			c->el.var[Lf->nlhs] = j;
+			c->tl = to_t(l, c->el.rt, tr(l, &c->el, Lf->body));
+			c->to = to_t(l, c->eo.rt, tr(l, e, p->num));
+		} else {
+			c->el = *e;
+			c->tl = to_t(l, c->el.rt, tr(l, e, D->body));
+		}
+		rc = on_env(l, 0, &c->em, j);
+		if (!rc)
+			c->xe = to_t(l, c->em.rt, tr(l, &c->em, M->body));
+		c->scl = p->scale != REF_NONE ? tr(l, &c->el, p->scale) : -1;
+		c->sco = p->scale != REF_NONE ? tr(l, &c->eo, p->scale) : -1;
+	}
+	l->on = NULL;
+	return rc;
+}
+
+static void on_term(L *l, Env *e, KBlk *b, Red *R, int32_t part)
+{
+	OnCtx *c = R->ctx;
+	Kernels *k = l->k;
+	int64_t S = c->S;
+	if (c->failed || (c->failed = on_exprs(l, e, c) != 0))
+		return;
+	if (l->npend && (c->failed = flush(l, b) != 0))
+		return;
+	Dtype mf = c->em.rf;
+	kb_set(k, b, c->xv, -1, c->xe);
+	int32_t x = kx_var(k, c->xv);
+	if (welford(c)) {
+		int32_t n1 = iop(l, OP_ADD, st(l, c->N, part, S), ic(l, 1));
+		st_set(l, b, c->N, part, S, n1);
+		int32_t mean = st(l, c->M, part, S);
+		kb_set(k, b, c->mn, -1, arith(l, mf, OP_SUB, c->em.rt, x, mean, -1));
+		int32_t dv = kx_var(k, c->mn);
+		int32_t nf = to_t(l, c->em.rt, st(l, c->N, part, S));
+		st_set(l, b, c->M, part, S,
+		       arith(l, mf, OP_ADD, c->em.rt, mean, arith(l, mf, OP_DIV, c->em.rt, dv, nf, -1), -1));
+		if (c->role == 1) {
+			int32_t d2 = arith(l, mf, OP_SUB, c->em.rt, x, st(l, c->M, part, S), -1);
+			st_set(l, b, c->Lv, part, S, axpy(l, &c->em, dv, d2, st(l, c->Lv, part, S)));
+		}
+		return;
+	}
+	int32_t m = st(l, c->M, part, S);
+	kb_set(k, b, c->mn, -1, kx_op(k, OP_MAX, c->em.rt, m, x, -1));
+	int32_t mn = kx_var(k, c->mn);
+	kb_set(k, b, c->ms, -1, sel(l, kx_op(k, OP_EQ, KT_BOOL, mn, kx_real(k, c->em.rt, -INFINITY), -1),
+				    kx_real(k, c->em.rt, 0.0), mn));
+	int32_t fl = rescale(l, &c->el, m, mn, c->scl, mf);
+	if ((l->faults & KF_LSE_NO_SHIFT) && c->p->rule == ON_LSE)
+		fl = kx_real(k, c->el.rt, 1.0);   /* fault: the unshifted sum is not rescaled */
+	if (c->role == 2) {
+		int32_t fo = rescale(l, &c->eo, m, mn, c->sco, mf);
+		if (l->faults & KF_ONLINE_NO_RESCALE)   /* fault: acc is not rescaled */
+			fo = kx_real(k, c->eo.rt, 1.0);
+		st_set(l, b, c->A, part, S, axpy(l, &c->eo, st(l, c->A, part, S), fo, c->to));
+	}
+	st_set(l, b, c->Lv, part, S, axpy(l, &c->el, st(l, c->Lv, part, S), fl, c->tl));
+	st_set(l, b, c->M, part, S, mn);
+}
+
+/* Merges piece q's state into piece 0's (Chan's rule, or the max's rescale). */
+static void on_merge(L *l, OnCtx *c, KBlk *b, int64_t q)
+{
+	Kernels *k = l->k;
+	int64_t S = c->S;
+	int32_t p0 = ic(l, 0), pq = ic(l, q);
+	Dtype mf = c->em.rf;
+	KType mt = c->em.rt;
+	if (welford(c)) {
+		int32_t na = st(l, c->N, p0, S), nb = st(l, c->N, pq, S);
+		int32_t n = iop(l, OP_ADD, na, nb);
+		int32_t naf = to_t(l, mt, na), nbf = to_t(l, mt, nb), nf = to_t(l, mt, n);
+		int32_t ma = st(l, c->M, p0, S), mb = st(l, c->M, pq, S);
+		int32_t d = arith(l, mf, OP_SUB, mt, mb, ma, -1);
+		/* fault: KF_WELFORD_WEIGHT weighs the mean's step by nA / n, not nB / n */
+		int32_t w = arith(l, mf, OP_DIV, mt, (l->faults & KF_WELFORD_WEIGHT) ? naf : nbf, nf, -1);
+		int32_t mean = arith(l, mf, OP_ADD, mt, ma, arith(l, mf, OP_MUL, mt, d, w, -1), -1);
+		int32_t none = bop(l, OP_EQ, nb, ic(l, 0)), anone = bop(l, OP_EQ, na, ic(l, 0));
+		if (c->role == 1) {
+			int32_t qa = st(l, c->Lv, p0, S), qb = st(l, c->Lv, pq, S);
+			int32_t wn = arith(l, mf, OP_DIV, mt, arith(l, mf, OP_MUL, mt, naf, nbf, -1), nf, -1);
+			int32_t m2 = arith(l, mf, OP_ADD, mt, arith(l, mf, OP_ADD, mt, qa, qb, -1),
+					   arith(l, mf, OP_MUL, mt, arith(l, mf, OP_MUL, mt, d, d, -1), wn, -1), -1);
+			kb_set(k, b, c->mn, -1, sel(l, none, qa, sel(l, anone, qb, m2)));
+			st_set(l, b, c->Lv, p0, S, kx_var(k, c->mn));
+		}
+		kb_set(k, b, c->xv, -1, sel(l, none, ma, sel(l, anone, mb, mean)));
+		st_set(l, b, c->M, p0, S, kx_var(k, c->xv));
+		st_set(l, b, c->N, p0, S, n);
+		return;
+	}
+	int32_t ma = st(l, c->M, p0, S), mb = st(l, c->M, pq, S);
+	kb_set(k, b, c->mn, -1, kx_op(k, OP_MAX, mt, ma, mb, -1));
+	int32_t mn = kx_var(k, c->mn);
+	if (c->role == 2) {
+		int32_t fa = rescale(l, &c->eo, ma, mn, c->sco, mf), fb = rescale(l, &c->eo, mb, mn, c->sco, mf);
+		st_set(l, b, c->A, p0, S, axpy(l, &c->eo, st(l, c->A, p0, S), fa,
+					       arith(l, c->eo.rf, OP_MUL, c->eo.rt, st(l, c->A, pq, S), fb, -1)));
+	}
+	int32_t fa = rescale(l, &c->el, ma, mn, c->scl, mf), fb = rescale(l, &c->el, mb, mn, c->scl, mf);
+	st_set(l, b, c->Lv, p0, S, axpy(l, &c->el, st(l, c->Lv, p0, S), fa,
+					arith(l, c->el.rf, OP_MUL, c->el.rt, st(l, c->Lv, pq, S), fb, -1)));
+	st_set(l, b, c->M, p0, S, mn);
+}
+
+static int el_online(L *l, Env *e, KBlk *b, const Def *D, int role, const OnPlan *p, int32_t *res)
+{
+	const Graph *g = l->g;
+	Kernels *k = l->k;
+	OnCtx c;
+	memset(&c, 0, sizeof c);
+	c.p = p;
+	c.role = role;
+	c.scl = c.sco = -1;
+	Acc A;
+	Red R;
+	if (acc_setup(l, D, MO_SUM, e->rt, &A, &R, true))
+		return -1;
+	c.S = R.S;
+	bool lse = p->rule == ON_LSE;
+	c.em = lse || role == 0 ? *e : env_of(l, p->def[0], e->guard);
+	c.el = lse || role == 1 ? *e : env_of(l, p->def[1], e->guard);
+	c.eo = *e;
+	/* the state, per piece */
+	double m0 = welford(&c) ? 0.0 : -INFINITY;
+	c.M = decl(l, b, c.em.rt, c.S);
+	c.Lv = decl(l, b, welford(&c) ? c.em.rt : c.el.rt, c.S);
+	if (role == 2)
+		c.A = decl(l, b, c.eo.rt, c.S);
+	if (welford(&c))
+		c.N = decl(l, b, KT_INT, c.S);
+	c.xv = decl(l, b, c.em.rt, 0);
+	c.mn = decl(l, b, c.em.rt, 0);
+	c.ms = decl(l, b, c.em.rt, 0);
+	for (int64_t q = 0; q < c.S; q++) {
+		int32_t pq = ic(l, q);
+		st_set(l, b, c.M, pq, c.S, kx_real(k, c.em.rt, m0));
+		st_set(l, b, c.Lv, pq, c.S, kx_real(k, k->vars[c.Lv].type, 0.0));
+		if (role == 2)
+			st_set(l, b, c.A, pq, c.S, kx_real(k, c.eo.rt, 0.0));
+		if (welford(&c))
+			st_set(l, b, c.N, pq, c.S, ic(l, 0));
+	}
+	R.fn = on_term;
+	R.ctx = &c;
+	red_loops(l, e, b, &R);
+	if (c.failed)
+		return -1;
+	for (int64_t q = 1; q < c.S && !(l->faults & KF_NO_COMBINE); q++)
+		on_merge(l, &c, b, q);
+	int32_t p0 = ic(l, 0);
+	int32_t mv = st(l, c.M, p0, c.S), lv = st(l, c.Lv, p0, c.S);
+	if (welford(&c)) {
+		if (role == 0)
+			*res = into(l, e, mv, c.em.rf);
+		else
+			*res = arith(l, e->rf, OP_DIV, e->rt, into(l, e, lv, c.em.rf),
+				     into(l, e, tr(l, e, ir_node(g, D->body)->a[1]), e->rf), -1);
+	} else if (lse) {
+		KType t = e->rt;
+		int32_t fin = kx_op(k, OP_EQ, KT_BOOL, kx_op(k, OP_SUB, t, mv, mv, -1), kx_real(k, t, 0), -1);
+		int32_t sh = (l->faults & KF_LSE_NO_SHIFT) ? kx_real(k, t, 0.0) : mv;
+		*res = sel(l, fin, arith(l, e->rf, OP_ADD, t, sh, arith(l, e->rf, OP_LOG, t, lv, -1, -1), -1), mv);
+	} else if (role == 1) {
+		*res = lv;
+	} else {
+		/* an empty range is the empty sum +0, not 0 / 0 */
+		int32_t any = bop(l, OP_LT, tr(l, e, D->red[0].lo), tr(l, e, D->red[0].hi));
+		*res = sel(l, any, arith(l, e->rf, OP_DIV, e->rt, st(l, c.A, p0, c.S),
+					 into(l, e, lv, c.el.rf), -1), kx_real(k, e->rt, 0.0));
+	}
+	return 0;
+}
+
+/* The role of the definition being lowered in its online set (l->plan), or -1 when it is
+ * computed as it is written: not in a set, or the max of a softmax or attention set (a max
+ * is exact in any order: its value is the pass's final m). */
+static int on_role(L *l, const Def *D)
+{
+	(void)D;
+	if (!l->s->defs[l->def].online)
+		return -1;
+	for (int r = 0; r < l->plan.n; r++)
+		if (l->plan.def[r] == l->def)
+			return r == 0 && (l->plan.rule == ON_SOFTMAX || l->plan.rule == ON_FLASH) ? -1 : r;
+	return -1;
+}
+
 /* The statements computing and storing one element (e binds the left-hand variables). */
 static int element(L *l, Env *e, KBlk *b, const Def *D)
 {
 	int32_t v = -1;
 	int rc = 0;
+	int role = on_role(l, D);
+	if (role >= 0) {
+		if ((rc = el_online(l, e, b, D, role, &l->plan, &v)))
+			return rc;
+		store(l, b, D, 0, lhs_flat(l, e, D, 0), v);
+		return 0;
+	}
 	switch (D->monoid) {
 	case MO_NONE: v = tr(l, e, D->body); break;
 	case MO_SUM: case MO_PROD: case MO_MAX: case MO_MIN: rc = el_fold(l, e, b, D, &v); break;
@@ -1246,6 +1686,57 @@ static void marks(L *l, const Def *D, const DefSched *ds, int npar)
 	}
 }
 
+/* Does r read a tensor t with dep[t] (operands, index lists, `??` defaults)? */
+static bool reads_any(const Graph *g, Ref r, const bool *dep)
+{
+	if (r == REF_NONE)
+		return false;
+	const Node *n = ir_node(g, r);
+	if (n->kind == NK_READ) {
+		if (dep[n->u.read.tensor] || reads_any(g, n->u.read.pad, dep))
+			return true;
+		const Ref *ix = ir_read_idx(g, n);
+		for (uint32_t i = 0; i < n->u.read.n; i++)
+			if (reads_any(g, ix[i], dep))
+				return true;
+		return false;
+	}
+	for (int i = 0; n->kind == NK_OP && i < op_info((Op)n->op)->arity; i++)
+		if (reads_any(g, n->a[i], dep))
+			return true;
+	return false;
+}
+
+/* The plan of d's online set and the plain definitions its pass computes where read
+ * (those that depend on a member). */
+static int on_setup(L *l, int d)
+{
+	const Graph *g = l->g;
+	if (on_plan(g, l->s, d, &l->plan)) {
+		diag_set(l->d, 3, "internal: '%s' is in an online set that online.c does not match",
+			 g->tensors[g->defs[d].out[0]].name);
+		return -1;
+	}
+	if (!l->expand) {
+		l->expand = calloc((size_t)g->ntensors + 1, 1);
+		IR_ASSERT(l->expand);
+	}
+	bool *dep = calloc((size_t)g->ntensors + 1, 1);
+	IR_ASSERT(dep);
+	for (int r = 0; r < l->plan.n; r++)
+		dep[g->defs[l->plan.def[r]].out[0]] = true;
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *T = &g->tensors[t];
+		l->expand[t] = false;
+		if (T->kind != TK_DEF || dep[t] || g->defs[T->def].monoid != MO_NONE)
+			continue;
+		dep[t] = reads_any(g, g->defs[T->def].body, dep);
+		l->expand[t] = dep[t];
+	}
+	free(dep);
+	return 0;
+}
+
 static int lower_def(L *l, int d)
 {
 	const Def *D = &l->g->defs[d];
@@ -1257,6 +1748,8 @@ static int lower_def(L *l, int d)
 	kn.npar = D->monoid == MO_TOPK ? D->nlhs - 1 : D->nlhs;
 	kn.nitems = 1;
 	l->def = d;
+	if (ds->online && on_setup(l, d))
+		return -1;
 	marks(l, D, ds, kn.npar);
 	for (int p = 0; p < kn.npar; p++) {
 		int64_t N = D->lhs[p].ext.value, T = ds->tile[p];
@@ -1273,7 +1766,7 @@ static int lower_def(L *l, int d)
 		kn.par[p] = (KPar){p, N, T, var(l, KT_INT, 0, true)};
 		kn.nitems *= (N + T - 1) / T;
 	}
-	kn.hoisted = can_hoist(l, &kn, D);
+	kn.hoisted = !ds->online && can_hoist(l, &kn, D);
 	if (kn.hoisted)
 		COV(lower_hoisted);
 	KBlk full = {0}, tail = {0}, body = {0};
@@ -1303,6 +1796,11 @@ static int lower_def(L *l, int d)
 			   .body2 = tail.head > 0 ? tail.head : -1};
 		kb_add(k, &body, ks_new(k, &s));
 	}
+	if (l->npend) {
+		diag_set(l->d, 3, "internal: '%s' reads an absorbed reduction outside a term",
+			 l->g->tensors[D->out[0]].name);
+		return -1;
+	}
 	kn.body = body.head > 0 ? body.head : -1;
 	k->k = realloc(k->k, (size_t)(k->nk + 1) * sizeof *k->k);
 	IR_ASSERT(k->k);
@@ -1310,7 +1808,81 @@ static int lower_def(L *l, int d)
 	return 0;
 }
 
-static void make_buffers(Kernels *k)
+/* Does definition d read tensor t (its body, bounds, index lists, defaults)? */
+static bool def_reads(const Graph *g, int d, int t, bool *one)
+{
+	one[t] = true;
+	const Def *D = &g->defs[d];
+	bool y = reads_any(g, D->body, one);
+	for (int r = 0; !y && r < D->nred; r++)
+		y = reads_any(g, D->red[r].lo, one) || reads_any(g, D->red[r].hi, one);
+	one[t] = false;
+	return y;
+}
+
+/* The definitions online passes absorb (no buffer, no kernel of their own): not members,
+ * outputs or inlined; plain ones that depend on a member (each pass computes them where it
+ * reads them), and sum/max/min/prod reductions that do not (each pass or the set's max
+ * computes them where read, flush); every reader a member of one set or absorbed itself,
+ * and never read in a reduction's range bound. NULL when there is no online set. */
+static bool *absorbed_set(const Graph *g, const Schedule *s)
+{
+	bool any = false;
+	for (int d = 0; d < g->ndefs; d++)
+		any |= s->defs[d].online != 0;
+	if (!any)
+		return NULL;
+	size_t nt = (size_t)g->ntensors + 1;
+	bool *ab = calloc(3 * nt, 1), *dep = ab + nt, *one = ab + 2 * nt;
+	IR_ASSERT(ab);
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *T = &g->tensors[t];
+		if (T->kind != TK_DEF)
+			continue;
+		const Def *D = &g->defs[T->def];
+		const DefSched *x = &s->defs[T->def];
+		dep[t] = x->online || reads_any(g, D->body, dep);
+		bool out = false;
+		for (int o = 0; o < g->noutputs; o++)
+			out |= g->tensors[g->outputs[o].tensor].def == T->def;
+		bool fold = D->monoid == MO_SUM || D->monoid == MO_PROD || D->monoid == MO_MAX ||
+			    D->monoid == MO_MIN;
+		ab[t] = !x->online && !x->inlined && !out && D->nout == 1 &&
+			((D->monoid == MO_NONE && dep[t]) || (fold && !dep[t]));
+	}
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int t = 0; t < g->ntensors; t++) {
+			if (!ab[t])
+				continue;
+			int lead = -1;
+			for (int d = 0; d < g->ndefs && ab[t]; d++) {
+				if (!def_reads(g, d, t, one))
+					continue;
+				const Def *D = &g->defs[d];
+				bool in_bound = false;
+				one[t] = true;
+				for (int r = 0; r < D->nred; r++)
+					in_bound |= reads_any(g, D->red[r].lo, one) || reads_any(g, D->red[r].hi, one);
+				one[t] = false;
+				int set = s->defs[d].online;
+				bool ok = !in_bound && (ab[D->out[0]] || (set && (lead < 0 || lead == set)));
+				if (set)
+					lead = set;
+				if (!ok) {
+					ab[t] = false;
+					changed = true;
+				}
+			}
+		}
+	}
+	/* a reduction that only absorbed plain definitions read, none of them in a pass,
+	 * would be read outside any term: keep it (all readers absorbed is fine only when
+	 * the chain ends in a member) */
+	return ab;
+}
+
+static void make_buffers(Kernels *k, const bool *ab)
 {
 	const Graph *g = k->g;
 	k->tbuf = malloc((size_t)(g->ntensors + 1) * sizeof *k->tbuf);
@@ -1322,7 +1894,7 @@ static void make_buffers(Kernels *k)
 		Dtype f = (Dtype)T->dtype;
 		if (T->kind == TK_DEF) {
 			const DefSched *ds = &k->sched.defs[T->def];
-			if (ds->inlined)
+			if (ds->inlined || (ab && ab[t]))
 				continue;
 			f = T->result == 1 ? DT_I32 : ds->store;
 		}
@@ -1347,12 +1919,17 @@ Kernels *kir_lower(const Graph *g, const Schedule *s, const LowerOpts *o, Diag *
 	k->sched.defs = malloc((size_t)(s->ndefs + 1) * sizeof *s->defs);
 	IR_ASSERT(k->sched.defs);
 	memcpy(k->sched.defs, s->defs, (size_t)s->ndefs * sizeof *s->defs);
-	make_buffers(k);
-	L l = {k, g, &k->sched, k->faults, d, -1};
+	bool *ab = absorbed_set(g, s);
+	make_buffers(k, ab);
+	L l = {k, g, &k->sched, k->faults, d, -1, .on = NULL};
 	for (int i = 0; i < g->ndefs; i++)
-		if (!k->sched.defs[i].inlined && lower_def(&l, i) < 0) {
+		if (!k->sched.defs[i].inlined && !(ab && ab[g->defs[i].out[0]]) && lower_def(&l, i) < 0) {
+			free(ab);
+			free(l.expand);
 			kir_free(k);
 			return NULL;
 		}
+	free(ab);
+	free(l.expand);
 	return k;
 }

@@ -56,7 +56,7 @@
 
 static const char *const kind_names[SD__COUNT] = {
 	[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
-	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order",
+	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online",
 };
 
 static const char *dname(const Graph *g, int d)
@@ -386,6 +386,67 @@ static int apply(Ck *c, int d, DefSched *s)
 	return fail(c, x->pos, "unknown directive");
 }
 
+/* `online d1, ...`: every member found, in no other set, and the set one of online.c's
+ * rules; the members are marked with the set's first definition. */
+static int apply_online(Ck *c, Schedule *s)
+{
+	const Graph *g = c->g;
+	const Directive *x = c->dir;
+	int defs[IR_MAXVARS], n = 0, lead = g->ndefs;
+	for (int a = 0; a < x->nargs; a++) {
+		int d = ir_find_def(g, x->args[a].name);
+		if (d < 0)
+			return fail(c, x->args[a].pos, "online: no definition named '%s'", x->args[a].name);
+		if (s->defs[d].online)
+			return fail(c, x->args[a].pos, "online: '%s' is already in an online set",
+				    x->args[a].name);
+		for (int b = 0; b < n; b++)
+			if (defs[b] == d)
+				return fail(c, x->args[a].pos, "online: '%s' appears twice", x->args[a].name);
+		defs[n++] = d;
+		lead = d < lead ? d : lead;
+	}
+	OnPlan p;
+	char why[400];
+	if (n == 0)
+		return fail(c, x->pos, "online: no definitions");
+	if (on_match(g, defs, n, &p, why, sizeof why))
+		return fail(c, x->pos, "online %s%s: %s", x->target, n > 1 ? ", ..." : "", why);
+	for (int k = 0; k < n; k++) {
+		s->defs[defs[k]].online = lead + 1;
+		s->defs[defs[k]].orule = (int8_t)p.rule;
+	}
+	return 0;
+}
+
+/* The members of one online set are computed in one pass: linear order, and one split
+ * factor for all (or none). */
+static int online_consistent(Ck *c, const Schedule *s, const int *seen)
+{
+	const Graph *g = c->g;
+	for (int d = 0; d < g->ndefs; d++) {
+		const DefSched *x = &s->defs[d];
+		if (!x->online)
+			continue;
+		int j = seen[(d * SD__COUNT + SD_ORDER) * 2];
+		if (x->order != ORDER_LINEAR && j) {
+			c->dir = &g->dirs[j - 1];
+			return fail(c, c->dir->pos, "order of '%s' does not apply: '%s' is in an online "
+				    "set (one pass, in index order)", dname(g, d), dname(g, d));
+		}
+		const DefSched *y = &s->defs[x->online - 1];
+		if (x->split[0] != y->split[0] && !(x->split[0] <= 1 && y->split[0] <= 1)) {
+			j = seen[(d * SD__COUNT + SD_SPLIT) * 2];
+			if (!j)
+				j = seen[((x->online - 1) * SD__COUNT + SD_SPLIT) * 2];
+			c->dir = &g->dirs[j - 1];
+			return fail(c, c->dir->pos, "split: the members of an online set are split "
+				    "alike ('%s' and '%s' differ)", dname(g, x->online - 1), dname(g, d));
+		}
+	}
+	return 0;
+}
+
 int sched_build(const Graph *g, Schedule *s, Diag *d)
 {
 	sched_blank(g, s);
@@ -397,6 +458,11 @@ int sched_build(const Graph *g, Schedule *s, Diag *d)
 	for (int i = 0; i < g->ndirs; i++) {
 		const Directive *x = &g->dirs[i];
 		c.dir = x;
+		if (x->kind == SD_ONLINE) {
+			if (apply_online(&c, s) < 0)
+				goto fail;
+			continue;
+		}
 		int def = x->def >= 0 ? x->def : ir_find_def(g, x->target);
 		if (def < 0) {
 			fail(&c, x->pos, "%s: no definition named '%s'", kind_names[x->kind], x->target);
@@ -428,6 +494,8 @@ int sched_build(const Graph *g, Schedule *s, Diag *d)
 			}
 		}
 	}
+	if (online_consistent(&c, s, seen) < 0)
+		goto fail;
 	settle_all(g, s);
 	free(seen);
 	return 0;
@@ -603,6 +671,13 @@ char *sched_text(const Graph *g, const Schedule *s)
 		}
 		if (x->order != ORDER_LINEAR)
 			put(&o, "order %s : %s\n", n, order_name(x->order));
+		if (x->online == d + 1) {
+			put(&o, "online %s", n);
+			for (int k = d + 1; k < g->ndefs; k++)
+				if (s->defs[k].online == d + 1)
+					put(&o, ", %s", dname(g, k));
+			put(&o, "\n");
+		}
 	}
 	free(memo);
 	return o.buf;

@@ -736,6 +736,9 @@ typedef struct {
 	bool specials;
 	BeMinMax minmax;
 	bool no_contract;
+	bool nsz;          /* the sign of a zero may be lost although specials holds: a driver
+	                      that folds x + 0.0 to x and x * 0 to 0 under SignedZeroInfNanPreserve
+	                      (Mesa's llvmpipe: compiler/vulkan/run.c) */
 	uint64_t exact[DT__COUNT];
 } BeFacts;
 

@@ -88,6 +88,8 @@ static inline void note(Scratch *s, Dtype f, double x)
 	bool wide = f == DT_F64;
 	if (x != 0 && fabs(x) < (wide ? 0x1p-1022 : 0x1p-126))
 		s->sub |= 1u << (wide ? DT_F64 : DT_F32);
+	else if (x == 0)
+		s->sub |= MP_MET_ZERO;   /* a zero: its sign is what a sign-losing device changes */
 }
 
 static void scratch_clear(Scratch *s)

@@ -266,6 +266,43 @@ START_TEST(judge_runs)
 }
 END_TEST
 
+/* A device that may lose zero signs (BeFacts.nsz: lavapipe folds x * 0 to 0) is held to the
+ * emulation only where the emulation met no zero in the output's cone. */
+START_TEST(judge_zero_sign)
+{
+	Graph *g = tu_parse("input x : f32[3]\ny[i:3] = x[i] * 0\nz[i:3] = x[i] * 2\n"
+			    "output y : f32, z : f32\n");
+	VfSched sc = {.name = "default"};
+	sched_default(g, &sc.s);
+	HostTensor *in = tu_new_inputs(g);
+	const double xs[3] = {-1.5, 2, -3};
+	for (int i = 0; i < 3; i++)
+		ht_set(&in[0], i, xs[i]);
+	MpOpts mo = {.threads = 1};
+	const Backend *b = be_find("c");
+	for (int nsz = 0; nsz < 2; nsz++) {
+		VfEmu *e = vf_emu_new(g, in, &sc, 1, &mo, 0);
+		WorkerResult w = {.status = WK_OK, .outs = emulated(g, &sc.s, in), .facts = b->facts};
+		w.facts.nsz = nsz;
+		ht_set(&w.outs[0], 0, 0.0);   /* -1.5 * 0 folded to +0, as lavapipe does */
+		VfEmuResult r;
+		vf_emu_judge(e, b, 0, &w, false, &r);
+		ck_assert_msg(r.out[0].applies == !nsz, "nsz %d: %s", nsz, r.out[0].why);
+		if (nsz)
+			ck_assert(strstr(r.out[0].why, "sign of a zero"));
+		else
+			ck_assert(r.out[0].diff.n_diff == 1 && r.out[0].diff.first == 0);
+		ck_assert(r.out[1].applies && r.out[1].diff.n_diff == 0);   /* no zero in z's cone */
+		vf_emu_result_free(&r);
+		tu_free_tensors(w.outs, 2);
+		vf_emu_free(e);
+	}
+	tu_free_tensors(in, 1);
+	sched_free(&sc.s);
+	ir_free(g);
+}
+END_TEST
+
 /* Per output: a function with an allowance in one output's definitions leaves the other
  * held to the emulation (and a wrong bit there seen); a subnormal the emulation met in one
  * output's definitions keeps a flushing device from that output alone, and from every
@@ -594,6 +631,7 @@ static Suite *suite(void)
 	tcase_add_test(t, backend_facts);
 	tcase_add_test(t, bits);
 	tcase_add_test(t, judge_runs);
+	tcase_add_test(t, judge_zero_sign);
 	tcase_add_test(t, judge_per_output);
 	suite_add_tcase(s, t);
 	TCase *p = tcase_create("pipeline");

@@ -487,6 +487,13 @@ void vf_emu_judge(VfEmu *e, const Backend *b, int si, const WorkerResult *w, boo
 				 g->tensors[g->outputs[k].tensor].name);
 			continue;
 		}
+		if (w->facts.nsz && (cone_subnormal(e, m, k) & MP_MET_ZERO)) {
+			snprintf(o->why, sizeof o->why, "%s may lose the sign of a zero (the driver folds "
+				 "x + 0.0 and x * 0 despite SignedZeroInfNanPreserve) and the emulation met a "
+				 "zero in what %s depends on", b->name,
+				 g->tensors[g->outputs[k].tensor].name);
+			continue;
+		}
 		o->applies = true;
 		vf_emu_compare(&w->outs[k], &m->outs[k], &o->diff);
 	}

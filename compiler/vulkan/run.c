@@ -830,6 +830,12 @@ static void vk_device_facts(BeFacts *f)
 	}
 	if (on[SY_DENORM32])
 		f->flush &= ~(1u << DT_F32);
+	/* Mesa's llvmpipe (lavapipe, 25.0.7 here) declares SignedZeroInfNanPreserve for 32 and
+	 * 64 bits and still folds x + 0.0 to x and x * 0 to 0 (the SPIR-V has OpFAdd with
+	 * NoContraction under the execution mode; -0 + 0.0 comes back -0): two clean-tree
+	 * emulation mismatches of a 600-case campaign, tests/regress/vk_lavapipe_zero_sign.tg */
+	if (strstr(vsess.r.props.deviceName, "llvmpipe"))
+		f->nsz = true;
 }
 
 /* Facts (BeFacts) every Vulkan device promises: none bit for bit but integer arithmetic

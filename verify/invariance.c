@@ -19,7 +19,6 @@
  * Each result counts towards the non-invariance rate of every directive kind its schedule
  * uses (split, tile, order, accum, store, inline; "none" for the default schedule).
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,27 +158,11 @@ int vf_invariance(const char *path, const SizeOverride *ov, int nov, const Backe
 		  int nb, const VfInvOpts *io, const VfOpts *o, VfInvSummary *sum, Diag *d)
 {
 	memset(sum, 0, sizeof *sum);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		diag_set(d, 2, "%s: cannot open: %s", path, strerror(errno));
+	Graph *g = ir_parse_file(path, ov, nov, d);   /* its source text, NUL-terminated */
+	if (!g)
 		return -1;
-	}
-	char *text = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&text, &len);
-	IR_ASSERT(m);
-	char chunk[8192];
-	for (size_t k; (k = fread(chunk, 1, sizeof chunk, f)) > 0;)
-		fwrite(chunk, 1, k, m);
-	bool bad = ferror(f);
-	fclose(f);
-	fclose(m);
-	int rc = -1;
-	if (bad)
-		diag_env(d, "%s: read error", path);
-	else
-		rc = vf_invariance_text(text, path, ov, nov, bs, nb, io, o, sum, d);
-	free(text);
+	int rc = vf_invariance_text(g->src, path, ov, nov, bs, nb, io, o, sum, d);
+	ir_free(g);
 	return rc;
 }
 

@@ -873,13 +873,34 @@ static bool bias_tiles(const Graph *g, Schedule *s, Rng *r, const GenOpts *o)
 	return changed;
 }
 
+/* Fully specified cases (spec_case): f64 accumulations, stores and op formats of a sampled
+ * schedule become f32 (vulkan promises nothing in f64, so one f64 format removes an
+ * output from its emulation check); a definition that reads f64 values keeps them. */
+static bool spec_formats(const Graph *g, Schedule *s)
+{
+	Schedule def;
+	sched_default(g, &def);
+	bool changed = false;
+	for (int d = 0; d < g->ndefs && d < s->ndefs; d++) {
+		DefSched *D = &s->defs[d];
+		if (def.defs[d].op == DT_F64)
+			continue;
+		Dtype *f[3] = {&D->op, &D->accum, &D->store};
+		for (int k = 0; k < 3; k++)
+			if (*f[k] == DT_F64)
+				*f[k] = DT_F32, changed = true;
+	}
+	sched_free(&def);
+	return changed;
+}
+
 /* The schedule of case (seed, case_no) into g: sched_sample's when sampled, else the
  * default; then the directed choices above (bias_inline on both, bias_inline_fmt and
  * bias_tiles on sampled ones). The directed schedule is kept where the parser takes it
  * (checked like any schedule), else the undirected one. The default schedule with nothing
  * directed is no block rather than an empty one. */
 static int schedule_case(Graph *g, const GenOpts *o, uint64_t seed, uint64_t case_no,
-			 bool sampled, Diag *d)
+			 bool sampled, bool spec, Diag *d)
 {
 	Schedule s;
 	if (sampled)
@@ -892,6 +913,8 @@ static int schedule_case(Graph *g, const GenOpts *o, uint64_t seed, uint64_t cas
 	if (sampled) {
 		changed |= bias_inline_fmt(g, &s, &br, o);
 		changed |= bias_tiles(g, &s, &br, o);
+		if (spec)
+			changed |= spec_formats(g, &s);
 	}
 	if (changed) {
 		char *biased = sched_text(g, &s);
@@ -915,7 +938,7 @@ int fz_gen_schedule(Graph *g, uint64_t seed, uint64_t case_no, Diag *d)
 {
 	GenOpts o;
 	fz_gen_defaults(&o);
-	return schedule_case(g, &o, seed, case_no, true, d);
+	return schedule_case(g, &o, seed, case_no, true, false, d);
 }
 
 Graph *fz_gen(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d)
@@ -931,8 +954,9 @@ Graph *fz_gen(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d)
 	Rng r = {fz_seed(seed, case_no, FZ_STREAM_SCHEDULE) ^ 0x5c4edull, 0};
 	/* a fully specified graph is scheduled more often: splits, pairwise orders and 16-bit
 	 * accumulations are where its exact rounding is decided */
-	double ps = spec_case(o, seed, case_no) && o->p_schedule < 0.8 ? 0.8 : o->p_schedule;
-	if (schedule_case(g, o, seed, case_no, rng_chance(&r, ps), d) < 0) {
+	bool spec = spec_case(o, seed, case_no) != 0;
+	double ps = spec && o->p_schedule < 0.8 ? 0.8 : o->p_schedule;
+	if (schedule_case(g, o, seed, case_no, rng_chance(&r, ps), spec, d) < 0) {
 		ir_free(g);
 		return NULL;
 	}

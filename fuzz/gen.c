@@ -10,7 +10,9 @@
  * purpose (docs/fuzz.md "What the generator draws on purpose"): large sizes (p_large),
  * tied terms (gx_tie), and on the schedule partial tiles (bias_tiles), inlines into 16-bit
  * accumulations (bias_inline_fmt) and inlines of definitions read through a reachable
- * padding (bias_inline).
+ * padding (bias_inline). A share of the cases (p_spec) is fully specified (spec_opts): only
+ * operations every local backend promises bit for bit, so that each output is held to the
+ * emulation.
  *
  * Invariants: the random bits come from a counter-based generator keyed by (seed, case
  * number, stream): the text is a function of (options, seed, case number) only. Every value

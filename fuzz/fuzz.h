@@ -112,6 +112,10 @@ typedef struct {
 	                        or 64 on a large extent, or two dimensions at once (0.7) */
 	double p_inline_fmt; /* a sampled schedule inlines a plain definition into a reduction
 	                        that accumulates in f16 or bf16 (or one stored there) (0.5) */
+	double p_spec;       /* a graph is fully specified: only + - * (and, half the time, / and
+	                        sqrt), casts to f32/f16/bf16, min, max, abs, neg, floor, ceil, ?:,
+	                        integer ops; no f64 format, no logsumexp; so that every output is
+	                        held to the emulation bit for bit on c, opencl and vulkan (0.3) */
 	bool risky_ties;     /* allow computed values in decisions: may make the exact oracle
 	                        report unsamplable elements (default false) */
 	double p_dir[FZ_SD__COUNT];   /* per definition, the chance that the directed pass gives

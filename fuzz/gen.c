@@ -10,7 +10,9 @@
  * purpose (docs/fuzz.md "What the generator draws on purpose"): large sizes (p_large),
  * tied terms (gx_tie), and on the schedule partial tiles (bias_tiles), inlines into 16-bit
  * accumulations (bias_inline_fmt) and inlines of definitions read through a reachable
- * padding (bias_inline).
+ * padding (bias_inline). A share of the cases (p_spec) is fully specified (spec_opts): only
+ * operations every local backend promises bit for bit, so that each output is held to the
+ * emulation.
  *
  * Invariants: the random bits come from a counter-based generator keyed by (seed, case
  * number, stream): the text is a function of (options, seed, case number) only. Every value
@@ -468,7 +470,8 @@ static void gen_def(Gen *G)
 		add_lhs_var(G, ext_of_value(G, 1 + rng_below(&G->r, minlen < 4 ? minlen : 4)), true);
 	if (getenv("FZDBG")) fprintf(stderr, "def %d ty %d [%lld,%lld] len %lld..%lld m %d\n", G->ndefs, b.ty, (long long)b.lo, (long long)b.hi, (long long)minlen, (long long)maxlen, m);
 	if (b.ty == TY_INT && !int_reduce(m, &b, minlen, maxlen)) {
-		b.s = gs(G, "f64(%s)", b.s);
+		/* f32 holds the terms (within 2^24) and is promised where f64 is not */
+		b.s = gs(G, G->spec ? "f32(%s)" : "f64(%s)", b.s);
 		b.ty = TY_REAL;
 	}
 	bool isint = (b.ty == TY_INT && m != MO_LOGSUMEXP) || m == MO_ARGMAX || m == MO_ARGMIN;
@@ -618,6 +621,7 @@ void fz_gen_defaults(GenOpts *o)
 	o->p_large = 0.2;
 	o->p_tile = 0.7;
 	o->p_inline_fmt = 0.5;
+	o->p_spec = 0.3;
 }
 
 /* The options as the generator uses them: clamped, and index kinds that need `/` or `%`
@@ -638,14 +642,68 @@ static void settle_opts(GenOpts *o)
 		o->ix_w[FZ_IX_MOD] = o->ix_w[FZ_IX_RESHAPE] = 0;
 }
 
+/* Whether case (seed, case_no) is fully specified (o->p_spec), and whether it may divide
+ * and take square roots (c and opencl promise them correctly rounded; vulkan does not):
+ * drawn from a stream of their own, so that gen_raw and the schedule agree. */
+static int spec_case(const GenOpts *o, uint64_t seed, uint64_t case_no)
+{
+	Rng r = {fz_seed(seed, case_no, FZ_STREAM_GRAPH) ^ 0x5bec1f1edull, 0};
+	if (!rng_chance(&r, o->p_spec))
+		return 0;
+	return rng_chance(&r, 0.5) ? 2 : 1;
+}
+
+/* Fully specified (docs/oracle.md "Fully specified"): the options without the functions
+ * that have allowances (exp, log, tanh, pow, ... and logsumexp), without f64 formats
+ * (vulkan promises no f64 arithmetic or conversion), without fma (contraction) and, unless
+ * divsqrt, without / and sqrt; compositions and rule patterns more often. Every output of
+ * such a graph is held to the emulation bit for bit on c, opencl and vulkan (but for
+ * vulkan's subnormals), so a wrong rounding, combine order or rewrite shows although every
+ * budget holds. */
+static void spec_opts(GenOpts *o, bool divsqrt)
+{
+	for (int op = 0; op < OP__COUNT; op++) {
+		unsigned f = op_info((Op)op)->flags;
+		bool keep = (f & (OPF_BOOL_IN | OPF_BOOL_OUT | OPF_CMP | OPF_INT_ONLY)) != 0;
+		switch (op) {
+		case OP_NEG: case OP_ADD: case OP_SUB: case OP_MUL: case OP_SELECT: case OP_ABS:
+		case OP_FLOOR: case OP_CEIL: case OP_MAX: case OP_MIN: case OP_CAST_F32:
+		case OP_CAST_F16: case OP_CAST_BF16:
+			keep = true;
+			break;
+		case OP_DIV: case OP_SQRT:
+			keep = divsqrt;
+			break;
+		default:
+			break;
+		}
+		if (!keep)
+			o->op_w[op] = 0;
+	}
+	o->monoid_w[MO_LOGSUMEXP] = 0;
+	unsigned in = 0, out = 0;
+	for (int f = DT_F32; f < DT_I32; f++)
+		in += o->in_dtype_w[f], out += o->out_dtype_w[f];
+	if (in)
+		o->in_dtype_w[DT_F64] = 0;
+	if (out)
+		o->out_dtype_w[DT_F64] = 0;
+	o->p_compose = o->p_compose > 0.12 ? o->p_compose : 0.12;
+	o->p_ident = o->p_ident > 0.1 ? o->p_ident : 0.1;
+}
+
 char *fz_gen_raw(const GenOpts *o, uint64_t seed, uint64_t case_no)
 {
 	Gen *G = calloc(1, sizeof *G);
 	GenOpts *oc = malloc(sizeof *oc);
 	IR_ASSERT(G && oc);
 	*oc = *o;
+	int spec = spec_case(o, seed, case_no);
+	if (spec)
+		spec_opts(oc, spec == 2);
 	settle_opts(oc);
 	G->o = oc;
+	G->spec = spec != 0;
 	G->r = (Rng){fz_seed(seed, case_no, FZ_STREAM_GRAPH), 0};
 	make_sizes(G);
 	int nd = 1 + (int)rng_below(&G->r, oc->max_defs);
@@ -817,13 +875,34 @@ static bool bias_tiles(const Graph *g, Schedule *s, Rng *r, const GenOpts *o)
 	return changed;
 }
 
+/* Fully specified cases (spec_case): f64 accumulations, stores and op formats of a sampled
+ * schedule become f32 (vulkan promises nothing in f64, so one f64 format removes an
+ * output from its emulation check); a definition that reads f64 values keeps them. */
+static bool spec_formats(const Graph *g, Schedule *s)
+{
+	Schedule def;
+	sched_default(g, &def);
+	bool changed = false;
+	for (int d = 0; d < g->ndefs && d < s->ndefs; d++) {
+		DefSched *D = &s->defs[d];
+		if (def.defs[d].op == DT_F64)
+			continue;
+		Dtype *f[3] = {&D->op, &D->accum, &D->store};
+		for (int k = 0; k < 3; k++)
+			if (*f[k] == DT_F64)
+				*f[k] = DT_F32, changed = true;
+	}
+	sched_free(&def);
+	return changed;
+}
+
 /* The schedule of case (seed, case_no) into g: sched_sample's when sampled, else the
  * default; then the directed choices above (bias_inline on both, bias_inline_fmt and
  * bias_tiles on sampled ones). The directed schedule is kept where the parser takes it
  * (checked like any schedule), else the undirected one. The default schedule with nothing
  * directed is no block rather than an empty one. */
 static int schedule_case(Graph *g, const GenOpts *o, uint64_t seed, uint64_t case_no,
-			 bool sampled, Diag *d)
+			 bool sampled, bool spec, Diag *d)
 {
 	Schedule s;
 	if (sampled)
@@ -836,6 +915,8 @@ static int schedule_case(Graph *g, const GenOpts *o, uint64_t seed, uint64_t cas
 	if (sampled) {
 		changed |= bias_inline_fmt(g, &s, &br, o);
 		changed |= bias_tiles(g, &s, &br, o);
+		if (spec)
+			changed |= spec_formats(g, &s);
 	}
 	if (changed) {
 		char *biased = sched_text(g, &s);
@@ -859,7 +940,7 @@ int fz_gen_schedule(Graph *g, uint64_t seed, uint64_t case_no, Diag *d)
 {
 	GenOpts o;
 	fz_gen_defaults(&o);
-	return schedule_case(g, &o, seed, case_no, true, d);
+	return schedule_case(g, &o, seed, case_no, true, false, d);
 }
 
 Graph *fz_gen(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d)
@@ -873,7 +954,11 @@ Graph *fz_gen(const GenOpts *o, uint64_t seed, uint64_t case_no, Diag *d)
 	if (!g)
 		return NULL;
 	Rng r = {fz_seed(seed, case_no, FZ_STREAM_SCHEDULE) ^ 0x5c4edull, 0};
-	if (schedule_case(g, o, seed, case_no, rng_chance(&r, o->p_schedule), d) < 0) {
+	/* a fully specified graph is scheduled more often: splits, pairwise orders and 16-bit
+	 * accumulations are where its exact rounding is decided */
+	bool spec = spec_case(o, seed, case_no) != 0;
+	double ps = spec && o->p_schedule < 0.8 ? 0.8 : o->p_schedule;
+	if (schedule_case(g, o, seed, case_no, rng_chance(&r, ps), spec, d) < 0) {
 		ir_free(g);
 		return NULL;
 	}

@@ -87,6 +87,7 @@ typedef struct {
 	GVar v[GMAXVARS];
 	int nv;
 	bool tie;        /* inside a decision: exact values only */
+	bool spec;       /* a fully specified graph (GenOpts.p_spec; gen.c spec_opts) */
 	int ixdepth;     /* nesting of indirect reads */
 	int64_t work;
 	char **strs;

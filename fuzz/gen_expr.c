@@ -175,6 +175,13 @@ static bool ix_div(Gen *G, int64_t e, const char *et, Ix *x)
 		int64_t lo = v->lo - sh, hi = v->hi - sh;
 		int64_t flo = lo >= 0 ? lo / c : -((-lo + c - 1) / c);
 		int64_t fhi = hi >= 0 ? hi / c : -((-hi + c - 1) / c);
+		if (flo < 0 && rng_chance(&G->r, 0.5)) {
+			/* and shifted back in range: the negative quotients, exact ones included
+			 * ((1 - 3) / 2 is -1), select elements instead of the padding */
+			*x = (Ix){gs(G, "(%s - %lld) / %lld + %lld", v->name, (long long)sh,
+				     (long long)c, (long long)-flo), 0, fhi - flo};
+			return true;
+		}
 		*x = (Ix){gs(G, "(%s - %lld) / %lld", v->name, (long long)sh, (long long)c), flo, fhi};
 		return true;
 	}
@@ -1018,16 +1025,36 @@ static Ex exact_real(Gen *G, int depth)
 
 enum {
 	CP_FN_PRODUCT, CP_MULDIV, CP_DISTRIB, CP_ADDSUB, CP_SUBSUB, CP_SQUARE, CP_NEGNEG,
-	CP_MINMAX, CP_DIVDIV, CP_NESTED, CP__COUNT
+	CP_MINMAX, CP_DIVDIV, CP_NESTED, CP_TWOROUND, CP__COUNT
 };
 
+/* Two different formats among f32, f16, bf16 (and f64) whose casts have weight: 0, or 1
+ * with *f and *g set. */
+static int two_formats(Gen *G, Op *f, Op *g)
+{
+	static const Op casts[] = {OP_CAST_F16, OP_CAST_BF16, OP_CAST_F32, OP_CAST_F64};
+	Op c[4];
+	int n = 0;
+	for (int k = 0; k < 4; k++)
+		if (G->o->op_w[casts[k]])
+			c[n++] = casts[k];
+	if (n < 2)
+		return 0;
+	int a = (int)rng_below(&G->r, n), b = (a + 1 + (int)rng_below(&G->r, n - 1)) % n;
+	*f = c[a], *g = c[b];
+	return 1;
+}
+
 /* Compositions no rewrite rule has yet, and which a rule one day might get wrong: f(a * b)
- * (log(a * b) is not log a + log b at overflow), (a * b) / b, a * b + a * c, (a + b) - b,
- * a - (a - b), a * a, -a * -b, min(a, max(a, b)), a / (b / c), abs(abs(a)), abs(-a),
- * floor(floor(a)). Operands are exact (a zero the oracle must sign stays a point). */
+ * (log(a * b) is not log a + log b at overflow), (a * b) / b, a * b + a * c, (a + b) - b
+ * (also (a + b) - a, and b scaled by a power of two or 3, (a + b * S) - b * S, so that the
+ * sum rounds away a's low bits), a - (a - b), a * a, -a * -b, min(a, max(a, b)),
+ * a / (b / c), abs(abs(a)), abs(-a), floor(floor(a)), and one value rounded to two formats
+ * in one expression (f16(a) + bf16(a): two roundings that only their target format tells
+ * apart). Operands are exact (a zero the oracle must sign stays a point). */
 static Ex compose(Gen *G, int depth)
 {
-	static const unsigned cw[CP__COUNT] = {30, 8, 10, 8, 8, 8, 6, 8, 6, 8};
+	static const unsigned cw[CP__COUNT] = {30, 8, 10, 12, 8, 8, 6, 8, 6, 8, 12};
 	unsigned w[CP__COUNT];
 	memcpy(w, cw, sizeof w);
 	bool tie = tie_mode(G);
@@ -1048,11 +1075,14 @@ static Ex compose(Gen *G, int depth)
 		w[CP_MINMAX] = 0;
 	if (!ow[OP_ABS] && !ow[OP_FLOOR] && !ow[OP_CEIL])
 		w[CP_NESTED] = 0;
+	Op f1 = OP_CAST_F16, f2 = OP_CAST_BF16;
+	if (!two_formats(G, &f1, &f2))
+		w[CP_TWOROUND] = 0;
 	int form = rng_pick(&G->r, w, CP__COUNT);
 	if (form < 0)
 		return mk(NULL, TY_REAL, true, true, 0, 0, 0);
 	Ex a[3];
-	int n = form == CP_SQUARE || form == CP_NESTED ? 1
+	int n = form == CP_SQUARE || form == CP_NESTED || form == CP_TWOROUND ? 1
 		: form == CP_DISTRIB || form == CP_DIVDIV ? 3 : 2;
 	for (int k = 0; k < n; k++)
 		a[k] = exact_real(G, depth - 1);
@@ -1084,10 +1114,22 @@ static Ex compose(Gen *G, int depth)
 		s = gs(G, "%s * %s %c %s * %s", A, B, sub ? '-' : '+', A, C);
 		break;
 	}
-	case CP_ADDSUB:
+	case CP_ADDSUB: {
+		static const char *const sc[] = {"1024.0", "0x1p-12", "3.0", "65536.0", "0.75"};
 		top = OP_SUB;
-		s = gs(G, "(%s + %s) - %s", A, B, B);
+		int64_t v = rng_below(&G->r, 4);
+		if (v == 0)
+			s = gs(G, "(%s + %s) - %s", A, B, B);
+		else if (v == 1)
+			s = gs(G, "(%s + %s) - %s", A, B, A);
+		else {   /* b scaled: the sum rounds, a's low bits are lost */
+			const char *S = sc[rng_below(&G->r, ARRAY_LEN(sc))];
+			char *bs = gs(G, "%s * %s", B, S);
+			s = v == 2 ? gs(G, "(%s + %s) - %s", A, bs, bs)
+				: gs(G, "(%s + %s) - %s", bs, A, bs);
+		}
 		break;
+	}
 	case CP_SUBSUB:
 		top = OP_SUB;
 		s = gs(G, "%s - (%s - %s)", A, A, B);
@@ -1111,6 +1153,17 @@ static Ex compose(Gen *G, int depth)
 		top = OP_DIV, exact = false;
 		s = gs(G, "%s / (%s / %s)", A, B, C);
 		break;
+	case CP_TWOROUND: {
+		static const char *const ops[] = {"+", "-", "*", "max", "min"};
+		static const Op opv[] = {OP_ADD, OP_SUB, OP_MUL, OP_MAX, OP_MIN};
+		int k = (int)rng_below(&G->r, ARRAY_LEN(ops));
+		const char *o = ow[opv[k]] ? ops[k] : "+";
+		const char *F = op_info(f1)->spelling, *H = op_info(f2)->spelling;
+		top = f1;
+		s = o[0] == 'm' ? gs(G, "%s(%s(%s), %s(%s))", o, F, a[0].s, H, a[0].s)
+			: gs(G, "%s(%s) %s %s(%s)", F, a[0].s, o, H, a[0].s);
+		break;
+	}
 	default: {
 		static const Op nest[] = {OP_ABS, OP_ABS, OP_FLOOR, OP_CEIL};
 		unsigned nw[ARRAY_LEN(nest)];

@@ -303,7 +303,10 @@ static double boundary(const Gen *G, const DtypeInfo *X, uint64_t r)
 	switch ((r >> 4) % 12) {
 	case 0: return top;
 	case 1: return top + ulp_of(X, top) / 2;
-	case 2: return top + ulp_of(X, top) / 2 - ulp_of(G->fi, top);
+	case 2:   /* just below the overflow tie, or inside the band (top, tie): rounds to top */
+		if ((r >> 20) % 2)
+			return top + ulp_of(X, top) * (double)(1 + (r >> 21) % 7) / 16;
+		return top + ulp_of(X, top) / 2 - ulp_of(G->fi, top);
 	case 3: return norm;
 	case 4: return norm - sub;
 	case 5: return sub;

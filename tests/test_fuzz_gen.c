@@ -426,7 +426,7 @@ enum {
 	RF_TIE_SEL_NORMAL, RF_TIE_SEL_REAL, RF_TIE_SEL_EDGES, RF_TIE_MAX_NORMAL, RF_EXT_BIG, RF_TILE_PARTIAL,
 	RF_TILE_BIG_PARTIAL, RF_TILE_2PARTIAL, RF_TILE_2BIG, RF_FN_PRODUCT, RF_C_MULDIV,
 	RF_C_DISTRIB, RF_C_ADDSUB, RF_C_SUBSUB, RF_C_SQUARE, RF_C_NEGNEG, RF_C_MINMAX,
-	RF_C_DIVDIV, RF_C_NESTED, RF__COUNT
+	RF_C_DIVDIV, RF_C_NESTED, RF_C_TWOROUND, RF_IX_NEGDIV, RF_SPEC, RF__COUNT
 };
 static const char *const rnames[RF__COUNT] = {
 	"reread: two views", "reread: two paddings", "reread: two paddings, one reached",
@@ -440,7 +440,8 @@ static const char *const rnames[RF__COUNT] = {
 	"tie: max/min, normal inputs", "extent > 13", "partial tile", "partial tile >= 16",
 	"two partial tile dims", "two partial dims, one >= 16", "f(a * b)", "(a * b) / b",
 	"a * b + a * c", "(a + b) - b", "a - (a - b)", "a * a", "-a * -b", "min(a, max(a, b))",
-	"a / (b / c)", "abs(abs a), abs(-a), floor(floor a)",
+	"a / (b / c)", "abs(abs a), abs(-a), floor(floor a)", "f16(a) op bf16(a): two roundings",
+	"index (i - c) / k + m (negative quotients)", "fully specified (no f64, no allowance)",
 };
 _Static_assert(ARRAY_LEN(rnames) == RF__COUNT, "one name per shape");
 
@@ -558,7 +559,62 @@ static void node_shapes(const Graph *g, bool *f)
 		f[RF_C_DIVDIV] |= y && n->op == OP_DIV && y->kind == NK_OP && y->op == OP_DIV;
 		f[RF_C_NESTED] |= !y && (n->op == OP_ABS || n->op == OP_FLOOR || n->op == OP_CEIL) &&
 				  x->kind == NK_OP && (x->op == n->op || (n->op == OP_ABS && x->op == OP_NEG));
+		f[RF_C_TWOROUND] |= y && x->kind == NK_OP && y->kind == NK_OP &&
+				    (op_info((Op)x->op)->flags & OPF_CAST) &&
+				    (op_info((Op)y->op)->flags & OPF_CAST) && x->op != y->op &&
+				    x->a[0] == y->a[0];
 	}
+}
+
+/* Index shapes: a floor division of a shifted variable, shifted back ((i - 3) / 2 + 2). */
+static void index_shapes(const Graph *g, bool *f)
+{
+	for (uint32_t r = 1; r < g->nnodes; r++) {
+		const Node *n = &g->nodes[r];
+		if (n->kind != NK_OP || n->op != OP_ADD || n->ty != TY_INT)
+			continue;
+		const Node *x = ir_node(g, n->a[0]);
+		f[RF_IX_NEGDIV] |= x->kind == NK_OP && x->op == OP_IDIV &&
+				   is_op_node(g, x->a[0], OP_SUB);
+	}
+}
+
+/* Whether g is fully specified (fuzz/gen.c spec_opts): no op with an allowance, no fma, no
+ * logsumexp, no f64 input, and f64 in no definition's formats (its integer definitions'
+ * real subexpressions aside). */
+static bool spec_graph(const Graph *g)
+{
+	for (uint32_t r = 1; r < g->nnodes; r++) {
+		const Node *n = &g->nodes[r];
+		if (n->kind != NK_OP || n->ty != TY_REAL)
+			continue;
+		switch (n->op) {
+		case OP_NEG: case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_SQRT:
+		case OP_SELECT: case OP_ABS: case OP_FLOOR: case OP_CEIL: case OP_MAX: case OP_MIN:
+		case OP_CAST_F32: case OP_CAST_F16: case OP_CAST_BF16:
+			break;
+		default:
+			return false;
+		}
+	}
+	for (int t = 0; t < g->ntensors; t++)
+		if (g->tensors[t].kind == TK_INPUT && g->tensors[t].dtype == DT_F64)
+			return false;
+	Schedule s;
+	Diag d = {0};
+	if (sched_build(g, &s, &d)) {
+		diag_clear(&d);
+		return false;
+	}
+	bool ok = true;
+	for (int df = 0; df < g->ndefs; df++) {
+		const DefSched *D = &s.defs[df];
+		ok &= g->defs[df].monoid != MO_LOGSUMEXP;
+		ok &= g->defs[df].ty != TY_REAL || (D->op != DT_F64 && D->accum != DT_F64 &&
+						   D->store != DT_F64);
+	}
+	sched_free(&s);
+	return ok;
 }
 
 /* Whether the body of selection/max/min definition D makes equal terms by its form: integer
@@ -809,6 +865,8 @@ static void reach_graph(const Graph *g, Reach *R)
 			f[RF_TIE_MAX_NORMAL] = terms_tie(h, df, DIST_NORMAL);
 	}
 	node_shapes(h, f);
+	index_shapes(h, f);
+	f[RF_SPEC] = spec_graph(h);
 	inline_shapes(h, f);
 	tile_shapes(h, f);
 	RwStats st, real;
@@ -889,6 +947,9 @@ START_TEST(reach)
 	AT_LEAST(RF_FN_PRODUCT, 14);            /* 12.7% */
 	for (int k = RF_C_MULDIV; k <= RF_C_NESTED; k++)
 		AT_LEAST(k, 0.7);                /* 0 to 1.3% */
+	AT_LEAST(RF_C_TWOROUND, 2);             /* 0 */
+	AT_LEAST(RF_IX_NEGDIV, 1);              /* 0 */
+	AT_LEAST(RF_SPEC, 20);
 #undef AT_LEAST
 	for (int k = 0; k < R->nrules; k++)   /* every rule of compiler/sched/rewrite.c fires */
 		ck_assert_msg(R->rules[k] * 1000 >= n * 15, "rule %s: %ld of %ld", R->rname[k],

@@ -746,7 +746,10 @@ static const struct {
 	{"input x : f64[2]\ny[i:2] = x[i] * 1e-300\noutput y : f64\n", 1e-10, 1u << DT_F64},
 	{"input x : f64[2]\ny[i:2] = x[i] * 1e-300\noutput y : f64\n", 1, 0},
 	{"input x : f16[2]\ny[i:2] = x[i] * 0.5\noutput y : f16\n", 0x1p-20, 0},
-	{"input x : f32[2]\ny[i:2] = f32(f64(x[i]) * 1e-300)\noutput y : f32\n", 1, 0},
+	/* 1e-300 rounds to an f32 zero: a zero met (MP_MET_ZERO), no subnormal */
+	{"input x : f32[2]\ny[i:2] = f32(f64(x[i]) * 1e-300)\noutput y : f32\n", 1, MP_MET_ZERO},
+	/* a sum starts from -0 (the identity), which is no value computed: nothing met */
+	{"input x : f32[2, 3]\ns[i:2] = sum(j:3) x[i, j]\noutput s : f32\n", 1.5, 0},
 	{"input x : f32[2]\ny[i:2] = f32(f64(x[i]) * 1e-40)\noutput y : f32\n", 1,
 	 1u << DT_F32},
 	{"input x : f32[2, 3]\ns[i:2] = max(j:3) x[i, j]\noutput s : f32\n", 1e-40,

@@ -382,7 +382,7 @@ char *fz_repro_header(const FzSig *s, const FzRun *r, int defs, const char *orig
 						len ? "," : " --fault ", gr_fault_name(k));
 		vf_faults_name(r->faults & ~(unsigned)(((1u << GF__COUNT) - 1) * KF_GRAD_MAX_BOTH),
 			       kf, sizeof kf);
-		char cmd[1600];
+		char cmd[3072];   /* gf, kf, be and inputs whole */
 		if (strcmp(s->backend, "derivation") == 0)
 			snprintf(cmd, sizeof cmd, "assay grad --verify THIS.tg --pairs %d --seed %llu%s",
 				 r->grad_pairs > 0 ? r->grad_pairs : 2, (unsigned long long)r->seed, gf);

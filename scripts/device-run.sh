@@ -22,6 +22,7 @@
 #                beside cuBLAS and copy bandwidth) and bench_ulp on the GPU backends;
 #                $BENCH_OTHERS (e.g. opencl,vulkan): the derived kernels there too (matmul
 #                at $BENCH_OTHERS_MATMUL, default 1024)
+#     gradcheck  every example's gradient graph (`assay grad`) checked on $GRAD_BACKENDS (cuda)
 #     probe      `assay probe` on every backend ($BACKENDS, space-separated) under the default,
 #                pairwise and split schedules, $PROBE_N (32) terms: each kernel's summation tree
 #                beside the one its schedule declares
@@ -214,6 +215,18 @@ for step in $steps; do
 		"$A" report "$LOG/fuzz" -o "$LOG/fuzz-report" >/dev/null 2>&1 &&
 			head -40 "$LOG/fuzz-report/report.md"
 		[ $rc -eq 0 ] || status=1
+		;;
+	gradcheck)
+		# every example's gradient graph (assay grad) checked on $GRAD_BACKENDS (cuda)
+		mkdir -p "$LOG/grad"
+		for f in examples/*.tg; do
+			n=$(basename "$f" .tg)
+			"$A" grad "$f" -o "$LOG/grad/${n}_grad.tg" 2>"$LOG/grad/$n.err" ||
+				{ echo "$n: no gradient ($(head -c 120 "$LOG/grad/$n.err"))"; continue; }
+		done
+		"$A" check "$LOG"/grad/*_grad.tg --backends "${GRAD_BACKENDS:-cuda}" --threads "$(nproc)" \
+			>"$LOG/gradcheck.log" 2>&1 || status=1
+		grep -v ' pass ' "$LOG/gradcheck.log" | tail -20
 		;;
 	probe)
 		# the summation tree of each backend's derived row sum (assay probe, FPRev) under the

@@ -259,6 +259,9 @@ int fz_check_inv(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
 int fz_inv_choice(const Graph *g, uint64_t seed, int64_t *value);
 /* fz_check of g's gradient (r->grad; grad.c). */
 int fz_check_grad(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
+/* The verifier's options of a check under r (its limits, faults, pool, inputs), records to
+ * fn(ctx) (run.c; fz_check and inv.c). */
+VfOpts fz_vf_opts(const FzRun *r, VfSink *fn, void *ctx);
 /* Appends one record to res as fz_check's own records are (its verdict, its JSON line). */
 void fz_sink_record(FzResult *res, const VfRecord *rec);
 void fz_result_free(FzResult *res);

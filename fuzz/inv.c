@@ -72,14 +72,7 @@ int fz_check_inv(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 	char *text = ir_print(g);
 	Ctx c = {res};
 	VfInvOpts io = {.size = g->sizes[s].name, .values = {v}, .nvalues = 1};
-	VfOpts vo = {
-		.w = {.timeout_s = r->timeout_s, .compile_timeout_s = r->compile_timeout_s,
-		      .threads = 1, .cache_dir = r->cache_dir, .faults = r->faults, .hooks = r->hooks,
-		      .pool = r->pool},
-		.threads = 1, .seed = r->seed, .dist = dist_name(r->dist), .out_dir = r->out_dir,
-		.sink = sink, .ctx = &c,
-		.oracle_timeout_s = r->timeout_s > 0 ? r->timeout_s : 20,
-	};
+	VfOpts vo = fz_vf_opts(r, sink, &c);
 	VfInvSummary sum;
 	Diag vd = {0};
 	int rc = vf_invariance_text(text, g->file ? g->file : "fuzz.tg", NULL, 0, r->backends,

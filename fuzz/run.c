@@ -178,6 +178,20 @@ void fz_sink_record(FzResult *res, const VfRecord *rec)
 	sink(&s, rec);
 }
 
+VfOpts fz_vf_opts(const FzRun *r, VfSink *fn, void *ctx)
+{
+	return (VfOpts){
+		.w = {.timeout_s = r->timeout_s, .compile_timeout_s = r->compile_timeout_s,
+		      .threads = 1, .cache_dir = r->cache_dir, .faults = r->faults, .hooks = r->hooks,
+		      .pool = r->pool},
+		.threads = 1, .seed = r->seed, .dist = dist_name(r->dist), .out_dir = r->out_dir,
+		.sink = fn, .ctx = ctx,
+		/* the oracle of a case gets the kernels' run limit: a case it cannot judge in time
+		 * is skipped (fz_case_run), never a verdict */
+		.oracle_timeout_s = r->timeout_s > 0 ? r->timeout_s : 20,
+	};
+}
+
 int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 {
 	if (r->pair)
@@ -196,16 +210,7 @@ int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 	if (vf_sched_list(g, g->has_schedule ? "graph" : "default", r->seed, 0, &scheds, &ns, d))
 		goto out_inputs;
 	Sink s = {res, false, ""};
-	VfOpts vo = {
-		.w = {.timeout_s = r->timeout_s, .compile_timeout_s = r->compile_timeout_s,
-		      .threads = 1, .cache_dir = r->cache_dir, .faults = r->faults, .hooks = r->hooks,
-		      .pool = r->pool},
-		.threads = 1, .seed = r->seed, .dist = dist_name(r->dist), .out_dir = r->out_dir,
-		.sink = sink, .ctx = &s,
-		/* the oracle of a case gets the kernels' run limit: a case it cannot judge in time
-		 * is skipped (fz_case_run), never a verdict */
-		.oracle_timeout_s = r->timeout_s > 0 ? r->timeout_s : 20,
-	};
+	VfOpts vo = fz_vf_opts(r, sink, &s);
 	rc = vf_check(g, inputs, r->backends, r->nbackends, scheds, ns, &vo, &failed, d);
 	vf_sched_list_free(scheds, ns);
 out_inputs:

@@ -65,6 +65,9 @@ static const FlagSpec flags[] = {
 	{"invariance", false, false, "         judge each case's batch invariance instead: one of its sizes drawn as the batch,\n"
 	 "                          the rows again at a smaller value under the same schedule, bit for bit\n"
 	 "                          (docs/decode.md)"},
+	{"probes", true, false, "N        sums of each case's graph probed FPRev-style on every backend, at most\n"
+	 "                          (a tree other than the schedule's is tree-mismatch; docs/probe.md;\n"
+	 "                          default 2, 0: none)"},
 	{"grad-pairs", true, false, "N        --grad: directional (cotangent, direction) pairs per case (default 2)"},
 	{"o", true, false, "DIR      the campaign directory (required for a new campaign)"},
 	{"resume", true, false, "DIR      continue the campaign in DIR with its own settings"},
@@ -79,7 +82,7 @@ static const FlagSpec flags[] = {
  * backends default to every available one. */
 static int settings(const Args *a, bool resume, FzCampaign *c)
 {
-	long long seed, cases, jobs, rt, maxdefs, gpairs;
+	long long seed, cases, jobs, rt, maxdefs, gpairs, probes;
 	double secs, timeout, ctimeout, variants;
 	if (cli_int(a, "fuzz", "seed", 1, 0, LLONG_MAX, &seed) ||
 	    cli_int(a, "fuzz", "cases", 0, 1, FZ_MAX_CASES, &cases) ||
@@ -87,6 +90,7 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 	    cli_int(a, "fuzz", "reduce-tests", 300, 1, FZ_MAX_REDUCE_TESTS, &rt) ||
 	    cli_int(a, "fuzz", "max-defs", c->gen.max_defs, 1, FZ_MAX_DEFS, &maxdefs) ||
 	    cli_int(a, "fuzz", "grad-pairs", 2, 1, 1000, &gpairs) ||
+	    cli_int(a, "fuzz", "probes", c->probes, 0, 16, &probes) ||
 	    cli_double(a, "fuzz", "seconds", 0, 0, FZ_MAX_SECONDS, &secs) ||
 	    cli_double(a, "fuzz", "timeout", 10, 0, FZ_MAX_TIMEOUT, &timeout) ||
 	    cli_double(a, "fuzz", "compile-timeout", 60, 0, FZ_MAX_TIMEOUT, &ctimeout) ||
@@ -115,6 +119,7 @@ static int settings(const Args *a, bool resume, FzCampaign *c)
 	if (cli_has(a, "no-feedback"))
 		c->feedback_epoch = 0;
 	c->variants = variants;
+	c->probes = (int)probes;
 	if (cli_has(a, "grad-pairs") && !cli_has(a, "grad") && !resume) {
 		fprintf(stderr, "assay fuzz: --grad-pairs needs --grad\n");
 		return 2;
@@ -216,7 +221,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 {
 	char fm[512], fc[512];
 	const char *env = getenv("ASSAY_FAULT");
-	char theirs[14][160];
+	char theirs[15][160];
 	snprintf(theirs[0], 160, "seed %llu", (unsigned long long)camp->seed);
 	snprintf(theirs[1], 160, "backends %s", camp->backends);
 	snprintf(theirs[2], 160, "inputs %s", camp->inputs);
@@ -234,6 +239,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 	snprintf(theirs[11], 160, camp->grad_pairs ? "--grad" : "no --grad");
 	snprintf(theirs[12], 160, "grad-pairs %d", camp->grad_pairs);
 	snprintf(theirs[13], 160, camp->invariance ? "--invariance" : "no --invariance");
+	snprintf(theirs[14], 160, "probes %d", camp->probes);
 	const struct {
 		const char *flag;
 		bool differs;
@@ -252,6 +258,7 @@ static int same_settings(const Args *a, const char *dir, const FzCampaign *mine,
 		{"grad", !camp->grad_pairs},
 		{"grad-pairs", mine->grad_pairs != camp->grad_pairs},
 		{"invariance", !camp->invariance},
+		{"probes", mine->probes != camp->probes},
 	};
 	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
 		if (!cli_has(a, t[i].flag) || !t[i].differs)

@@ -61,6 +61,7 @@ void fz_campaign_defaults(FzCampaign *c)
 	/* one variant in a quarter of the cases: about 23% of a campaign's throughput for
 	 * bugs no budget sees (docs/fuzz.md "Metamorphic variants", the default) */
 	c->variants = 0.25;
+	c->probes = FZ_PROBES;
 	fz_gen_defaults(&c->gen);
 }
 
@@ -119,6 +120,7 @@ int fz_case_setup(const FzCampaign *c, uint64_t n, const char *cache_dir, FzRun 
 	r->grad = r->grad_verify = c->grad_pairs > 0;
 	r->grad_pairs = c->grad_pairs;
 	r->invariance = c->invariance;
+	r->probes = c->probes;
 	return 0;
 }
 

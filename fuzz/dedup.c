@@ -154,12 +154,15 @@ static void restrict_to(FzRun *out, const FzRun *r, const FzResult *res, const c
 	}
 }
 
-/* Whether the (backend, output) verdict v is gone from res (not there, or different). */
+/* Whether the (backend, output) verdict v is gone from res: no record of that backend and
+ * output has it (an output may have several records: a probe's beside the check's, each
+ * schedule's). */
 static bool gone(const FzResult *res, const char *backend, const char *output, Verdict v)
 {
 	for (int k = 0; k < res->n; k++)
-		if (strcmp(res->v[k].backend, backend) == 0 && strcmp(res->v[k].output, output) == 0)
-			return res->v[k].verdict != v;
+		if (strcmp(res->v[k].backend, backend) == 0 && strcmp(res->v[k].output, output) == 0 &&
+		    res->v[k].verdict == v)
+			return false;
 	return true;
 }
 
@@ -290,9 +293,11 @@ int fz_holds(const Graph *g, const FzRun *r, const FzSig *s, bool *holds, Diag *
 	if (ok < 0)
 		return -1;
 	if (ok) {
-		int k = fz_result_find(&res, s->backend, s->output);
-		ok = k >= 0 && res.v[k].verdict == s->verdict &&
-		     (s->dtype == DT_NONE || res.v[k].dtype == s->dtype);
+		ok = false;
+		for (int k = 0; k < res.n && !ok; k++)
+			ok = res.v[k].suspect && strcmp(res.v[k].backend, s->backend) == 0 &&
+			     strcmp(res.v[k].output, s->output) == 0 && res.v[k].verdict == s->verdict &&
+			     (s->dtype == DT_NONE || res.v[k].dtype == s->dtype);
 		fz_result_free(&res);
 	}
 	if (ok && (s->faults || r->faults)) {
@@ -398,6 +403,18 @@ char *fz_repro_header(const FzSig *s, const FzRun *r, int defs, const char *orig
 			"%s%s%s",
 			defs, defs == 1 ? "" : "s", key, s->backend, s->output,
 			vf_verdict_name(s->verdict), inputs, cmd,
+			origin ? "# origin: " : "", origin ? origin : "", origin ? "\n" : "");
+		IR_ASSERT(n >= 0);
+		return h;
+	}
+	if (s->verdict == V_TREE_MISMATCH) {   /* a probe's (probe.c): the values do not matter */
+		int n = asprintf(&h,
+			"# assay: a minimal repro (%d definition%s) of failure %s\n"
+			"# (backend %s, sum %s: its kernel sums in a tree the schedule does not declare)\n"
+			"# reproduce: %s%s%sassay probe THIS.tg --def %s --backend %s\n"
+			"%s%s%s",
+			defs, defs == 1 ? "" : "s", key, s->backend, s->output,
+			*faults ? "ASSAY_FAULT=" : "", faults, *faults ? " " : "", s->output, s->backend,
 			origin ? "# origin: " : "", origin ? origin : "", origin ? "\n" : "");
 		IR_ASSERT(n >= 0);
 		return h;

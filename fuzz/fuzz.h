@@ -201,6 +201,8 @@ typedef struct {
 	                            (inv.c) */
 	char inv_at[80];         /* a repro's "SIZE=V" (fz_inv_choice of the repro), for its
 	                            header; "" elsewhere */
+	int probes;              /* the sums of g probed FPRev-style on every backend of the run,
+	                            at most (probe.c; 0: none): records of schedule "probe" */
 } FzRun;
 
 /* One (backend, output) verdict. */
@@ -257,6 +259,11 @@ int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
  * index of the size in g->sizes (-1: none) and its smaller value. */
 int fz_check_inv(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
 int fz_inv_choice(const Graph *g, uint64_t seed, int64_t *value);
+/* The FPRev probes of g's sums (r->probes; probe.c): records of schedule "probe" into res,
+ * whose output is the sum's name and verdict pass or tree-mismatch. 0, or -1 with d. */
+int fz_check_probes(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
+#define FZ_PROBES 2           /* sums probed per case by default */
+#define FZ_PROBE_LEAVES 40    /* their summands, at most (L (L - 1) / 2 rows in one run) */
 /* fz_check of g's gradient (r->grad; grad.c). */
 int fz_check_grad(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
 /* The verifier's options of a check under r (its limits, faults, pool, inputs), records to
@@ -514,6 +521,9 @@ typedef struct {
 	                            most FZ_MAX_VARIANTS; 0: none; default 0.25 */
 	bool invariance;         /* --invariance: each case judges its batch invariance (inv.c);
 	                            absent from settings.json when false */
+	int probes;              /* --probes N: the sums of each case's graph probed FPRev-style
+	                            (probe.c), at most; default FZ_PROBES; 0 (and absent from
+	                            settings.json: older campaigns): none */
 	int grad_pairs;          /* --grad: each case judges its graph's gradient (grad.c) with this
 	                            many directional pairs; 0: no --grad (absent from
 	                            settings.json) */

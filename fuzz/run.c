@@ -213,6 +213,8 @@ int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 	VfOpts vo = fz_vf_opts(r, sink, &s);
 	rc = vf_check(g, inputs, r->backends, r->nbackends, scheds, ns, &vo, &failed, d);
 	vf_sched_list_free(scheds, ns);
+	if (rc == 0)   /* the order of its sums, whatever the values (probe.c) */
+		rc = fz_check_probes(g, r, res, d);
 out_inputs:
 	for (int k = 0; k < ni; k++)
 		ht_free(&inputs[k]);

@@ -57,6 +57,7 @@ static const Field fields[] = {
 	{"shard", 'S', 0, 0},                    /* "I/N"; absent: not a shard */
 	{"grad_pairs", 'I', 0, 1000},            /* --grad; 0 (and absent): no --grad */
 	{"invariance", 'I', 0, 1},               /* --invariance; 0 (and absent): none */
+	{"probes", 'I', 0, 16},                  /* --probes; 0 (and absent: older campaigns): none */
 	{"gen", 'o', 0, 0},
 	{"gen.max_rank", 'i', 0, FZ_MAXRANK},
 	{"gen.max_extent", 'i', 1, 1 << 20},
@@ -129,7 +130,7 @@ int fz_settings_check(const FzCampaign *c, Diag *d)
 		{"hooks", c->hooks}, {"timeout_s", c->timeout_s},
 		{"compile_timeout_s", c->compile_timeout_s}, {"reduce_tests", c->reduce_tests},
 		{"case_limit_s", c->case_limit_s}, {"feedback_epoch", c->feedback_epoch}, {"variants", c->variants},
-		{"grad_pairs", c->grad_pairs}, {"invariance", c->invariance},
+		{"grad_pairs", c->grad_pairs}, {"invariance", c->invariance}, {"probes", c->probes},
 		{"gen.max_rank", o->max_rank},
 		{"gen.max_extent", o->max_extent}, {"gen.max_defs", o->max_defs},
 		{"gen.max_inputs", o->max_inputs}, {"gen.max_depth", o->max_depth},
@@ -249,6 +250,8 @@ static char *settings_text(const FzCampaign *c)
 		}
 		fputs("]", f);
 	}
+	if (c->probes > 0)   /* absent without probes: the settings of older campaigns */
+		fprintf(f, ",\"probes\":%d", c->probes);
 	if (c->invariance)   /* absent without --invariance */
 		fputs(",\"invariance\":1", f);
 	if (c->grad_pairs > 0)   /* absent without --grad: the settings of older campaigns */
@@ -614,6 +617,7 @@ static int parse_got(const char *text, size_t n, FzCampaign *c, Got *got, Diag *
 	c->variants = G("variants").seen ? G("variants").x : 0;
 	c->grad_pairs = G("grad_pairs").seen ? (int)G("grad_pairs").x : 0;
 	c->invariance = G("invariance").seen && G("invariance").x != 0;
+	c->probes = G("probes").seen ? (int)G("probes").x : 0;
 	c->shard_i = c->shard_n = 0;
 	Diag sd = {0};
 	char canon[32] = "";

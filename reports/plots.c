@@ -42,6 +42,7 @@ static const char *const verdict_color[V__COUNT] = {
 	[V_VARIANT_MISMATCH] = "#00bcd4",
 	[V_BAD_OUTPUT] = "#8b0000",
 	[V_GRAD_MISMATCH] = "#6a3d9a",
+	[V_TREE_MISMATCH] = "#b15928",
 };
 
 typedef struct {

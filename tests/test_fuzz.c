@@ -1118,6 +1118,78 @@ START_TEST(reducer_shrinks_a_fault)
 }
 END_TEST
 
+/* FzRun.probes (fuzz/probe.c): each eligible sum of the graph, outputs or not, probed on the
+ * backends; a kernel that sums in another tree is tree-mismatch, classified by the directive
+ * it needs, and reduced like any failure. */
+static const char *probe_src =
+	"size N = 4, M = 7\n"
+	"input x : f32[N, M]\n"
+	"input w : f32[M]\n"
+	"a[i:N, j:M] = x[i, j] * w[j] + 1\n"
+	"c[i:N] = sum(j:M) a[i, j] * a[i, j]\n"
+	"n[i:N] = sum(j:M) i * j\n"
+	"y[i:N] = exp(-abs(c[i])) + n[i]\n"
+	"output y : f32\n"
+	"schedule\n"
+	"split c : j=3\n";
+
+static int probe_record(const FzResult *res, const char *out, Verdict v)
+{
+	for (int k = 0; k < res->n; k++)
+		if (strcmp(res->v[k].output, out) == 0 && res->v[k].verdict == v)
+			return k;
+	return -1;
+}
+
+START_TEST(probes_find_a_tree)
+{
+	Graph *g = parse(probe_src);
+	Diag d = {0};
+	FzRun r = run_c(0, 3, DIST_NORMAL);
+	r.probes = 2;
+	FzResult res = {0};
+	ck_assert_int_eq(fz_check(g, &r, &res, &d), 0);
+	/* c (not an output) probed and in its declared tree; n sums integers: not probed */
+	ck_assert_int_ge(probe_record(&res, "c", V_PASS), 0);
+	ck_assert_int_lt(probe_record(&res, "n", V_PASS), 0);
+	fz_result_free(&res);
+	r.probes = 0;
+	ck_assert_int_eq(fz_check(g, &r, &res, &d), 0);
+	ck_assert_int_lt(probe_record(&res, "c", V_PASS), 0);
+	fz_result_free(&res);
+
+	r = run_c(KF_NO_COMBINE, 3, DIST_NORMAL);
+	r.probes = 2;
+	ck_assert_int_eq(fz_check(g, &r, &res, &d), 0);
+	int k = probe_record(&res, "c", V_TREE_MISMATCH);
+	ck_assert_int_ge(k, 0);
+	ck_assert(res.v[k].suspect);
+	FzSig *sigs = NULL;
+	ck_assert_int_eq(fz_classify(g, &r, &res, &sigs, &d), 0);
+	FzSig s = sigs[k];
+	ck_assert_uint_eq(s.faults, KF_NO_COMBINE);
+	ck_assert_uint_eq(s.dirs, 1u << SD_SPLIT);
+	FzReduceOpts o = {r, 100, 0, NULL};
+	char *out = NULL;
+	FzReduceStats st;
+	ck_assert_msg(fz_reduce(g, &s, &o, &out, &st, &d) == 0, "%s", d.msg ? d.msg : "");
+	ck_assert_int_lt(st.defs_after, st.defs_before);
+	Graph *m = parse(out);
+	bool holds = false;
+	ck_assert_int_eq(fz_holds(m, &r, &s, &holds, &d), 0);
+	ck_assert_msg(holds, "the repro does not fail the same way:\n%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "split c"));
+	char *h = fz_repro_header(&s, &r, st.defs_after, NULL);
+	ck_assert_ptr_nonnull(strstr(h, "assay probe THIS.tg --def c --backend c"));
+	free(h);
+	ir_free(m);
+	free(out);
+	free(sigs);
+	fz_result_free(&res);
+	ir_free(g);
+}
+END_TEST
+
 START_TEST(reducer_refuses_a_passing_graph)
 {
 	Graph *g = parse("input x : f32[4]\ny[i:4] = x[i] + 1\noutput y : f32\n");
@@ -1172,6 +1244,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, reducer_shrinks_a_fault);
 	tcase_add_test(tc, reducer_refuses_a_passing_graph);
+	tcase_add_test(tc, probes_find_a_tree);
 	suite_add_tcase(s, tc);
 	return s;
 }

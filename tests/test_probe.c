@@ -107,6 +107,44 @@ START_TEST(faults_and_errors)
 }
 END_TEST
 
+/* The graph form: sum D of a graph, under the graph's schedule block, as the fuzzer's probes
+ * (fuzz/probe.c) run it; a range LO..HI and two reduction indices are one row of leaves. */
+START_TEST(graph_form)
+{
+	char *t = tu_mkdtemp("probe-graph");
+	char p[600], args[1024];
+	snprintf(p, sizeof p, "%s/g.tg", t);
+	FILE *f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("graph g\ninput a : f32[4, 6, 2]\n"
+	      "y[i:4] = sum(j: 2..8, k:2) a[i, j - 2, k] * 2\n"
+	      "z[i:4] = y[i] + 1\n"
+	      "output z : f32\n"
+	      "schedule\nsplit y : j=3\n", f);
+	fclose(f);
+	snprintf(args, sizeof args, "%s --def y", p);
+	ck_assert_int_eq(probe(t, "", args), 0);
+	char *o = out(t);
+	/* 12 leaves (j, k) row-major; three partials by j mod 3, each linear */
+	ck_assert_msg(strstr(o, "declared tree:   (((((0 1) 6) 7) (((2 3) 8) 9)) (((4 5) 10) 11))\n"),
+		      "%s", o);
+	ck_assert_ptr_nonnull(strstr(o, "sum y of 12 f32 terms"));
+	ck_assert_ptr_nonnull(strstr(o, "the kernel sums in the order its schedule declares"));
+	free(o);
+	ck_assert_int_eq(probe(t, "ASSAY_FAULT=no_combine", args), 1);
+	snprintf(args, sizeof args, "%s --def z", p);
+	ck_assert_int_eq(probe(t, "", args), 2);    /* not a sum */
+	snprintf(args, sizeof args, "%s --def nope", p);
+	ck_assert_int_eq(probe(t, "", args), 2);
+	snprintf(args, sizeof args, "%s", p);
+	ck_assert_int_eq(probe(t, "", args), 2);    /* a graph needs --def */
+	snprintf(args, sizeof args, "%s --def y --n 4", p);
+	ck_assert_int_eq(probe(t, "", args), 2);
+	ck_assert_int_eq(probe(t, "", "--def y"), 2);   /* --def needs a graph */
+	tu_rm_rf(t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("probe");
@@ -114,6 +152,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, declared_trees, 0, (int)ARRAY_LEN(trees));
 	tcase_add_test(tc, faults_and_errors);
+	tcase_add_test(tc, graph_form);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

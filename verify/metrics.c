@@ -35,6 +35,7 @@ static const char *const verdict_names[V__COUNT] = {
 	[V_VARIANT_MISMATCH] = "variant-mismatch",
 	[V_BAD_OUTPUT] = "bad-output",
 	[V_GRAD_MISMATCH] = "grad-mismatch",
+	[V_TREE_MISMATCH] = "tree-mismatch",
 };
 _Static_assert(ARRAY_LEN(verdict_names) == V__COUNT, "one name per verdict");
 

@@ -44,6 +44,8 @@ typedef enum {
 	V_GRAD_MISMATCH,   /* `assay fuzz --grad`: the derived gradient's <grad, t> differs from
 	              the oracle's exact directional derivative (interp/gradcheck.c); the
 	              record's backend is "derivation", its output the first wrong grad_X */
+	V_TREE_MISMATCH,   /* an FPRev probe (probe.c) of a sum the kernel computes: it sums in a
+	              tree its schedule does not declare (the emulation's order); a failure */
 	V__COUNT
 } Verdict;
 
@@ -292,6 +294,38 @@ typedef struct {
 int vf_worker_run(const Backend *b, const Graph *g, const Schedule *s,
 		  const HostTensor *inputs, const WorkerOpts *o, WorkerResult *r, Diag *d);
 void vf_worker_free(const Graph *g, WorkerResult *r);
+/* ------------------------------------------------------------------ probes (probe.c) */
+
+/* The FPRev probe of one sum on one backend (docs/probe.md). */
+typedef struct {
+	int leaves;              /* L: the summands of one row */
+	Dtype acc;               /* the accumulation format */
+	int m_exp;               /* the probe's +-2^m_exp */
+	bool ran;                /* the kernel ran (else status and why say how it ended) */
+	WorkerStatus status;
+	char why[256];
+	char *kernel_tree;       /* the kernel's tree, "((0 1) 2)"; NULL: the counts fit none */
+	char *declared_tree;     /* the schedule's (the emulating interpreter's order) */
+	int fanin, depth;        /* of the kernel's tree: its widest node, its depth */
+	bool same;
+	char *sched_text;        /* the probe graph's schedule (sched_text) */
+} VfProbe;
+
+/* Whether definition def of g, under s, is a sum a probe can stand for: real terms, not
+ * online or inlined, every reduction index over a range of constant bounds, 2..max_leaves leaves
+ * in all (at most 8 in an f16 accumulation). 0 with *leaves, or 1 with why. */
+int vf_probe_eligible(const Graph *g, const Schedule *s, int def, int max_leaves, int *leaves,
+		      char *why, size_t n);
+/* The probe graph of an eligible def: `D[p:L(L-1)/2] = sum(r1:N1, ...) x[p, r1, ...]` with
+ * D's name, its reduction indices' names and extents, and its accum, order and split
+ * directives (its tiles name left-hand indices the probe does not have). NULL with d. */
+Graph *vf_probe_graph(const Graph *g, const Schedule *s, int def, Diag *d);
+/* Probes probe graph pg (vf_probe_graph's, or any one-definition row sum of that shape) on
+ * b under its schedule block: 0 with out (vf_probe_free), -1 with d when the toolkit or
+ * the environment failed. Call it with no other threads running (fork). */
+int vf_probe_run(const Graph *pg, const Backend *b, const WorkerOpts *wo, VfProbe *out, Diag *d);
+void vf_probe_free(VfProbe *p);
+
 /* The verdict of a run that ended with status s (WK_OK: pass; judged further by the caller). */
 Verdict vf_worker_verdict(WorkerStatus s);
 

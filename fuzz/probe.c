@@ -17,7 +17,8 @@
  * Everything is a function of the graph and the run, so classification (ablating
  * directives and faults), the reducer (fz_holds) and failure folders work unchanged: a
  * repro is the smallest graph whose sum still sums in the wrong tree. A backend that is
- * unavailable gets no probe record (the check's own records say why).
+ * unavailable gets no probe record (the check's own records say why), nor does an
+ * --external kernel (a probe graph is not within what it declares).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,7 +78,9 @@ int fz_check_probes(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 		for (int b = 0; b < r->nbackends && rc == 0; b++) {
 			const Backend *be = r->backends[b];
 			char una[256];
-			if (vf_available(r->pool, be, una, sizeof una))
+			/* an --external kernel computes the graphs its capabilities declare, and a
+			 * probe graph is not one of the campaign's: only assay's own backends */
+			if (vf_external_find(be->name) || vf_available(r->pool, be, una, sizeof una))
 				continue;
 			VfProbe pr;
 			if (vf_probe_run(pg, be, &vo.w, &pr, d)) {

@@ -30,6 +30,7 @@
 #                available backend, default and $DECODE_SCHEDULES (1) sampled schedules, its gate
 #     fuzz       a $FUZZ_SECONDS (default 60) campaign over every available backend, then
 #                `assay report` on it
+#     script     sh $SCRIPT ASSAY in this environment (a device experiment)
 #     campaign   `assay fuzz --cases $CAMPAIGN_CASES` (default 600) with every core, seed $SEED
 #                (default 5) and $CAMPAIGN_ARGS, over every available backend, then its report,
 #                in /tmp/campaign$CAMPAIGN_TAG; its failures, settings, summary and report come
@@ -190,6 +191,11 @@ for step in $steps; do
 				"$P/bin/bench_fuzz" || status=1
 			tar -C /tmp -cJf "$LOG/throughput-camp.tar.xz" throughput-camp 2>/dev/null
 		else echo "bench_fuzz was not packed"; fi
+		;;
+	script)
+		# $SCRIPT run in this environment (drivers, libraries, caches set up) with the
+		# assay binary as its argument: a device experiment (tests/known/exp/run.sh)
+		sh "${SCRIPT:?SCRIPT=FILE}" "$A" || status=1
 		;;
 	campaign)
 		# the folder stays in /tmp (a machine kept warm keeps it); what comes back is small:

@@ -259,6 +259,16 @@ int fz_check(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
  * index of the size in g->sizes (-1: none) and its smaller value. */
 int fz_check_inv(const Graph *g, const FzRun *r, FzResult *res, Diag *d);
 int fz_inv_choice(const Graph *g, uint64_t seed, int64_t *value);
+/* A record the fuzzer makes itself (no kernel's check: a derivation's, a probe's), of graph
+ * g under run r, into res through fz_sink_record. */
+typedef struct {
+	const char *backend, *sched, *sched_text, *output;
+	Dtype dtype;
+	Verdict verdict;
+	const char *reason, *emu_why;
+	int64_t n_elements;
+} FzMade;
+void fz_sink_made(const Graph *g, const FzRun *r, FzResult *res, const FzMade *m);
 /* The FPRev probes of g's sums (r->probes; probe.c): records of schedule "probe" into res,
  * whose output is the sum's name and verdict pass or tree-mismatch. 0, or -1 with d. */
 int fz_check_probes(const Graph *g, const FzRun *r, FzResult *res, Diag *d);

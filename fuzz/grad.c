@@ -34,26 +34,9 @@ static void output_of(const char *what, char *buf, size_t n)
 static void derivation_record(const Graph *g, const FzRun *r, FzResult *res, const char *out,
 			      Dtype dt, Verdict v, const char *why, int64_t n_elements)
 {
-	char name[256];
-	VfRecord rec;
-	memset(&rec, 0, sizeof rec);
-	rec.graph = vf_graph_name(g, name, sizeof name);
-	rec.file = g->file ? g->file : "";
-	rec.backend = "derivation";
-	rec.sched = "-";
-	rec.sched_text = "";
-	rec.output = out;
-	rec.dtype = dt;
-	rec.verdict = v;
-	rec.reason = why;
-	rec.n_elements = n_elements;
-	rec.seed = r->seed;
-	rec.dist = dist_name(r->dist);
-	rec.faults = r->faults;
-	rec.case_dir = "";
-	rec.ref64_by = "";
-	rec.emu_why = "the derivation has no kernel";
-	fz_sink_record(res, &rec);
+	fz_sink_made(g, r, res, &(FzMade){
+		.backend = "derivation", .sched = "-", .output = out, .dtype = dt, .verdict = v,
+		.reason = why, .emu_why = "the derivation has no kernel", .n_elements = n_elements});
 }
 
 int fz_check_grad(const Graph *g, const FzRun *r, FzResult *res, Diag *d)

@@ -25,32 +25,6 @@
 #include <string.h>
 #include "fuzz.h"
 
-static void probe_record(const Graph *g, const FzRun *r, FzResult *res, const char *backend,
-			 const char *out, Dtype acc, Verdict v, const char *why,
-			 const char *stext, int64_t n)
-{
-	char name[256];
-	VfRecord rec;
-	memset(&rec, 0, sizeof rec);
-	rec.graph = vf_graph_name(g, name, sizeof name);
-	rec.file = g->file ? g->file : "";
-	rec.backend = backend;
-	rec.sched = "probe";
-	rec.sched_text = stext ? stext : "";
-	rec.output = out;
-	rec.dtype = acc;
-	rec.verdict = v;
-	rec.reason = why;
-	rec.n_elements = n;
-	rec.seed = r->seed;
-	rec.dist = dist_name(r->dist);
-	rec.faults = r->faults;
-	rec.case_dir = "";
-	rec.ref64_by = "";
-	rec.emu_why = "a probe: the tree is compared, not the values";
-	fz_sink_record(res, &rec);
-}
-
 int fz_check_probes(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 {
 	if (r->probes <= 0 || r->nbackends == 0)
@@ -101,8 +75,11 @@ int fz_check_probes(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 					 pr.leaves, pr.kernel_tree ? pr.kernel_tree : "(no tree)",
 					 pr.declared_tree ? pr.declared_tree : "(no tree)");
 			}
-			probe_record(g, r, res, be->name, out, pr.acc, v, reason, pr.sched_text,
-				     (int64_t)pr.leaves * (pr.leaves - 1) / 2);
+			fz_sink_made(g, r, res, &(FzMade){
+				.backend = be->name, .sched = "probe", .sched_text = pr.sched_text,
+				.output = out, .dtype = pr.acc, .verdict = v, .reason = reason,
+				.emu_why = "a probe: the tree is compared, not the values",
+				.n_elements = (int64_t)pr.leaves * (pr.leaves - 1) / 2});
 			vf_probe_free(&pr);
 		}
 		ir_free(pg);

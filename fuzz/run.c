@@ -178,6 +178,30 @@ void fz_sink_record(FzResult *res, const VfRecord *rec)
 	sink(&s, rec);
 }
 
+void fz_sink_made(const Graph *g, const FzRun *r, FzResult *res, const FzMade *m)
+{
+	char name[256];
+	VfRecord rec;
+	memset(&rec, 0, sizeof rec);
+	rec.graph = vf_graph_name(g, name, sizeof name);
+	rec.file = g->file ? g->file : "";
+	rec.backend = m->backend;
+	rec.sched = m->sched;
+	rec.sched_text = m->sched_text ? m->sched_text : "";
+	rec.output = m->output;
+	rec.dtype = m->dtype;
+	rec.verdict = m->verdict;
+	rec.reason = m->reason;
+	rec.n_elements = m->n_elements;
+	rec.seed = r->seed;
+	rec.dist = dist_name(r->dist);
+	rec.faults = r->faults;
+	rec.case_dir = "";
+	rec.ref64_by = "";
+	rec.emu_why = m->emu_why;
+	fz_sink_record(res, &rec);
+}
+
 VfOpts fz_vf_opts(const FzRun *r, VfSink *fn, void *ctx)
 {
 	return (VfOpts){

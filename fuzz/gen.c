@@ -786,11 +786,33 @@ static bool reads_tensor(const Graph *g, Ref e, int t)
 	return false;
 }
 
+/* Whether real expression e has an operation whose result its format rounds (+ - * / and
+ * the functions; not a read, a literal, a cast, a select or a negation). */
+static bool rounds(const Graph *g, Ref e)
+{
+	if (!e)
+		return false;
+	const Node *n = ir_node(g, e);
+	if (n->kind != NK_OP)
+		return false;
+	unsigned f = op_info((Op)n->op)->flags;
+	if (n->ty == TY_REAL && !(f & (OPF_CAST | OPF_CMP | OPF_BOOL_OUT)) && n->op != OP_SELECT &&
+	    n->op != OP_NEG && n->op != OP_ABS && n->op != OP_MAX && n->op != OP_MIN &&
+	    n->op != OP_FLOOR && n->op != OP_CEIL)
+		return true;
+	for (int k = 0; k < op_info((Op)n->op)->arity; k++)
+		if (rounds(g, n->a[k]))
+			return true;
+	return false;
+}
+
 /* Directed, on sampled schedules (o->p_inline_fmt): a plain real definition A that a
  * definition B with a real body reads is inlined into B, and B accumulates in f16 or bf16
  * (a reduction) or stores there (a plain one, half as often). A's value is still computed
  * in its own format (graph-format.md 17a): computing it in the consumer's is the bug this
- * draws out. Without it an inline into a 16-bit accumulation came up once in 600 cases. */
+ * draws out. Without it an inline into a 16-bit accumulation came up once in 600 cases.
+ * An A that computes (rounds) is preferred to one that only reads, casts or selects: its
+ * format shows only where it rounds. */
 static bool bias_inline_fmt(const Graph *g, Schedule *s, Rng *r, const GenOpts *o)
 {
 	bool changed = false;
@@ -800,15 +822,24 @@ static bool bias_inline_fmt(const Graph *g, Schedule *s, Rng *r, const GenOpts *
 		if (s->defs[b].inlined || ir_node(g, B->body)->ty != TY_REAL ||
 		    (!red && (B->ty != TY_REAL || !rng_chance(r, 0.5))))
 			continue;
-		int c[64], n = 0;
+		int c[64], n = 0, na = 0;
 		for (int a = 0; a < b && n < 64; a++) {
 			const Def *A = &g->defs[a];
-			if (A->monoid == MO_NONE && A->ty == TY_REAL && !is_output(g, A->out[0]) &&
-			    reads_tensor(g, B->body, A->out[0]))
+			if (A->monoid != MO_NONE || A->ty != TY_REAL || is_output(g, A->out[0]) ||
+			    !reads_tensor(g, B->body, A->out[0]))
+				continue;
+			/* one that computes (an operation that rounds in its format) first */
+			if (rounds(g, A->body)) {
+				c[n++] = c[na];
+				c[na++] = a;
+			} else {
 				c[n++] = a;
+			}
 		}
 		if (n == 0 || !rng_chance(r, o->p_inline_fmt))
 			continue;
+		if (na)
+			n = na;
 		s->defs[c[rng_below(r, n)]].inlined = true;
 		Dtype f = rng_chance(r, 0.5) ? DT_F16 : DT_BF16;
 		if (red)

@@ -1050,8 +1050,9 @@ static int two_formats(Gen *G, Op *f, Op *g)
  * (also (a + b) - a, and b scaled by a power of two or 3, (a + b * S) - b * S, so that the
  * sum rounds away a's low bits), a - (a - b), a * a, -a * -b, min(a, max(a, b)),
  * a / (b / c), abs(abs(a)), abs(-a), floor(floor(a)), and one value rounded to two formats
- * in one expression (f16(a) + bf16(a): two roundings that only their target format tells
- * apart). Operands are exact (a zero the oracle must sign stays a point). */
+ * in one expression (f16(a * b) + bf16(a * b): two roundings that only their target format
+ * tells apart, of a value with more bits than either keeps). Other operands are exact (a zero
+ * the oracle must sign stays a point). */
 static Ex compose(Gen *G, int depth)
 {
 	static const unsigned cw[CP__COUNT] = {30, 8, 10, 12, 8, 8, 6, 8, 6, 8, 12};
@@ -1082,10 +1083,15 @@ static Ex compose(Gen *G, int depth)
 	if (form < 0)
 		return mk(NULL, TY_REAL, true, true, 0, 0, 0);
 	Ex a[3];
-	int n = form == CP_SQUARE || form == CP_NESTED || form == CP_TWOROUND ? 1
+	int n = form == CP_SQUARE || form == CP_NESTED ? 1
 		: form == CP_DISTRIB || form == CP_DIVDIV ? 3 : 2;
-	for (int k = 0; k < n; k++)
-		a[k] = exact_real(G, depth - 1);
+	for (int k = 0; k < n; k++) {
+		a[k] = form == CP_TWOROUND && !tie ? gx_read(G, false) : exact_real(G, depth - 1);
+		if (!a[k].s)   /* no tensor to read */
+			a[k] = exact_real(G, depth - 1);
+		if (a[k].ty == TY_INT)
+			a[k] = combine(G, OP_CAST_F32, gs(G, "f32(%s)", a[k].s), &a[k], 1, true);
+	}
 	const char *A = par(G, a[0]), *B = n > 1 ? par(G, a[1]) : NULL, *C = n > 2 ? par(G, a[2]) : NULL;
 	char *s;
 	bool exact = true;
@@ -1159,9 +1165,14 @@ static Ex compose(Gen *G, int depth)
 		int k = (int)rng_below(&G->r, ARRAY_LEN(ops));
 		const char *o = ow[opv[k]] ? ops[k] : "+";
 		const char *F = op_info(f1)->spelling, *H = op_info(f2)->spelling;
+		/* the value rounded twice: a product (else a sum) of two reads, whose bits
+		 * overflow both formats; an exact operand of few bits (a small integer, a
+		 * dyadic literal, a 16-bit input) rounds alike in both and tells nothing */
+		const char *v = ow[OP_MUL] ? gs(G, "%s * %s", A, B)
+			: ow[OP_ADD] ? gs(G, "%s + %s", A, B) : a[0].s;
 		top = f1;
-		s = o[0] == 'm' ? gs(G, "%s(%s(%s), %s(%s))", o, F, a[0].s, H, a[0].s)
-			: gs(G, "%s(%s) %s %s(%s)", F, a[0].s, o, H, a[0].s);
+		s = o[0] == 'm' ? gs(G, "%s(%s(%s), %s(%s))", o, F, v, H, v)
+			: gs(G, "%s(%s) %s %s(%s)", F, v, o, H, v);
 		break;
 	}
 	default: {

@@ -86,7 +86,9 @@ START_TEST(row_reduction_split)
 	HAS(p, "kernel 0: group wg=32 groups=8 split=8 shared=");
 	ck_assert_int_eq(count(p, " split:"), 1);
 	ck_assert_int_eq(count(p, " tail:"), 1);
-	HAS(p, ":shared/shared/held");   /* partial s in a register across its chunks */
+	HAS(p, ":shared/shared/held/init");   /* partial s in a register across its chunks,
+	                                         starting from the sum's identity there */
+	ck_assert_msg(!strstr(p, " init:"), "the initial sets are not listed: %s", p);
 	free(p);
 	/* opencl: the chunk loop swapped inside the partial loop, 8 lanes */
 	p = plan_of(k, "opencl", 0);

@@ -351,8 +351,14 @@ static void split_stmt(E *e, int32_t id)
 	c->ind++;
 	const int32_t *held = e->plan->vheld;   /* map/block.c: partials held in registers */
 	for (int32_t v = 0; v < k->nvars; v++)
-		if (held[v] == id)
+		if (held[v] == id && e->plan->vinit[v]) {   /* its initial sets are its own */
+			ce_indent(c);
+			ce_emit(c, "%s p%d = ", c->L->type[k->vars[v].type], v);
+			ce_ref(c, e->plan->vinit[v]);
+			ce_emit(c, ";\n");
+		} else if (held[v] == id) {
 			ce_line(c, "%s p%d = v%d[v%d];", c->L->type[k->vars[v].type], v, v, in->v);
+		}
 	ce_for(c, ch, "", "++");
 	e->dist = true;
 	e->held = id;
@@ -388,8 +394,8 @@ static int32_t stmt(CEmit *c, int32_t id)
 	E *e = (E *)c;
 	const KStmt *s = &c->k->s[id];
 	bool uni = e->block && !e->dist;
-	if (uni && e->plan->srole[id] == MAP_S_SPLIT_TAIL)
-		return id;   /* split_stmt wrote it */
+	if (uni && (e->plan->srole[id] == MAP_S_SPLIT_TAIL || e->plan->srole[id] == MAP_S_HELD_INIT))
+		return id;   /* split_stmt writes it */
 	if (uni && e->plan->srole[id] == MAP_S_NEST) {
 		nest_stmt(e, id);
 	} else if (uni && e->plan->srole[id] == MAP_S_SPLIT) {

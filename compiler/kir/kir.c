@@ -466,7 +466,7 @@ char *kir_print(const Kernels *k)
 char *kir_plan_text(const Kernels *k, const MapTarget *tg)
 {
 	static const char *const modes[] = {"item", "group", "lanes"};
-	static const char *const role[] = {"", "nest", "split", "tail", "swap", "lane"};
+	static const char *const role[] = {"", "nest", "split", "tail", "swap", "lane", "init"};
 	static const char *const share[] = {"own", "shared", "part", "merge", "flag"};
 	static const char *const place[] = {"private", "shared", "scratch", "scratch_group"};
 	const MapPlan *mp = map_plan(k, tg);
@@ -491,7 +491,7 @@ char *kir_plan_text(const Kernels *k, const MapTarget *tg)
 		put(&t, "\n");
 		const char *lead = "  roles:";
 		for (int32_t s = 1; s < k->ns; s++)
-			if (p->srole[s]) {
+			if (p->srole[s] && p->srole[s] != MAP_S_HELD_INIT) {   /* inits: /init below */
 				put(&t, "%s %s:%d", lead, role[p->srole[s]], s);
 				if (p->srole[s] == MAP_S_NEST)
 					put(&t, "/%d", p->sdepth[s]);
@@ -502,8 +502,8 @@ char *kir_plan_text(const Kernels *k, const MapTarget *tg)
 		lead = "  locals:";
 		for (int32_t v = 0; v < k->nvars; v++)
 			if (p->vshare[v] || p->vplace[v]) {
-				put(&t, "%s v%d:%s/%s%s", lead, v, share[p->vshare[v]], place[p->vplace[v]],
-				    p->vheld[v] ? "/held" : "");
+				put(&t, "%s v%d:%s/%s%s%s", lead, v, share[p->vshare[v]], place[p->vplace[v]],
+				    p->vheld[v] ? "/held" : "", p->vinit[v] ? "/init" : "");
 				lead = "";
 			}
 		if (!*lead)

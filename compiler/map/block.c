@@ -170,6 +170,91 @@ static void hold_partials(const Kernels *k, MapKernel *p, int32_t s, int32_t bod
 	free(bad);
 }
 
+static bool touches(A *a, int32_t s, int32_t v);
+
+/* Does statement u (its bodies included) touch local v: set it, reduce it, loop over it or
+ * read it? (Its declaration is not a touch.) */
+static bool stmt_touches(A *a, int32_t u, int32_t v)
+{
+	const KStmt *t = &a->k->s[u];
+	bool var = t->kind == KS_SET || t->kind == KS_TREE || t->kind == KS_LOOP;
+	if ((var && t->v == v) || (t->kind == KS_TREE && t->c == v))
+		return true;
+	if ((t->a >= 0 && uses(a, t->a, v)) || (t->b >= 0 && uses(a, t->b, v)))
+		return true;
+	return touches(a, t->body, v) || touches(a, t->body2, v);
+}
+
+/* Does list s touch local v? */
+static bool touches(A *a, int32_t s, int32_t v)
+{
+	for (; s > 0; s = a->k->s[s].next)
+		if (stmt_touches(a, s, v))
+			return true;
+	return false;
+}
+
+static bool same_const(const Kernels *k, int32_t x, int32_t y)
+{
+	const KExpr *p = &k->x[x], *q = &k->x[y];
+	if (p->kind != q->kind || p->type != q->type)
+		return false;
+	return p->kind == KX_ICONST ? p->i == q->i : memcmp(&p->f, &q->f, sizeof p->f) == 0;
+}
+
+/* Held array v of split statement sp, in the list that starts at first: when the
+ * statements before sp set each of its elements once, at a constant index, to one
+ * constant, and nothing else there touches it, those sets are the partials' initial
+ * values: MAP_S_HELD_INIT, and MapKernel.vinit the value. Each partial's thread starts
+ * its register from it (the split's partial loop covers every partial, and writes each
+ * back), where thread 0 set every element before a barrier. */
+static void held_init(A *a, int32_t first, int32_t sp, int32_t v)
+{
+	const Kernels *k = a->k;
+	int64_t n = k->vars[v].n, got = 0;
+	int32_t val = 0;
+	uint8_t *seen = calloc((size_t)n + 1, 1);
+	IR_ASSERT(seen);
+	for (int32_t u = first; u > 0 && u != sp; u = k->s[u].next) {
+		const KStmt *t = &k->s[u];
+		if (t->kind == KS_SET && t->v == v && t->a >= 0) {
+			const KExpr *ix = &k->x[t->a], *b = &k->x[t->b];
+			if (ix->kind != KX_ICONST || ix->i < 0 || ix->i >= n || seen[ix->i] ||
+			    (b->kind != KX_ICONST && b->kind != KX_FCONST) || (val && !same_const(k, val, t->b)) ||
+			    uses(a, t->b, v))
+				goto out;
+			seen[ix->i] = 1;
+			val = t->b;
+			got++;
+		} else if (stmt_touches(a, u, v)) {
+			goto out;
+		}
+	}
+	if (got != n || !val)
+		goto out;
+	for (int32_t u = first; u > 0 && u != sp; u = k->s[u].next)
+		if (k->s[u].kind == KS_SET && k->s[u].v == v)
+			a->p->srole[u] = MAP_S_HELD_INIT;
+	a->p->vinit[v] = val;
+	COV(cuda_held_init);
+out:
+	free(seen);
+}
+
+/* held_init for every held array of every split of list s (and the lists inside it). */
+static void held_inits(A *a, int32_t s)
+{
+	const Kernels *k = a->k;
+	for (int32_t u = s; u > 0; u = k->s[u].next) {
+		if (a->p->srole[u] == MAP_S_SPLIT)
+			for (int32_t v = 0; v < k->nvars; v++)
+				if (a->p->vheld[v] == u)
+					held_init(a, s, u, v);
+		held_inits(a, k->s[u].body);
+		held_inits(a, k->s[u].body2);
+	}
+}
+
 /* ------------------------------------------------------------ statement sets */
 
 /* Marks in flag[] every variable declared (by KS_DECL or as a loop variable) in list s. */
@@ -500,6 +585,8 @@ void map_block(const Kernels *k, const MapTarget *tg, int ki, MapKernel *p)
 	for (int32_t s = 1; p->mode == MAP_GROUP && s < k->ns; s++)
 		if (p->srole[s] == MAP_S_SPLIT)
 			hold_partials(k, p, s, k->s[k->s[s].body].body, k->s[k->s[s].body].v);
+	if (p->mode == MAP_GROUP)
+		held_inits(&a, kn->body);
 	free(mine);
 	free(a.decl_dist);
 	free(a.wr_dist);

@@ -35,6 +35,7 @@ static void kernel_free(MapKernel *p)
 	free(p->voff);
 	free(p->vslot);
 	free(p->vheld);
+	free(p->vinit);
 	free(p->buse);
 }
 
@@ -72,9 +73,10 @@ static void kernel_init(const Kernels *k, MapKernel *p)
 	p->voff = calloc(nv, sizeof *p->voff);
 	p->vslot = malloc(nv);
 	p->vheld = calloc(nv, sizeof *p->vheld);
+	p->vinit = calloc(nv, sizeof *p->vinit);
 	p->buse = calloc((size_t)k->nbufs + 1, 1);
 	IR_ASSERT(p->srole && p->sdepth && p->sbarrier && p->srep && p->sdist && p->vshare &&
-		  p->vplace && p->voff && p->vslot && p->vheld && p->buse);
+		  p->vplace && p->voff && p->vslot && p->vheld && p->vinit && p->buse);
 	memset(p->vslot, -1, nv);
 	p->lane_arr = -1;
 	p->gather_after = -1;

@@ -103,8 +103,9 @@ struct MapTarget {
 	bool fuse_alike;          /* ... only kernels alike in what the whole program text
 	                             states once: work-group size (a group-per-item member),
 	                             i32 and f64 (REPLICATE's shaders) */
-	uint64_t int_checked;     /* int32: the ops (BE_OP bits) spelled checked where they may
-	                             leave i32 (they report into the error slot) */
+	uint64_t int_checked;     /* the ops (BE_OP bits) spelled checked where they may leave
+	                             i32 (they report into the error slot): int32's, and
+	                             REPLICATE's kernels held in 32-bit ints (MapKernel.i32) */
 };
 
 typedef enum {
@@ -121,6 +122,8 @@ enum {
 	MAP_S_SPLIT_TAIL,  /* the tail loop after it (BLOCK) */
 	MAP_S_SWAP,        /* a uniform loop run inside the nest it holds (LANES) */
 	MAP_S_LANE,        /* a lane loop: iteration l on invocation l (OWNER) */
+	MAP_S_HELD_INIT,   /* BLOCK: a held partial's initial set, made by its own thread
+	                      in the split (MapKernel.vinit) */
 };
 
 /* How the invocations of a work-group share a local (MapKernel.vshare). */
@@ -163,6 +166,10 @@ typedef struct {
 	int32_t *vheld;           /* BLOCK: the split statement whose partial holds this shared
 	                             array in a register across its chunks (every access of
 	                             it there is at [partial]), else 0 */
+	int32_t *vinit;           /* BLOCK: a held array's initial value (a constant
+	                             expression) when every element's initial set before the
+	                             split is one (those sets are MAP_S_HELD_INIT: the
+	                             partial's thread starts from it), else 0 */
 	int nslots;
 	int32_t slotvar[MAP_MERGE_SLOTS];
 	int64_t shared_bytes;     /* work-group memory of MAP_P_SHARED locals */

@@ -461,7 +461,8 @@ typedef struct {
 	const Kernels *k;
 	const KIvl *xiv;
 	const bool *xwide;
-	uint8_t *seen;      /* per expression */
+	uint64_t checked;   /* ops spelled checked where they may leave i32 (MapTarget.int_checked) */
+	uint8_t *seen;      /* per expression: 1 seen as a stored value's operation, 2 as any */
 	bool ok;
 } N32;
 
@@ -483,11 +484,15 @@ static int64_t chain_count(const N32 *n, const MapKernel *pl, int32_t s)
 	return most;
 }
 
-static void n32_expr(N32 *n, int32_t id)
+/* top: id is the operand of an i32 check (map_i32_check), the value a definition stores: an
+ * op there that leaves i32 makes the stored value do so, the error its checked spelling
+ * reports with the same value. Anywhere else (x * 65536 % 7) the exact int64 value may come
+ * back into i32, and the kernel keeps int64_t. */
+static void n32_expr(N32 *n, int32_t id, bool top)
 {
-	if (id <= 0 || !n->ok || n->seen[id])
+	if (id <= 0 || !n->ok || (n->seen[id] & 2) || (top && n->seen[id]))
 		return;
-	n->seen[id] = 1;
+	n->seen[id] |= top ? 1 : 2;
 	const KExpr *x = &n->k->x[id];
 	if (x->kind == KX_ICONST) {
 		/* integer max/min identities: INT32_MIN/MAX are identities of i32 values too */
@@ -497,25 +502,26 @@ static void n32_expr(N32 *n, int32_t id)
 	}
 	if (x->kind == KX_FCONST || x->kind == KX_VAR)
 		return;
-	if (n->xwide[id]) {
+	if (n->xwide[id] &&
+	    !(top && x->kind == KX_OP && x->type == KT_INT && (n->checked & BE_OP(x->op)))) {
 		n->ok = false;
 		return;
 	}
 	if (map_i32_check(n->k, id)) {   /* an int holds an i32: emitted as its operand */
-		n32_expr(n, x->a[0]);
+		n32_expr(n, x->a[0], true);
 		return;
 	}
 	int na = x->kind == KX_OP ? op_info((Op)x->op)->arity : x->kind == KX_CHECK ? 4 : 1;
 	for (int i = 0; i < na; i++)
-		n32_expr(n, x->a[i]);
+		n32_expr(n, x->a[i], false);
 }
 
 static void n32_stmts(N32 *n, const MapKernel *pl, int32_t s)
 {
 	for (; s > 0 && n->ok; s = n->k->s[s].next) {
 		const KStmt *t = &n->k->s[s];
-		n32_expr(n, t->a);
-		n32_expr(n, t->b);
+		n32_expr(n, t->a, false);
+		n32_expr(n, t->b, false);
 		if (pl->srole[s] == MAP_S_NEST) {
 			int64_t most = chain_count(n, pl, s);
 			if (most < 0 || most > (int64_t)INT32_MAX - pl->wg)
@@ -528,7 +534,11 @@ static void n32_stmts(N32 *n, const MapKernel *pl, int32_t s)
 
 /* Whether kernel `kernel` may hold its integers as 32-bit ints (map.h: MapKernel.i32; NVIDIA's
  * Vulkan driver miscompiled shaders doing their index arithmetic in int64_t,
- * tests/regress/vk_nvidia_tile5_f64.tg): no integer operation of it may leave i32 (xwide), no
+ * tests/regress/vk_nvidia_tile5_f64.tg, and doing int64_t arithmetic on an i32 load,
+ * tests/known/vk_nvidia_tile_gt_extent_*.tg): no integer operation of it may leave i32
+ * (xwide) but one the target spells checked (t->int_checked) whose result is the stored
+ * value (n32_expr: abs(x) of an i32 x is 2^31 at INT32_MIN, the store's error, which the
+ * checked op reports with the same value), no
  * constant lies outside i32 but the identities INT64_MIN/MAX of integer max/min, and its
  * items, its distributed nests' iteration counts (from the intervals xiv of their bounds) and
  * buffers' elements fit. */
@@ -540,7 +550,7 @@ static bool kernel_i32(const Kernels *k, const MapTarget *t, int kernel, const M
 	for (int b = 0; b < k->nbufs; b++)
 		if (k->bufs[b].n > INT32_MAX)
 			return false;
-	N32 n = {k, xiv, xwide, calloc((size_t)k->nx + 1, 1), true};
+	N32 n = {k, xiv, xwide, t->int_checked, calloc((size_t)k->nx + 1, 1), true};
 	IR_ASSERT(n.seen);
 	n32_stmts(&n, pl, kn->body);
 	free(n.seen);

@@ -12,8 +12,9 @@
  *
  * Numerics: KT_F32 is GLSL float, KT_F64 double (shaderFloat64), KT_INT int where the
  * kernel allows (the plan's MapKernel.i32: every integer operation proved within i32 by the
- * intervals of compiler/kir/kivl.c, so no int can wrap; the graph format makes any integer
- * outside i32 an error anyway), else int64_t (GL_ARB_gpu_shader_int64: the kernel IR's
+ * intervals of compiler/kir/kivl.c, so no int can wrap, but one whose result is a stored
+ * value, abs(x) or x * 2 of an i32 x, spelled checked (checked[]: the store's error, with
+ * the same value); the graph format makes any integer outside i32 an error anyway), else int64_t (GL_ARB_gpu_shader_int64: the kernel IR's
  * integers are exact int64, and an i32 result is checked to fit after the fact). The
  * 32-bit form is not an optimisation: NVIDIA's Vulkan driver (580.159) miscompiled kernels
  * doing their index arithmetic in int64_t (stores lost, sums of 0;
@@ -64,6 +65,7 @@ typedef struct {
 	int kernel;
 	unsigned need;      /* VH_* helpers the kernel uses */
 	bool f64, check, half;
+	bool ck;            /* a checked i32 op was written (its helpers follow chk) */
 	int32_t chain;      /* the distributed nest being emitted (PART indices), 0 */
 	unsigned sused;     /* scratch views used: 1 float, 2 double, 4 int64 (int: i32) */
 	bool i32;           /* integers are 32-bit ints (MapKernel.i32), else int64_t */
@@ -150,10 +152,31 @@ static void fconst(CEmit *c, const KExpr *x)
 	}
 }
 
+/* The checked i32 spelling of the integer ops whose result may leave i32 (MapPlan.xwide) in
+ * a kernel of 32-bit ints (vk_target.int_checked names them): a call that reports the
+ * kernel's overflow site, nsites + its number (run.c), written with int arithmetic only. */
+static const char *const checked[OP__COUNT] = {
+	[OP_NEG] = "neg_ck", [OP_ADD] = "add_ck", [OP_SUB] = "sub_ck", [OP_MUL] = "mul_ck",
+	[OP_IDIV] = "fdiv_ck", [OP_ABS] = "abs_ck",
+};
+
 static void op_text(CEmit *c, const KExpr *x)
 {
+	E *e = (E *)c;
 	Op op = (Op)x->op;
 	const OpInfo *oi = op_info(op);
+	if (e->i32 && x->type == KT_INT && e->mp->xwide[x - c->k->x]) {
+		if (!(vk_target.int_checked & BE_OP(op)) || !checked[op]) {
+			ce_internal(c, "%s may leave i32 in a kernel of 32-bit ints", oi->name);
+			return;
+		}
+		COV(vk_checked_op);
+		e->check = e->ck = true;
+		ce_emit(c, "%s(", checked[op]);
+		ce_args(c, x, oi->arity);
+		ce_emit(c, ", %du)", c->k->nsites + e->kernel);
+		return;
+	}
 	CSType t = ce_spell_type(c, x);
 	CSpelt sp;
 	if (!ce_spell(c->L, op, t, &sp)) {
@@ -705,6 +728,27 @@ static void buffers(CEmit *o, const E *b, const uint8_t *use)
 	ce_line(o, "\t\trep(site, int64_t(v));");
 	ce_line(o, "\treturn lo;");
 	ce_line(o, "}");
+	if (!b->ck)
+		return;
+	/* checked i32 ops (checked[]): the result wraps as SPIR-V's integer ops do, and an
+	 * overflow reports the kernel's site with the exact value (int64_t arithmetic only
+	 * there, on the error's path) */
+	static const char *const ck =
+		"int add_ck(int a, int b, uint site)\n{\n\tint r = a + b;\n"
+		"\tif (((a ^ r) & (b ^ r)) < 0)\n\t\trep(site, int64_t(a) + int64_t(b));\n\treturn r;\n}\n"
+		"int sub_ck(int a, int b, uint site)\n{\n\tint r = a - b;\n"
+		"\tif (((a ^ b) & (a ^ r)) < 0)\n\t\trep(site, int64_t(a) - int64_t(b));\n\treturn r;\n}\n"
+		"int mul_ck(int a, int b, uint site)\n{\n\tint hi, lo;\n\timulExtended(a, b, hi, lo);\n"
+		"\tif (hi != (lo >> 31))\n\t\trep(site, int64_t(a) * int64_t(b));\n\treturn lo;\n}\n"
+		"int neg_ck(int a, uint site)\n{\n\tif (a == (-2147483647 - 1))\n\t\trep(site, 2147483648l);\n"
+		"\treturn -a;\n}\n"
+		"int abs_ck(int a, uint site)\n{\n\tif (a == (-2147483647 - 1))\n\t\trep(site, 2147483648l);\n"
+		"\treturn a < 0 ? -a : a;\n}\n"
+		"int fdiv_ck(int a, int b, uint site)\n{\n\tif (a == (-2147483647 - 1) && b == -1)\n"
+		"\t\trep(site, 2147483648l);\n\tif (b == 0)\n\t\treturn 0;\n"
+		"\tuint ua = a < 0 ? uint(-a) : uint(a), ub = b < 0 ? uint(-b) : uint(b), q = ua / ub, r = ua - q * ub;\n"
+		"\tif ((a < 0) == (b < 0))\n\t\treturn int(q);\n\treturn r != 0u ? -int(q) - 1 : -int(q);\n}\n";
+	ce_emit(o, "%s", ck);
 }
 
 static void put_text(void *ctx, const char *text)

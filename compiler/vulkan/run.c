@@ -702,6 +702,18 @@ static int vk_launch(BeModule *m, int n, Diag *d)
 			be_runtime_error(m->k, (int64_t)e[0] - 1, (int64_t)((uint64_t)e[2] << 32 | e[1]), d);
 			return -1;
 		}
+		if (e[0] == (uint32_t)m->k->nsites + (uint32_t)i + 1u) {   /* a checked op (emit.c) */
+			const Graph *g = m->k->g;
+			diag_set(d, 2, "integer value %lld of '%s' does not fit in 32 bits",
+				 (long long)((uint64_t)e[2] << 32 | e[1]),
+				 g->tensors[g->defs[m->k->k[i].def].out[0]].name);
+			return -1;
+		}
+		if (e[0]) {
+			diag_set(d, 3, "vulkan backend: kernel %d's error slot holds a site %u the program "
+				 "does not have", i, e[0] - 1u);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -853,6 +865,10 @@ const MapTarget vk_target = {
 	.merge_max = MAP_MERGE_SLOTS,
 	.fuse_rows = true,        /* row kernels share a launch (map/fuse.c) */
 	.fuse_alike = true,       /* a shader states its work-group, integer form and f64 once */
+	/* spelled checked in a kernel of 32-bit ints (emit.c's checked[]), so that an integer
+	 * op that may leave i32 does not send its kernel to int64_t */
+	.int_checked = BE_OP(OP_NEG) | BE_OP(OP_ADD) | BE_OP(OP_SUB) | BE_OP(OP_MUL) |
+		       BE_OP(OP_IDIV) | BE_OP(OP_ABS),
 };
 
 const Backend vulkan_backend = {

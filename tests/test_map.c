@@ -128,16 +128,21 @@ START_TEST(row_fusion)
 	Kernels *k = lowered(g, "split m : c=32\nsplit s : c=32\ninline e", &s);
 	char *p = plan_of(k, "cuda", 0);
 	HAS(p, " fused=3");
+	/* cuda stages x's row (300 elements) for the loads of it in its three phases */
+	HAS(p, " stage=b0:300/5");   /* chunks and tails of m and s, and y */
 	free(p);
 	p = plan_of(k, "cuda", 2);
 	HAS(p, " in=0 per_row=1");
 	free(p);
 	p = plan_of(k, "opencl", 0);
 	HAS(p, " fused=3");
+	ck_assert_msg(!strstr(p, "stage="), "opencl stages nothing: %s", p);
 	free(p);
-	/* vulkan: only kernels of the lead's work-group join (y's rows want 256 invocations) */
+	/* vulkan: only kernels of the lead's work-group join (y's rows want 256 invocations);
+	 * it stages nothing */
 	p = plan_of(k, "vulkan", 0);
 	HAS(p, " fused=2");
+	ck_assert_msg(!strstr(p, "stage="), "vulkan: %s", p);
 	free(p);
 	p = plan_of(k, "wgsl", 0);   /* not spelled there yet */
 	ck_assert_msg(!strstr(p, "fused="), "wgsl: %s", p);
@@ -155,9 +160,25 @@ START_TEST(row_fusion)
 	k = lowered(g, "split m : c=32\nsplit s : c=32\ninline e", &s);
 	p = plan_of(k, "cuda", 0);
 	HAS(p, " fused=2");
+	HAS(p, " stage=b0:300/4");   /* m's and s's loads */
 	free(p);
 	p = plan_of(k, "cuda", 2);
-	ck_assert_msg(!strstr(p, " in=") && !strstr(p, "fused="), "%s", p);
+	ck_assert_msg(!strstr(p, " in=") && !strstr(p, "fused=") && !strstr(p, "stage="), "%s", p);
+	free(p);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+
+	/* a row wider than the block's shared memory is not staged (16384 f32: 64 KiB) */
+	static const char wide[] =
+		"size R = 4, V = 16384\ninput x : f32[R, V]\n"
+		"m[r:R] = max(c:V) x[r, c]\ne[r:R, c:V] = exp(x[r, c] - m[r])\n"
+		"s[r:R] = sum(c:V) e[r, c]\ny[r:R, c:V] = e[r, c] / s[r]\noutput y : f32\n";
+	g = tu_parse(wide);
+	k = lowered(g, "split m : c=32\nsplit s : c=32\ninline e", &s);
+	p = plan_of(k, "cuda", 0);
+	HAS(p, " fused=3");
+	ck_assert_msg(!strstr(p, "stage="), "%s", p);
 	free(p);
 	kir_free(k);
 	sched_free(&s);

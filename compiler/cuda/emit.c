@@ -109,6 +109,7 @@ static const CHelp help = {
 
 typedef struct {
 	CEmit c;
+	const MapPlan *mp;
 	const MapKernel *plan;
 	bool block;        /* the kernel is MAP_GROUP: a block per item */
 	bool dist;         /* inside a distributed construct (thread context) */
@@ -190,6 +191,26 @@ static void round_text(CEmit *c, const KExpr *x)
 	ce_emit(c, "((%s)%s(%s((double)", T, f == DT_F16 ? "h2f" : "b2f", f == DT_F16 ? "d2h" : "d2b");
 	ce_ref(c, x->a[0]);
 	ce_emit(c, ")))");
+}
+
+/* A load: from its launch's staged row where the plan proved it falls there
+ * (MapPlan.xstage: the copy at the index's part within the row), else from memory. */
+static void load(CEmit *c, const KExpr *x)
+{
+	const E *e = (const E *)c;
+	int32_t rest = e->mp->xstage[x - c->k->x];
+	if (!rest) {
+		ce_load_c(c, x);
+		return;
+	}
+	Dtype f = c->k->bufs[x->v].fmt;
+	if (f == DT_I32)
+		ce_emit(c, "((%s)", c->L->type[KT_INT]);
+	else
+		ce_emit(c, "%s", f == DT_F16 ? "h2f(" : f == DT_BF16 ? "b2f(" : "(");
+	ce_emit(c, "st%d[", x->v);
+	ce_ref(c, rest);
+	ce_emit(c, "])");
 }
 
 /* ------------------------------------------------------------ statements */
@@ -433,6 +454,7 @@ static const CLang lang = {
 	.forever = "for (;;) {",
 	.err = "err, ", .truth = "1", .site = "",
 	.elem = elem,
+	.load = load,
 	.op = ce_cop,
 	.round = round_text,
 	.stmt = stmt,
@@ -539,6 +561,40 @@ static void phase(E *e, const MapPlan *mp, int j, bool fused)
 	ce_line(c, "}");
 }
 
+/* Row staging (map/stage.c): the row it of buffer stage_buf copied into st<b> at the start
+ * of each row, in 16-byte words where the row is a whole number of them (the buffers are
+ * 256-byte aligned), then a barrier; the barrier after the row's last phase ends every
+ * read of the old copy. (Prefetching the block's next row into registers during this
+ * row's phases was measured on the H200 and dropped: softmax f32 2202 -> 2071 GB/s, bf16
+ * 1074 -> 973, layernorm f32 3009 -> 3066, bf16 1393 -> 1294: the registers cost more
+ * occupancy than the latency it hid.) */
+static void stage_row(E *e, const MapKernel *p)
+{
+	CEmit *c = &e->c;
+	int b = p->stage_buf;
+	const char *T = lang.store[c->k->bufs[b].fmt];
+	long long len = (long long)p->stage_len;
+	long long bytes = len * (long long)(c->k->bufs[b].fmt == DT_F64 ? 8 : c->k->bufs[b].fmt == DT_F16 ||
+					     c->k->bufs[b].fmt == DT_BF16 ? 2 : 4);
+	ce_line(c, "{   /* the row of b%d its phases read, staged (%d loads read the copy) */", b,
+		p->stage_loads);
+	c->ind++;
+	if (bytes % 16 == 0) {
+		ce_line(c, "const uint4 *src = (const uint4 *)(b%d + it * %lldLL);", b, len);
+		ce_line(c, "uint4 *dst = (uint4 *)st%d;", b);
+		ce_line(c, "for (int w = threadIdx.x; w < %lld; w += %d)", bytes / 16, e->wg);
+		ce_line(c, "\tdst[w] = src[w];");
+	} else {
+		ce_line(c, "const %s *src = b%d + it * %lldLL;", T, b, len);
+		ce_line(c, "for (int w = threadIdx.x; w < %lld; w += %d)", len, e->wg);
+		ce_line(c, "\tst%d[w] = src[w];", b);
+	}
+	c->ind--;
+	ce_line(c, "}");
+	e->synced = false;
+	barrier(e);
+}
+
 /* Kernel i, with the kernels fused into its launch (MapKernel.nfused, map/fuse.c): each a
  * phase of the row, a barrier between phases (a phase's stores are visible to the block's
  * threads after it). */
@@ -573,6 +629,9 @@ static void kernel(E *e, const MapPlan *mp, int i)
 		entry_locals(e);
 	}
 	e->plan = p;
+	if (p->stage_buf >= 0)
+		ce_line(c, "__shared__ __align__(16) %s st%d[%lld];", lang.store[k->bufs[p->stage_buf].fmt],
+			p->stage_buf, (long long)p->stage_len);
 	if (e->block)
 		ce_line(c, "for (long long it = blockIdx.x; it < %lldLL; it += gridDim.x) {", (long long)kn->nitems);
 	else
@@ -588,6 +647,8 @@ static void kernel(E *e, const MapPlan *mp, int i)
 			barrier(e);   /* the next item reuses the shared locals */
 	} else {
 		e->synced = true;
+		if (p->stage_buf >= 0)
+			stage_row(e, p);
 		for (int j = i; j < i + n; j++) {
 			phase(e, mp, j, true);
 			if (!e->block)
@@ -625,6 +686,7 @@ char *cuda_emit(const Kernels *k, Diag *d)
 	ce_init(&e.c, k, &lang, d);
 	prologue(&e.c);
 	const MapPlan *mp = map_plan(k, &cuda_target);
+	e.mp = mp;
 	for (int i = 0; i < k->nk && !e.c.failed; i += mp->k[i].nfused)
 		kernel(&e, mp, i);
 	return ce_finish(&e.c);

@@ -517,6 +517,8 @@ const MapTarget cuda_target = {
 	.shared_max = 40960,      /* bytes of __shared__ locals per block (a fused launch: all
 	                             its kernels') */
 	.fuse_rows = true,        /* row kernels share a launch (map/fuse.c) */
+	.stage_max = 49152,       /* a fused launch's __shared__ bytes with a staged row
+	                             (map/stage.c): the static limit of a block */
 	.private_bytes = 2048,    /* larger private arrays go to scratch */
 };
 

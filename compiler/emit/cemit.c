@@ -306,7 +306,7 @@ static void elem_c(CEmit *e, int32_t v, int32_t idx)
 }
 
 /* f16 and bf16 widen by the program's h2f and b2f, i32 by a cast */
-static void load_c(CEmit *e, const KExpr *x)
+void ce_load_c(CEmit *e, const KExpr *x)
 {
 	Dtype f = e->k->bufs[x->v].fmt;
 	if (f == DT_I32)
@@ -354,7 +354,7 @@ void ce_temps(CEmit *e, int32_t id)
 		return;
 	switch (x->kind) {
 	case KX_ELEM: HOOK(e, elem, elem_c)(e, x->v, x->a[0]); break;
-	case KX_LOAD: HOOK(e, load, load_c)(e, x); break;
+	case KX_LOAD: HOOK(e, load, ce_load_c)(e, x); break;
 	case KX_OP: e->L->op(e, x); break;
 	case KX_CVT: HOOK(e, cvt, cvt_c)(e, x); break;
 	case KX_ROUND: e->L->round(e, x); break;

@@ -486,6 +486,8 @@ char *kir_plan_text(const Kernels *k, const MapTarget *tg)
 		put(&t, "%s%s%s", p->i32 ? " i32" : "", p->f64 ? " f64" : "", p->err ? " err" : "");
 		if (p->nfused > 1)
 			put(&t, " fused=%d", p->nfused);
+		if (p->stage_buf >= 0)
+			put(&t, " stage=b%d:%lld/%d", p->stage_buf, (long long)p->stage_len, p->stage_loads);
 		if (p->lead != i)
 			put(&t, " in=%d per_row=%lld", p->lead, (long long)p->per_row);
 		put(&t, "\n");

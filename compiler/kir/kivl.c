@@ -5,7 +5,7 @@
  * i32 (a value that leaves i32 is an error), so operand intervals are clamped to i32 and an
  * operation is "wide" when its exact result interval is not inside i32: a backend holding
  * i32 values emits it checked, or keeps 64-bit integers. Intervals are a fixpoint over the
- * program: tile origins span their extent, a loop variable spans its bounds, an integer
+ * program: tile origins span their extent (multiples of the tile), a loop variable spans its bounds, an integer
  * local joins everything assigned to it (after a few rounds a local still growing widens to
  * all of i32), an i32 load is any i32, a checked index its range.
  */
@@ -395,7 +395,8 @@ static void fixpoint(P *p)
 	for (int i = 0; i < k->nk; i++)
 		for (int d = 0; d < k->k[i].npar; d++) {
 			const KPar *P_ = &k->k[i].par[d];
-			p->viv[P_->origin] = (KIvl){0, P_->extent - 1};
+			/* 0, tile, 2 tile, ...: the last below the extent */
+			p->viv[P_->origin] = (KIvl){0, (P_->extent - 1) / P_->tile * P_->tile};
 		}
 	for (int r = 0; r < ROUNDS + 4; r++) {
 		p->round++;

@@ -46,6 +46,7 @@ static void plan_free(MapPlan *p)
 	free(p->k);
 	free(p->xiv);
 	free(p->xwide);
+	free(p->xstage);
 	free(p);
 }
 
@@ -80,6 +81,7 @@ static void kernel_init(const Kernels *k, MapKernel *p)
 	memset(p->vslot, -1, nv);
 	p->lane_arr = -1;
 	p->gather_after = -1;
+	p->stage_buf = -1;
 }
 
 static MapPlan *plan_new(const Kernels *k, const MapTarget *t)
@@ -110,6 +112,8 @@ static MapPlan *plan_new(const Kernels *k, const MapTarget *t)
 	}
 	if (t->fuse_rows)
 		map_fuse(k, t, p);
+	if (t->stage_max > 0)
+		map_stage(k, t, p);
 	return p;
 }
 

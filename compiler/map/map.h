@@ -67,6 +67,13 @@
  *   Softmax and layernorm become one launch each (their rows stay in the caches between
  *   the phases).
  *
+ * - Row staging (map/stage.c; targets with MapTarget.stage_max: cuda). In a fused launch
+ *   whose lead is one row index, the row slice of an input that at least two phases load
+ *   is copied into work-group memory once per row (16-byte words), and each load whose
+ *   index is proved (kir_int_ranges) to be the row origin times the slice plus a part
+ *   inside it reads the copy (MapPlan.xstage). Softmax and layernorm read memory once per
+ *   row instead of three times through the caches.
+ *
  * So the four agree on the model (an item per invocation, or an item per work-group with
  * some loop nests dealt to its invocations and the rest uniform or replicated; what the
  * invocations share; where a local lives) and differ in which nests they can prove
@@ -103,6 +110,9 @@ struct MapTarget {
 	bool fuse_alike;          /* ... only kernels alike in what the whole program text
 	                             states once: work-group size (a group-per-item member),
 	                             i32 and f64 (REPLICATE's shaders) */
+	int64_t stage_max;        /* bytes of work-group memory a fused launch may fill with
+	                             a staged row of an input (map/stage.c; 0: none) beside
+	                             its shared locals */
 	uint64_t int_checked;     /* the ops (BE_OP bits) spelled checked where they may leave
 	                             i32 (they report into the error slot): int32's, and
 	                             REPLICATE's kernels held in 32-bit ints (MapKernel.i32) */
@@ -189,6 +199,12 @@ typedef struct {
 	int lead;                 /* the kernel whose launch runs this one (itself: a launch) */
 	int nfused;               /* the lead's: kernels in its launch (1: none fused) */
 	int64_t per_row;          /* items of this kernel per item of its lead */
+	/* row staging (map/stage.c; a lead of a fused launch): buffer stage_buf's row slice
+	   [it * stage_len, it * stage_len + stage_len) copied into work-group memory at the
+	   start of each row; the loads MapPlan.xstage marks read it there */
+	int32_t stage_buf;        /* -1: nothing staged */
+	int64_t stage_len;
+	int stage_loads;          /* loads reading the copy */
 } MapKernel;
 
 typedef struct MapPlan {
@@ -197,6 +213,9 @@ typedef struct MapPlan {
 	MapKernel *k;             /* per kernel */
 	KIvl *xiv;                /* per expression: integer intervals (kir_int_ranges) */
 	bool *xwide;              /* per expression: an integer op that may leave i32 */
+	int32_t *xstage;          /* per expression (stage_max targets): of a load that reads
+	                             its launch's staged row, the index's part within the row
+	                             (the copy's index), else 0 */
 } MapPlan;
 
 /* The plan of program k for target t: computed at the first call for t, recorded with
@@ -217,6 +236,8 @@ void map_replicate(const Kernels *k, const MapTarget *t, const MapPlan *pl, int 
 void map_owner(const Kernels *k, const MapTarget *t, const MapPlan *pl, int ki, MapKernel *p);
 /* Launch fusion of row kernels over the finished per-kernel plans (t->fuse_rows). */
 void map_fuse(const Kernels *k, const MapTarget *t, MapPlan *p);
+/* Row staging in the fused launches (t->stage_max; after map_fuse). */
+void map_stage(const Kernels *k, const MapTarget *t, MapPlan *p);
 
 /* Bytes of one element of a local of type t where integers are 64-bit and bool a word
  * (cuda, opencl). */

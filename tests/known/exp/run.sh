@@ -7,7 +7,7 @@ for f in tests/known/exp/*.tg tests/known/*.tg; do
 	n=$(basename "$f" .tg)
 	for k in 1 2 3; do
 		printf '%s run %s: ' "$n" "$k"
-		"$A" check "$f" --backends vulkan,cuda 2>&1 | grep -E '^t .*(vulkan|cuda)' | awk '{printf "%s %s; ", $2, $5}'
+		"$A" check "$f" --backends vulkan,cuda 2>&1 | grep -E '^[^ ]+ +(vulkan|cuda) ' | awk '{printf "%s %s; ", $2, $5}'
 		echo
 	done
 done

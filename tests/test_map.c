@@ -43,6 +43,19 @@ static char *plan_of(const Kernels *k, const char *b, int i)
 	return out;
 }
 
+/* Kernel i's paragraph on backend b of graph src lowered under sched (malloc'ed). */
+static char *plan_for(const char *src, const char *sched, const char *b, int i)
+{
+	Graph *g = tu_parse(src);
+	Schedule s;
+	Kernels *k = lowered(g, sched, &s);
+	char *p = plan_of(k, b, i);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+	return p;
+}
+
 static int count(const char *s, const char *needle)
 {
 	int n = 0;
@@ -174,15 +187,10 @@ START_TEST(row_fusion)
 		"size R = 4, V = 16384\ninput x : f32[R, V]\n"
 		"m[r:R] = max(c:V) x[r, c]\ne[r:R, c:V] = exp(x[r, c] - m[r])\n"
 		"s[r:R] = sum(c:V) e[r, c]\ny[r:R, c:V] = e[r, c] / s[r]\noutput y : f32\n";
-	g = tu_parse(wide);
-	k = lowered(g, "split m : c=32\nsplit s : c=32\ninline e", &s);
-	p = plan_of(k, "cuda", 0);
+	p = plan_for(wide, "split m : c=32\nsplit s : c=32\ninline e", "cuda", 0);
 	HAS(p, " fused=3");
 	ck_assert_msg(!strstr(p, "stage="), "%s", p);
 	free(p);
-	kir_free(k);
-	sched_free(&s);
-	ir_free(g);
 
 	/* a scalar lead is not a row space */
 	static const char scalar[] =

@@ -199,18 +199,10 @@ static void load(CEmit *c, const KExpr *x)
 {
 	const E *e = (const E *)c;
 	int32_t rest = e->mp->xstage[x - c->k->x];
-	if (!rest) {
-		ce_load_c(c, x);
-		return;
-	}
-	Dtype f = c->k->bufs[x->v].fmt;
-	if (f == DT_I32)
-		ce_emit(c, "((%s)", c->L->type[KT_INT]);
+	if (rest)
+		ce_load_at(c, x, "st", rest);
 	else
-		ce_emit(c, "%s", f == DT_F16 ? "h2f(" : f == DT_BF16 ? "b2f(" : "(");
-	ce_emit(c, "st%d[", x->v);
-	ce_ref(c, rest);
-	ce_emit(c, "])");
+		ce_load_c(c, x);
 }
 
 /* ------------------------------------------------------------ statements */

@@ -306,16 +306,21 @@ static void elem_c(CEmit *e, int32_t v, int32_t idx)
 }
 
 /* f16 and bf16 widen by the program's h2f and b2f, i32 by a cast */
-void ce_load_c(CEmit *e, const KExpr *x)
+void ce_load_at(CEmit *e, const KExpr *x, const char *arr, int32_t idx)
 {
 	Dtype f = e->k->bufs[x->v].fmt;
 	if (f == DT_I32)
 		ce_emit(e, "((%s)", e->L->type[KT_INT]);
 	else
 		ce_emit(e, "%s", f == DT_F16 ? "h2f(" : f == DT_BF16 ? "b2f(" : "(");
-	ce_emit(e, "b%d[", x->v);
-	ce_ref(e, x->a[0]);
+	ce_emit(e, "%s%d[", arr, x->v);
+	ce_ref(e, idx);
 	ce_emit(e, "])");
+}
+
+void ce_load_c(CEmit *e, const KExpr *x)
+{
+	ce_load_at(e, x, "b", x->a[0]);
 }
 
 static void cvt_c(CEmit *e, const KExpr *x)

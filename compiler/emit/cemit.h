@@ -148,8 +148,10 @@ bool ce_spell(const CLang *L, Op op, CSType t, CSpelt *out);
 void ce_cop(CEmit *e, const KExpr *x);
 /* chk(<err>v, lo, hi, guard, site) of check expression x: the default of L->check. */
 void ce_check(CEmit *e, const KExpr *x);
-/* The C-family spelling of a load (bN[i], widened): the default of CLang.load. */
+/* The C-family spelling of a load (bN[i], widened): the default of CLang.load; ce_load_at
+ * reads buffer x->v's element idx from the array named ARR<buffer> instead (a staged copy). */
 void ce_load_c(CEmit *e, const KExpr *x);
+void ce_load_at(CEmit *e, const KExpr *x, const char *arr, int32_t idx);
 /* Writes the temporaries expression id needs, operands first (those already written in
  * this statement are not written again). */
 void ce_temps(CEmit *e, int32_t id);

@@ -48,24 +48,9 @@ typedef struct {
 /* ------------------------------------------------------------ expression queries */
 
 /* Does expression x read variable v (as a scalar or an array)? */
-static bool uses_rec(A *a, int32_t x, int32_t v)
-{
-	if (x < 0 || a->seen[x] == a->stamp)
-		return false;
-	a->seen[x] = a->stamp;
-	const KExpr *e = &a->k->x[x];
-	if ((e->kind == KX_VAR || e->kind == KX_ELEM) && e->v == v)
-		return true;
-	for (int i = 0; i < 4; i++)
-		if (uses_rec(a, e->a[i], v))
-			return true;
-	return false;
-}
-
 static bool uses(A *a, int32_t x, int32_t v)
 {
-	a->stamp++;
-	return uses_rec(a, x, v);
+	return map_reads(a->k, x, v, a->seen, &a->stamp);
 }
 
 /* Does expression x read any variable flagged in set? */

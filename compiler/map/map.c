@@ -129,3 +129,22 @@ const MapPlan *map_plan(const Kernels *k, const MapTarget *t)
 	c->plans[c->n] = plan_new(k, t);
 	return c->plans[c->n++];
 }
+
+static bool reads_rec(const Kernels *k, int32_t x, int32_t v, uint32_t *seen, uint32_t stamp)
+{
+	if (x <= 0 || seen[x] == stamp)
+		return false;
+	seen[x] = stamp;
+	const KExpr *e = &k->x[x];
+	if ((e->kind == KX_VAR || e->kind == KX_ELEM) && e->v == v)
+		return true;
+	for (int i = 0; i < 4; i++)
+		if (reads_rec(k, e->a[i], v, seen, stamp))
+			return true;
+	return false;
+}
+
+bool map_reads(const Kernels *k, int32_t x, int32_t v, uint32_t *seen, uint32_t *stamp)
+{
+	return reads_rec(k, x, v, seen, ++*stamp);
+}

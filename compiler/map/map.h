@@ -239,6 +239,11 @@ void map_fuse(const Kernels *k, const MapTarget *t, MapPlan *p);
 /* Row staging in the fused launches (t->stage_max; after map_fuse). */
 void map_stage(const Kernels *k, const MapTarget *t, MapPlan *p);
 
+/* Does expression x read local v (as a scalar or an element)? seen: a stamp per
+ * expression (k->nx + 1 entries), *stamp the caller's counter (bumped: a DAG is walked
+ * once). */
+bool map_reads(const Kernels *k, int32_t x, int32_t v, uint32_t *seen, uint32_t *stamp);
+
 /* Bytes of one element of a local of type t where integers are 64-bit and bool a word
  * (cuda, opencl). */
 int map_type_bytes(KType t);

@@ -33,26 +33,15 @@ typedef struct {
 	int64_t s;            /* its slice */
 	int32_t *mark;        /* per expression: the proved load's rest (NULL: count only) */
 	int hits;
+	uint32_t *rseen;      /* per expression: map_reads's stamps */
+	uint32_t rstamp;
 	int64_t cand_s[64];   /* per buffer id < 64 seen: its proved slice (first found), 0 */
 	int cand_phase[64];   /* phases with a proved load */
 	bool in_phase[64];
 } S;
 
-static bool reads(const Kernels *k, int32_t x, int32_t v)
-{
-	if (x <= 0)
-		return false;
-	const KExpr *e = &k->x[x];
-	if ((e->kind == KX_VAR || e->kind == KX_ELEM) && e->v == v)
-		return true;
-	for (int i = 0; i < 4; i++)
-		if (reads(k, e->a[i], v))
-			return true;
-	return false;
-}
-
 /* Is index x = origin * s + rest with rest's values inside [0, s)? Sets *s. */
-static bool row_index(const S *a, int32_t x, int64_t *s, int32_t *rest)
+static bool row_index(S *a, int32_t x, int64_t *s, int32_t *rest)
 {
 	const KExpr *e = &a->k->x[x];
 	if (e->kind != KX_OP || e->op != OP_ADD || e->type != KT_INT)
@@ -71,7 +60,7 @@ static bool row_index(const S *a, int32_t x, int64_t *s, int32_t *rest)
 		if (l->kind != KX_VAR || l->v != a->origin || c->kind != KX_ICONST || c->i <= 0)
 			continue;
 		KIvl iv = a->iv[r];
-		if (reads(a->k, r, a->origin) || iv.hi < iv.lo || iv.lo < 0 || iv.hi >= c->i)
+		if (map_reads(a->k, r, a->origin, a->rseen, &a->rstamp) || iv.hi < iv.lo || iv.lo < 0 || iv.hi >= c->i)
 			continue;
 		*s = c->i;
 		*rest = r;
@@ -137,7 +126,8 @@ void map_stage(const Kernels *k, const MapTarget *t, MapPlan *p)
 	KIvl *iv = calloc((size_t)k->nx + 1, sizeof *iv);
 	bool *wide = calloc((size_t)k->nx + 1, sizeof *wide);
 	uint8_t *seen = calloc((size_t)k->nx + 1, 1);
-	IR_ASSERT(p->xstage && iv && wide && seen);
+	uint32_t *rseen = calloc((size_t)k->nx + 1, sizeof *rseen);
+	IR_ASSERT(p->xstage && iv && wide && seen && rseen);
 	kir_int_ranges(k, iv, wide);
 	for (int i = 0; i < k->nk; i += p->k[i].nfused) {
 		MapKernel *L = &p->k[i];
@@ -152,7 +142,7 @@ void map_stage(const Kernels *k, const MapTarget *t, MapPlan *p)
 		}
 		if (!rows)
 			continue;
-		S a = {.k = k, .iv = iv, .seen = seen, .buf = -1};
+		S a = {.k = k, .iv = iv, .seen = seen, .rseen = rseen, .buf = -1};
 		for (int j = i; j < i + L->nfused; j++)
 			member(&a, j);
 		int best = -1;
@@ -179,4 +169,5 @@ void map_stage(const Kernels *k, const MapTarget *t, MapPlan *p)
 	free(iv);
 	free(wide);
 	free(seen);
+	free(rseen);
 }

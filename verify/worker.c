@@ -499,10 +499,24 @@ static int recv_fd(int sock)
 	}
 }
 
-static _Noreturn void server_main(const Backend *b, int sock)
+/* The server's parent (a campaign job, or the check itself) died: the whole process group
+ * goes, the server and what it spawned (the C backend's compiler, still writing into the
+ * campaign's shared cache, outlived a killed job before). */
+static void parent_died(int sig)
+{
+	(void)sig;
+	kill(0, SIGKILL);
+}
+
+static _Noreturn void server_main(const Backend *b, int sock, pid_t parent)
 {
 	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	struct sigaction sa = {.sa_handler = parent_died};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)   /* it died before the request */
+		kill(0, SIGKILL);
 	struct rlimit no_core = {0, 0};
 	setrlimit(RLIMIT_CORE, &no_core);
 	signal(SIGPIPE, SIG_IGN);
@@ -626,7 +640,7 @@ static int server_start(const Backend *b, Server *sv, const VfPool *pool, Diag *
 		return -1;
 	}
 	fflush(NULL);
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 	if (pid < 0) {
 		diag_env(d, "verify: cannot fork a worker: %s", strerror(errno));
 		close(sv2[0]);
@@ -638,7 +652,7 @@ static int server_start(const Backend *b, Server *sv, const VfPool *pool, Diag *
 		for (int i = 0; pool && i < pool->n; i++)
 			if (pool->s[i].pid > 0)
 				close(pool->s[i].sock);
-		server_main(b, sv2[1]);
+		server_main(b, sv2[1], parent);
 	}
 	close(sv2[1]);
 	setpgid(pid, pid);   /* as the worker does: whichever runs first wins the race */

@@ -566,8 +566,7 @@ static void stage_row(E *e, const MapKernel *p)
 	int b = p->stage_buf;
 	const char *T = lang.store[c->k->bufs[b].fmt];
 	long long len = (long long)p->stage_len;
-	long long bytes = len * (long long)(c->k->bufs[b].fmt == DT_F64 ? 8 : c->k->bufs[b].fmt == DT_F16 ||
-					     c->k->bufs[b].fmt == DT_BF16 ? 2 : 4);
+	long long bytes = len * (long long)dt_info(c->k->bufs[b].fmt)->bytes;
 	ce_line(c, "{   /* the row of b%d its phases read, staged (%d loads read the copy) */", b,
 		p->stage_loads);
 	c->ind++;

@@ -35,9 +35,9 @@ typedef struct {
 	int hits;
 	uint32_t *rseen;      /* per expression: map_reads's stamps */
 	uint32_t rstamp;
-	int64_t cand_s[64];   /* per buffer id < 64 seen: its proved slice (first found), 0 */
-	int cand_phase[64];   /* phases with a proved load */
-	bool in_phase[64];
+	int64_t *cand_s;      /* per buffer: its proved slice (the first found), or 0 */
+	int *cand_phase;      /* per buffer: phases with a proved load */
+	bool *in_phase;       /* per buffer: one in the member being walked */
 } S;
 
 /* Is index x = origin * s + rest with rest's values inside [0, s)? Sets *s. */
@@ -84,7 +84,7 @@ static void expr(S *a, int32_t x)
 	if (!row_index(a, e->a[0], &s, &rest))
 		return;
 	if (a->buf < 0) {
-		if (e->v < 64 && (!a->cand_s[e->v] || a->cand_s[e->v] == s)) {
+		if (!a->cand_s[e->v] || a->cand_s[e->v] == s) {
 			a->cand_s[e->v] = s;
 			if (!a->in_phase[e->v])
 				a->cand_phase[e->v]++;
@@ -110,44 +110,61 @@ static void stmts(S *a, int32_t s)
 static void member(S *a, int j)
 {
 	memset(a->seen, 0, (size_t)a->k->nx + 1);
-	memset(a->in_phase, 0, sizeof a->in_phase);
+	memset(a->in_phase, 0, (size_t)a->k->nbufs * sizeof *a->in_phase);
 	a->origin = a->k->k[j].par[0].origin;
 	stmts(a, a->k->k[j].body);
 }
 
-static int64_t elem_bytes(Dtype f)
+/* Is kernel i the lead of a fused launch of rows map_stage can stage? */
+static bool row_launch(const Kernels *k, const MapPlan *p, int i, int64_t *shared)
 {
-	return f == DT_F64 ? 8 : f == DT_F16 || f == DT_BF16 ? 2 : 4;
+	const MapKernel *L = &p->k[i];
+	const Kernel *lead = &k->k[i];
+	if (L->nfused < 2 || L->mode != MAP_GROUP || lead->npar != 1 || lead->par[0].tile != 1)
+		return false;
+	*shared = 0;
+	for (int j = i; j < i + L->nfused; j++) {
+		if (k->k[j].npar < 1 || k->k[j].par[0].tile != 1)
+			return false;
+		*shared += p->k[j].shared_bytes;
+	}
+	return true;
 }
 
 void map_stage(const Kernels *k, const MapTarget *t, MapPlan *p)
 {
 	p->xstage = calloc((size_t)k->nx + 1, sizeof *p->xstage);
+	IR_ASSERT(p->xstage);
+	int64_t shared;
+	bool any = false;
+	for (int i = 0; i < k->nk && !any; i += p->k[i].nfused)
+		any = row_launch(k, p, i, &shared);
+	if (!any)
+		return;   /* no fused row launch: no intervals to compute */
+	size_t nb = (size_t)k->nbufs + 1;
 	KIvl *iv = calloc((size_t)k->nx + 1, sizeof *iv);
 	bool *wide = calloc((size_t)k->nx + 1, sizeof *wide);
 	uint8_t *seen = calloc((size_t)k->nx + 1, 1);
 	uint32_t *rseen = calloc((size_t)k->nx + 1, sizeof *rseen);
-	IR_ASSERT(p->xstage && iv && wide && seen && rseen);
+	int64_t *cand_s = malloc(nb * sizeof *cand_s);
+	int *cand_phase = malloc(nb * sizeof *cand_phase);
+	bool *in_phase = malloc(nb * sizeof *in_phase);
+	IR_ASSERT(iv && wide && seen && rseen && cand_s && cand_phase && in_phase);
 	kir_int_ranges(k, iv, wide);
 	for (int i = 0; i < k->nk; i += p->k[i].nfused) {
 		MapKernel *L = &p->k[i];
 		const Kernel *lead = &k->k[i];
-		if (L->nfused < 2 || L->mode != MAP_GROUP || lead->npar != 1 || lead->par[0].tile != 1)
+		if (!row_launch(k, p, i, &shared))
 			continue;
-		bool rows = true;
-		int64_t shared = 0;
-		for (int j = i; j < i + L->nfused; j++) {
-			rows = rows && k->k[j].npar >= 1 && k->k[j].par[0].tile == 1;
-			shared += p->k[j].shared_bytes;
-		}
-		if (!rows)
-			continue;
-		S a = {.k = k, .iv = iv, .seen = seen, .rseen = rseen, .buf = -1};
+		memset(cand_s, 0, nb * sizeof *cand_s);
+		memset(cand_phase, 0, nb * sizeof *cand_phase);
+		S a = {.k = k, .iv = iv, .seen = seen, .rseen = rseen, .buf = -1, .cand_s = cand_s,
+		       .cand_phase = cand_phase, .in_phase = in_phase};
 		for (int j = i; j < i + L->nfused; j++)
 			member(&a, j);
 		int best = -1;
-		for (int b = 0; b < k->nbufs && b < 64; b++) {
-			int64_t bytes = a.cand_s[b] * elem_bytes(k->bufs[b].fmt);
+		for (int b = 0; b < k->nbufs; b++) {
+			int64_t bytes = a.cand_s[b] * (int64_t)dt_info(k->bufs[b].fmt)->bytes;
 			if (a.cand_phase[b] < 2 || bytes + ((shared + 15) & ~(int64_t)15) > t->stage_max ||
 			    (lead->nitems - 1) * a.cand_s[b] + a.cand_s[b] > k->bufs[b].n)
 				continue;
@@ -170,4 +187,7 @@ void map_stage(const Kernels *k, const MapTarget *t, MapPlan *p)
 	free(wide);
 	free(seen);
 	free(rseen);
+	free(cand_s);
+	free(cand_phase);
+	free(in_phase);
 }

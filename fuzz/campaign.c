@@ -148,13 +148,24 @@ typedef struct {
 } Camp;
 
 /* SIGINT or SIGTERM received while a campaign runs (0: none): the loop stops, writes what
- * is complete, the summary, and says how to resume. A second one ends the process. */
+ * is complete, the summary, and says how to resume. A second one ends the process, but
+ * only a second or more after the first: GNU timeout sends its signal to the campaign and
+ * then to the campaign's whole process group, the campaign included, so one timeout is two
+ * SIGTERMs microseconds apart (as is a kill of the group beside a kill of the process). */
 static volatile sig_atomic_t interrupted;
+static struct timespec interrupted_at;   /* CLOCK_MONOTONIC of the first (async-signal-safe) */
 
 static void on_signal(int sig)
 {
-	if (interrupted)
-		_exit(128 + sig);
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	if (interrupted) {
+		if (t.tv_sec - interrupted_at.tv_sec > 1 ||
+		    (t.tv_sec - interrupted_at.tv_sec == 1 && t.tv_nsec >= interrupted_at.tv_nsec))
+			_exit(128 + sig);
+		return;
+	}
+	interrupted_at = t;
 	interrupted = sig;
 }
 
@@ -1448,6 +1459,9 @@ int fz_campaign_run(const char *dir, const FzCampaign *c, bool resume, FILE *pro
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old, on = {.sa_handler = on_signal},
 			 old_int, old_term;
 	sigaction(SIGPIPE, &ign, &old);
+	sigemptyset(&on.sa_mask);   /* one handler at a time: a SIGINT inside a SIGTERM's waits */
+	sigaddset(&on.sa_mask, SIGINT);
+	sigaddset(&on.sa_mask, SIGTERM);
 	interrupted = 0;
 	sigaction(SIGINT, &on, &old_int);
 	sigaction(SIGTERM, &on, &old_term);

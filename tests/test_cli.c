@@ -617,6 +617,35 @@ START_TEST(campaign_interrupted)
 }
 END_TEST
 
+/* One timeout is two SIGTERMs: GNU timeout signals the campaign, then its process group (the
+ * campaign again). A second signal within a second of the first does not end the process
+ * before the summary (one a second or more later would). Two signals that arrive together
+ * without merging, deterministically: stopped, the campaign is sent SIGTERM and SIGINT, and
+ * on SIGCONT both handlers run at once. */
+START_TEST(campaign_timeout_two_signals)
+{
+	char *t = tmpdir(), *cmd = NULL;
+	ck_assert_int_ge(asprintf(&cmd, "%s fuzz --seconds 300 --jobs 2 --backends c --seed 6 -o "
+				  "%s/camp >%s/stdout 2>%s/stderr & pid=$!; sleep 3; kill -STOP $pid; "
+				  "kill -TERM $pid; kill -INT $pid; kill -CONT $pid; wait $pid", prog(), t, t,
+				  t), 0);
+	int st = system(cmd);
+	free(cmd);
+	char *out = get(t, "stdout"), *err = get(t, "stderr");
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) <= 1, "status %d; %s", st, err);
+	ck_assert_msg(strstr(out, "interrupted by"), "%s", out);
+	char *camp = path_in(t, "camp");
+	ck_assert_msg(exists(camp, "summary.json"), "no summary after two signals at once");
+	char *sum = get(camp, "summary.json");
+	ck_assert_msg(strstr(sum, "\"interrupted\":true"), "%s", sum);
+	free(sum);
+	free(out);
+	free(err);
+	free(camp);
+	rm_rf(t);
+}
+END_TEST
+
 /* Persistent workers keep a backend's state across cases: a campaign of many cases on
  * opencl (PoCL keeps the folders of its program cache, which a job must not remove from
  * under it) gives no compile error. OpenCL missing here is a failure that says so. */
@@ -699,6 +728,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 1200);
 	tcase_add_test(tc, campaign_disk_full);
 	tcase_add_test(tc, campaign_interrupted);
+	tcase_add_test(tc, campaign_timeout_two_signals);
 	tcase_add_test(tc, campaign_workers_keep_state);
 	tcase_add_test(tc, campaign_beside_busy_loops);
 	suite_add_tcase(s, tc);

@@ -20,10 +20,16 @@
 
 enum { INTLIM = 1 << 16 };
 
-/* Literals: dyadic ones are exact (safe in decisions); the others are not binary numbers. */
+/* Literals: dyadic ones are exact (safe in decisions); the others are not binary numbers.
+ * Among the dyadic ones, format boundaries as literals (a literal is rounded into the
+ * format of the arithmetic it meets): -0, f16's largest finite value and its overflow tie,
+ * f16's smallest subnormal and a value between it and half of it (rounds up to it), a
+ * value among f16's subnormals that needs rounding there (and is a bf16 tie), and one among
+ * f32's and bf16's subnormals. */
 static const char *const dyadic[] = {
 	"0.0", "1.0", "2.0", "0.5", "-1.0", "0.25", "1.5", "-0.5", "0.125", "0x1.8p-3",
-	"2.5e-1", "-0.75", "1e3", "3.0", "-2.0", "6.5e4",
+	"2.5e-1", "-0.75", "1e3", "3.0", "-2.0", "6.5e4", "-0.0", "65504.0", "0x1.ffep15",
+	"0x1p-24", "0x1.8p-25", "0x1.31p-20", "-0x1.31p-130",
 };
 static const char *const inexact[] = {"0.1", "1e-3", "3.14159", "-0.3", "1e-30", "0.7"};
 static const char *const special[] = {"inf", "-inf", "nan"};
@@ -529,7 +535,11 @@ static void int_iv(Op op, const Ex *a, const Ex *b, int64_t *lo, int64_t *hi)
 	case OP_MAX: *lo = imax(a->lo, b->lo), *hi = imax(a->hi, b->hi); break;
 	case OP_MIN: *lo = imin(a->lo, b->lo), *hi = imin(a->hi, b->hi); break;
 	case OP_SELECT: *lo = imin(a->lo, b->lo), *hi = imax(a->hi, b->hi); break;
-	case OP_MOD: *lo = 0, *hi = a->lo >= 0 ? imin(a->hi, b->hi - 1) : b->hi - 1; break;
+	case OP_MOD: {   /* the non-negative remainder: in [0, |b| - 1] */
+		int64_t m = imax(iabs(b->lo), iabs(b->hi)) - 1;
+		*lo = 0, *hi = a->lo >= 0 ? imin(a->hi, m) : m;
+		break;
+	}
 	default: IR_ASSERT(!"not an integer op");
 	}
 }
@@ -585,6 +595,10 @@ static Ex int_op(Gen *G, Op op, int depth)
 		} else {
 			a[1] = lit_int(G, 2, 7);
 		}
+		/* a negative divisor now and then (the remainder stays non-negative: a helper
+		 * that corrects a negative C remainder by b rather than |b| is wrong there) */
+		if (rng_chance(&G->r, 0.25))
+			a[1] = mk(gs(G, "-%s", a[1].s), TY_INT, false, true, -a[1].hi, -a[1].lo, 0);
 		return combine(G, op, gs(G, "%s %% %s", A, a[1].s), a, 2, true);
 	case OP_SELECT: {
 		char *c = gx_bool(G, depth - 1);

@@ -88,8 +88,15 @@ static inline void note(Scratch *s, Dtype f, double x)
 	bool wide = f == DT_F64;
 	if (x != 0 && fabs(x) < (wide ? 0x1p-1022 : 0x1p-126))
 		s->sub |= 1u << (wide ? DT_F64 : DT_F32);
-	else if (x == 0)
-		s->sub |= MP_MET_ZERO;   /* a zero: its sign is what a sign-losing device changes */
+}
+
+/* The arithmetic whose zeros a sign-losing device folds (x + 0.0 -> x, x * 0 -> 0 and
+ * their kin in -, fma and /): a zero operand or result there sets MP_MET_ZERO. A zero that
+ * only moves through loads, stores, casts, neg, abs, select, min and max keeps its sign on
+ * such a device, and is held to the emulation there (BeFacts.nsz). */
+static inline bool folds_zero(Op op)
+{
+	return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_FMA || op == OP_DIV;
 }
 
 static void scratch_clear(Scratch *s)
@@ -221,9 +228,14 @@ static double op1(Scratch *s, Op op, Dtype f, double a, double b, double c)
 {
 	double r = op_raw(s, op, f, a, b, c);
 	const double v[3] = {a, b, c};
-	for (int i = 0; i < op_info(op)->arity; i++)
+	bool zero = r == 0;
+	for (int i = 0; i < op_info(op)->arity; i++) {
 		note(s, f, v[i]);
+		zero |= v[i] == 0;
+	}
 	note(s, f, r);
+	if (zero && folds_zero(op))
+		s->sub |= MP_MET_ZERO;
 	return r;
 }
 

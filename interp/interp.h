@@ -94,9 +94,10 @@ typedef struct {
 	                           computed in f32, as kernels do) or loaded into it was a nonzero
 	                           number below w's smallest normal (2^-126, 2^-1022): an operand
 	                           or result a device that flushes w's subnormals would change
-	                           (verify's emulation check); and bit MP_MET_ZERO when a real
-	                           value computed or loaded was a zero (whose sign a device
-	                           that loses zero signs may change: BeFacts.nsz) */
+	                           (verify's emulation check); and bit MP_MET_ZERO when an
+	                           operand or result of a real +, -, *, / or fma was a zero
+	                           (whose sign a device that folds x + 0.0 and x * 0 may
+	                           change: BeFacts.nsz) */
 } MpStats;
 
 enum { MP_MET_ZERO = 1 << 30 };

@@ -303,6 +303,39 @@ START_TEST(judge_zero_sign)
 }
 END_TEST
 
+/* The zeros a sign-losing device folds are those of +, -, *, / and fma: a zero that only
+ * moves through min (and loads, casts, neg) is held to its sign on such a device too, so a
+ * min(+0, -0) that comes back +0 is a difference under nsz as well. */
+START_TEST(judge_zero_sign_min)
+{
+	Graph *g = tu_parse("input x : f32[2]\ninput y : f32[2]\nu[i:2] = min(x[i], -y[i])\n"
+			    "v[i:2] = x[i] + y[i]\noutput u : f32, v : f32\n");
+	VfSched sc = {.name = "default"};
+	sched_default(g, &sc.s);
+	HostTensor *in = tu_new_inputs(g);
+	ht_set(&in[0], 0, 0.0), ht_set(&in[0], 1, 1.0);
+	ht_set(&in[1], 0, 0.0), ht_set(&in[1], 1, 2.0);
+	MpOpts mo = {.threads = 1};
+	const Backend *b = be_find("c");
+	VfEmu *e = vf_emu_new(g, in, &sc, 1, &mo, 0);
+	WorkerResult w = {.status = WK_OK, .outs = emulated(g, &sc.s, in), .facts = b->facts};
+	w.facts.nsz = true;
+	ck_assert(signbit(ht_get(&w.outs[0], 0)));   /* min(+0, -0) = -0 */
+	ht_set(&w.outs[0], 0, 0.0);
+	VfEmuResult r;
+	vf_emu_judge(e, b, 0, &w, false, &r);
+	ck_assert_msg(r.out[0].applies, "%s", r.out[0].why);
+	ck_assert(r.out[0].diff.n_diff == 1 && r.out[0].diff.first == 0);
+	ck_assert(!r.out[1].applies && strstr(r.out[1].why, "sign of a zero"));   /* 0 + 0 */
+	vf_emu_result_free(&r);
+	tu_free_tensors(w.outs, 2);
+	vf_emu_free(e);
+	tu_free_tensors(in, 2);
+	sched_free(&sc.s);
+	ir_free(g);
+}
+END_TEST
+
 /* Per output: a function with an allowance in one output's definitions leaves the other
  * held to the emulation (and a wrong bit there seen); a subnormal the emulation met in one
  * output's definitions keeps a flushing device from that output alone, and from every
@@ -632,6 +665,7 @@ static Suite *suite(void)
 	tcase_add_test(t, bits);
 	tcase_add_test(t, judge_runs);
 	tcase_add_test(t, judge_zero_sign);
+	tcase_add_test(t, judge_zero_sign_min);
 	tcase_add_test(t, judge_per_output);
 	suite_add_tcase(s, t);
 	TCase *p = tcase_create("pipeline");

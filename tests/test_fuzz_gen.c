@@ -426,7 +426,8 @@ enum {
 	RF_TIE_SEL_NORMAL, RF_TIE_SEL_REAL, RF_TIE_SEL_EDGES, RF_TIE_MAX_NORMAL, RF_EXT_BIG, RF_TILE_PARTIAL,
 	RF_TILE_BIG_PARTIAL, RF_TILE_2PARTIAL, RF_TILE_2BIG, RF_FN_PRODUCT, RF_C_MULDIV,
 	RF_C_DISTRIB, RF_C_ADDSUB, RF_C_SUBSUB, RF_C_SQUARE, RF_C_NEGNEG, RF_C_MINMAX,
-	RF_C_DIVDIV, RF_C_NESTED, RF_C_TWOROUND, RF_IX_NEGDIV, RF_SPEC, RF__COUNT
+	RF_C_DIVDIV, RF_C_NESTED, RF_C_TWOROUND, RF_IX_NEGDIV, RF_SPEC, RF_MOD_NEG, RF_LIT_TINY,
+	RF__COUNT
 };
 static const char *const rnames[RF__COUNT] = {
 	"reread: two views", "reread: two paddings", "reread: two paddings, one reached",
@@ -442,6 +443,7 @@ static const char *const rnames[RF__COUNT] = {
 	"a * b + a * c", "(a + b) - b", "a - (a - b)", "a * a", "-a * -b", "min(a, max(a, b))",
 	"a / (b / c)", "abs(abs a), abs(-a), floor(floor a)", "f16(a) op bf16(a): two roundings",
 	"index (i - c) / k + m (negative quotients)", "fully specified (no f64, no allowance)",
+	"a % -b (a negative divisor)", "a literal below 2^-14 (f16's subnormals and below)",
 };
 _Static_assert(ARRAY_LEN(rnames) == RF__COUNT, "one name per shape");
 
@@ -533,7 +535,10 @@ static void node_shapes(const Graph *g, bool *f)
 		if (n->op == OP_SUB && n->ty == TY_REAL && is_op_node(g, n->a[1], OP_NEG) &&
 		    is_real_lit(g, ir_node(g, n->a[1])->a[0], &v) && v == 0)
 			f[RF_NM_NEGZERO] = true;
+		f[RF_MOD_NEG] |= n->op == OP_MOD && is_op_node(g, n->a[1], OP_NEG);
 		int arity = op_info((Op)n->op)->arity;
+		for (int i = 0; i < arity; i++)
+			f[RF_LIT_TINY] |= is_real_lit(g, n->a[i], &v) && v != 0 && fabs(v) < 0x1p-14;
 		bool fn = arity == 1 && n->ty == TY_REAL && !(op_info((Op)n->op)->flags & OPF_CAST) &&
 			  n->op != OP_NEG;
 		f[RF_FN_PRODUCT] |= fn && is_op_node(g, n->a[0], OP_MUL);
@@ -950,6 +955,8 @@ START_TEST(reach)
 	AT_LEAST(RF_C_TWOROUND, 2);             /* 0 */
 	AT_LEAST(RF_IX_NEGDIV, 1);              /* 0 */
 	AT_LEAST(RF_SPEC, 20);
+	AT_LEAST(RF_MOD_NEG, 1);                /* 0 */
+	AT_LEAST(RF_LIT_TINY, 3);               /* 0 */
 #undef AT_LEAST
 	for (int k = 0; k < R->nrules; k++)   /* every rule of compiler/sched/rewrite.c fires */
 		ck_assert_msg(R->rules[k] * 1000 >= n * 15, "rule %s: %ld of %ld", R->rname[k],

@@ -150,8 +150,11 @@ static void simple_stmt(CEmit *e, const KStmt *s)
 		break;
 	case KS_TREE:
 		COV(c_tree);
-		if (s->fmt == DT_F16 || s->fmt == DT_BF16)
+		if (s->fmt == DT_F16 || s->fmt == DT_BF16) {
 			COV(c_tree_16);
+			if (s->op == OP_MUL)
+				COV(c_tree_prod_16);
+		}
 		ce_emit(e, "v%d = tree_%s_%s(&v%d[", s->v, s->op == OP_MUL ? "mul" : "add",
 			s->fmt == DT_F64 ? "d" : s->fmt == DT_F16 ? "h" : s->fmt == DT_BF16 ? "b" : "f",
 			s->c);

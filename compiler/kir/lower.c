@@ -123,6 +123,9 @@ static double lit_round(const char *text, Dtype f)
 	t = mpfr_check_range(x, t, MPFR_RNDN);
 	mpfr_subnormalize(x, t, MPFR_RNDN);
 	double v = mpfr_get_d(x, MPFR_RNDN);
+	double w = strtod(text, NULL);   /* (to double: nearest, for the test below alone) */
+	if (w != 0 && fabs(w) < ldexp(1.0, (int)(di->emin + di->prec - 2)))
+		COV(lower_literal_tiny);
 	mpfr_set_emin(emin);
 	mpfr_set_emax(emax);
 	mpfr_clear(x);

@@ -117,6 +117,7 @@ typedef struct {
 	const char *python;    /* interpreter for the torch anchor */
 	const char *anchor;    /* its script */
 	const char *derived;   /* comma list of backends items 2 and 3 run on (default cuda) */
+	const char *only;      /* --only FAMILY[:N]: that family (and candidate) alone */
 	bool quick, no_torch;
 	int reps;
 	int mm_n, rows, cols, copy_mib;   /* sizes of items 2 and 3 */
@@ -780,6 +781,15 @@ static double io_bytes(const Prog *p)
 
 static void run_family(Ctx *c, const Backend *cu, Family *f, int ncands)
 {
+	int only_cand = 0;   /* --only's candidate, 1-based; 0: all */
+	if (c->o.only) {
+		const char *fam = strchr(f->key, '/') ? strchr(f->key, '/') + 1 : f->key;
+		size_t n = strcspn(c->o.only, ":");
+		if (strlen(fam) != n || strncmp(fam, c->o.only, n) != 0)
+			return;
+		if (c->o.only[n] == ':')
+			only_cand = atoi(c->o.only + n + 1);
+	}
 	const char *unit = f->flops > 0 ? "TFLOP/s" : "GB/s";
 	printf("\n%s: %d candidate schedule%s (%s)\n", f->title, ncands, ncands > 1 ? "s" : "",
 	       f->base[0] ? f->base : "no common directive");
@@ -789,6 +799,8 @@ static void run_family(Ctx *c, const Backend *cu, Family *f, int ncands)
 	Buf jc = {0};
 	for (int i = 0; i < ncands; i++) {
 		char text[4096], sched[600], why[512];
+		if (only_cand > 0 && i + 1 != only_cand)
+			continue;
 		snprintf(text, sizeof text, "%sschedule\n%s%s%s", f->graph, f->base,
 			 f->base[0] && f->cands[i][0] ? "\n" : "", f->cands[i]);
 		one_line(f->cands[i][0] ? f->cands[i] : "(default)", sched, sizeof sched);
@@ -1063,6 +1075,7 @@ static void usage(FILE *f)
 		"usage: bench_gpu [--quick] [--backends LIST] [--examples GLOBS] [--reps N]\n"
 		"                 [--json FILE] [--python PATH] [--anchor SCRIPT] [--no-torch]\n"
 		"                 [--derived-on LIST] [--matmul N] [--rows R] [--cols C]\n"
+		"                 [--only FAMILY[:N]]\n"
 		"Run from the repository root. Benchmarks every available GPU backend (opencl,\n"
 		"cuda, vulkan, wgsl) on the examples beside the c backend, and on cuda a bf16\n"
 		"matmul and softmax/layernorm beside cuBLAS (PyTorch), the device-to-device copy\n"
@@ -1080,7 +1093,10 @@ static void usage(FILE *f)
 		"  --json FILE       also write every figure as JSON\n"
 		"  --python PATH     interpreter for bench/anchor_torch.py (default python3)\n"
 		"  --anchor SCRIPT   the anchor script (default bench/anchor_torch.py)\n"
-		"  --no-torch        do not run the PyTorch anchor\n", REPS);
+		"  --no-torch        do not run the PyTorch anchor\n"
+		"  --only FAMILY[:N] items 2 and 3: only that family (matmul_bf16, softmax_f32,\n"
+		"                    softmax_bf16, layernorm_f32, layernorm_bf16), only its\n"
+		"                    candidate N (1-based) if given (e.g. under ncu)\n", REPS);
 }
 
 static void parse_args(int argc, char **argv, Opts *o)
@@ -1110,6 +1126,8 @@ static void parse_args(int argc, char **argv, Opts *o)
 			o->anchor = argv[++i];
 		else if (more && strcmp(a, "--derived-on") == 0)
 			o->derived = argv[++i];
+		else if (more && strcmp(a, "--only") == 0)
+			o->only = argv[++i];
 		else if (more && (strcmp(a, "--reps") == 0 || strcmp(a, "--matmul") == 0 ||
 				  strcmp(a, "--rows") == 0 || strcmp(a, "--cols") == 0)) {
 			char *end;

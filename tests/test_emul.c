@@ -746,8 +746,15 @@ static const struct {
 	{"input x : f64[2]\ny[i:2] = x[i] * 1e-300\noutput y : f64\n", 1e-10, 1u << DT_F64},
 	{"input x : f64[2]\ny[i:2] = x[i] * 1e-300\noutput y : f64\n", 1, 0},
 	{"input x : f16[2]\ny[i:2] = x[i] * 0.5\noutput y : f16\n", 0x1p-20, 0},
-	/* 1e-300 rounds to an f32 zero: a zero met (MP_MET_ZERO), no subnormal */
-	{"input x : f32[2]\ny[i:2] = f32(f64(x[i]) * 1e-300)\noutput y : f32\n", 1, MP_MET_ZERO},
+	/* 1e-300 rounds to an f32 zero in a cast, which keeps its sign on a sign-losing device:
+	 * no zero met, no subnormal (emul.c folds_zero) */
+	{"input x : f32[2]\ny[i:2] = f32(f64(x[i]) * 1e-300)\noutput y : f32\n", 1, 0},
+	/* x - x is a zero that arithmetic made: met (MP_MET_ZERO) */
+	{"input x : f32[2]\ny[i:2] = x[i] - x[i]\noutput y : f32\n", 1.5, MP_MET_ZERO},
+	/* a zero operand of *: met */
+	{"input x : f32[2]\ny[i:2] = x[i] * 3\noutput y : f32\n", 0, MP_MET_ZERO},
+	/* a zero through max only: not met */
+	{"input x : f32[2, 3]\ns[i:2] = max(j:3) x[i, j]\noutput s : f32\n", 0, 0},
 	/* a sum starts from -0 (the identity), which is no value computed: nothing met */
 	{"input x : f32[2, 3]\ns[i:2] = sum(j:3) x[i, j]\noutput s : f32\n", 1.5, 0},
 	{"input x : f32[2]\ny[i:2] = f32(f64(x[i]) * 1e-40)\noutput y : f32\n", 1,

@@ -184,6 +184,64 @@ START_TEST(bad_target)
 }
 END_TEST
 
+/* Exact combines (cuda/emit.c, "exact combines"): a split's max, min and integer sum of 32
+ * partials or more are folded by the block with warp shuffles; a float sum's combine
+ * stays thread 0's, in the schedule's order; fewer than 32 partials stay serial. */
+static const char combine_src[] =
+	"size R = 6, K = 1000\n"
+	"input a : f32[R, K]\ninput d : f64[R, K]\ninput n : i32[R, K]\n"
+	"m[i:R] = max(k:K) a[i, k]\n"
+	"w[i:R] = min(k:K) d[i, k]\n"
+	"s[i:R] = sum(k:K) n[i, k]\n"
+	"x[i:R] = max(k:K) n[i, k]\n"
+	"f[i:R] = sum(k:K) a[i, k]\n"
+	"output m : f32, w : f64, s : i32, x : i32, f : f32\n";
+
+static const char *const combine_scheds[] = {
+	"split m : k=32\nsplit w : k=1000\nsplit s : k=64\nsplit x : k=300\nsplit f : k=256",
+	"split m : k=999\nsplit w : k=40\nsplit s : k=500\nsplit x : k=33\nsplit f : k=48",
+	"split m : k=31\nsplit w : k=16\nsplit s : k=8\nsplit x : k=2\nsplit f : k=64",
+};
+
+static char *emit_under(const Graph *g, const char *sched, Schedule *s, Kernels **k)
+{
+	Diag d = {0};
+	ck_assert_msg(ir_parse_schedule((Graph *)g, sched, strlen(sched), "test.sched", &d) == 0, "%s", d.msg);
+	ck_assert_msg(sched_build(g, s, &d) == 0, "%s", d.msg);
+	*k = lower(g, s);
+	char *src = be_find("cuda")->emit(*k, &d);
+	ck_assert_msg(src != NULL, "emit: %s", d.msg ? d.msg : "?");
+	return src;
+}
+
+static int count_of(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+START_TEST(combine_text)
+{
+	Graph *g = parse(combine_src);
+	static const int want[] = {4, 4, 0};   /* shuffled combines: m, w, s, x; never f */
+	for (size_t i = 0; i < ARRAY_LEN(combine_scheds); i++) {
+		Schedule s;
+		Kernels *k;
+		char *src = emit_under(g, combine_scheds[i], &s, &k);
+		ck_assert_msg(count_of(src, "exact in any order") == want[i], "[%s]: %d shuffled combines, "
+			      "want %d", combine_scheds[i], count_of(src, "exact in any order"), want[i]);
+		ck_assert_msg(!strstr(src, "combined by + ") || want[i], "%s", src);
+		ck_assert_int_eq(count_of(src, "combined by +"), want[i] ? 1 : 0);   /* s, not f */
+		free(src);
+		kir_free(k);
+		sched_free(&s);
+	}
+	ir_free(g);
+}
+END_TEST
+
 /* ------------------------------------------------------------ on a device */
 
 static uint64_t bits_of(const HostTensor *t, int64_t i)
@@ -336,6 +394,61 @@ START_TEST(reductions)
 			sched_free(&s);
 		}
 	}
+	ir_free(g);
+}
+END_TEST
+
+/* The shuffled combines on the device: max and min over signed zeros and NaN, integer sums
+ * and maxima, bit for bit c's serial fold (any NaN equals any NaN: its payload may differ);
+ * the float sum, left serial, as agree() wants it. */
+static bool same_bits(const HostTensor *a, const HostTensor *b, int64_t i)
+{
+	if (a->dtype == DT_I32)
+		return ((const int32_t *)a->data)[i] == ((const int32_t *)b->data)[i];
+	double x = ht_get(a, i), y = ht_get(b, i);
+	return (isnan(x) && isnan(y)) || bits_of(a, i) == bits_of(b, i);
+}
+
+START_TEST(exact_combines)
+{
+	Graph *g = parse(combine_src);
+	HostTensor in[3] = {{0}};
+	InputSpec spec = {DIST_NORMAL, 11, false};
+	Diag d = {0};
+	ck_assert_msg(mp_make_inputs(g, &spec, NULL, in, &d) == 0, "inputs: %s", d.msg ? d.msg : "?");
+	int64_t K = 1000;
+	for (int64_t j = 0; j < K; j++) {   /* rows 0-2 of a and d: zeros of both signs, a NaN */
+		ht_set(&in[0], j, j == 517 ? 0.0 : -0.0);   /* max: +0 */
+		ht_set(&in[0], K + j, -0.0);                /* max: -0 */
+		ht_set(&in[1], j, j == 999 ? -0.0 : 0.0);   /* min: -0 */
+		ht_set(&in[1], K + j, 0.0);                 /* min: +0 */
+	}
+	ht_set(&in[0], 2 * K + 640, NAN);
+	ht_set(&in[1], 2 * K + 3, NAN);
+	for (size_t i = 0; i < ARRAY_LEN(combine_scheds); i++) {
+		Schedule s;
+		Kernels *k;
+		free(emit_under(g, combine_scheds[i], &s, &k));
+		HostTensor oc[5] = {{0}}, og[5] = {{0}};
+		ck_assert_msg(run("c", k, in, oc, &d) == 0, "c: %s", d.msg ? d.msg : "?");
+		ck_assert_msg(run("cuda", k, in, og, &d) == 0, "cuda: %s", d.msg ? d.msg : "?");
+		for (int o = 0; o < 5; o++) {
+			char w[300];
+			snprintf(w, sizeof w, "[%s] output %d", combine_scheds[i], o);
+			if (o == 4)
+				compare(&og[o], &oc[o], w);
+			else
+				for (int64_t r = 0; r < og[o].n; r++)
+					ck_assert_msg(same_bits(&og[o], &oc[o], r), "%s row %lld: cuda %a, c %a", w,
+						      (long long)r, ht_get(&og[o], r), ht_get(&oc[o], r));
+			ht_free(&oc[o]);
+			ht_free(&og[o]);
+		}
+		kir_free(k);
+		sched_free(&s);
+	}
+	for (int i = 0; i < 3; i++)
+		ht_free(&in[i]);
 	ir_free(g);
 }
 END_TEST
@@ -494,6 +607,7 @@ int main(void)
 		fprintf(stderr, "SKIP: test_cuda: PTX tests: %s\n", nv);
 	}
 	tcase_add_test(tc, bad_target);
+	tcase_add_test(tc, combine_text);
 	suite_add_tcase(s, tc);
 	if (device) {
 		TCase *td = tcase_create("device");
@@ -505,6 +619,7 @@ int main(void)
 		tcase_add_test(td, gather_out_of_range);
 		tcase_add_test(td, back_to_back);
 		tcase_add_test(td, row_fusion);
+		tcase_add_test(td, exact_combines);
 		suite_add_tcase(s, td);
 	} else {
 		fprintf(stderr, "SKIP: test_cuda: device tests (running on cuda, compared with c): %s\n", why);

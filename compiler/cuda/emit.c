@@ -22,7 +22,9 @@
  * 1/(1+exp(-x)), max/min IEEE 754-2019 helpers. KS_TREE runs iteratively with an explicit
  * stack (no recursion on the GPU) over exactly the tree of kir.h.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "../emit/cemit.h"
 #include "cuda.h"
 
@@ -41,15 +43,46 @@ static const char widen[] =
 	"}\n"
 	"__device__ __forceinline__ float b2f(u16 h) { return __uint_as_float((unsigned)h << 16); }\n";
 
-/* sigmoid; the pairwise trees of kir.h, iteratively; error reports */
+/* float -> f16 and bf16 bits (f2h, f2b), round to nearest even in 32-bit integer operations:
+ * the same bits as d2h and d2b give for the float as a double (NaN keeps the same top
+ * payload bits, 65520 and the bf16 midpoint above its largest finite go to inf), without
+ * their 64-bit arithmetic; h16 and b16 pick the conversion by the value's type. Then
+ * sigmoid; the pairwise trees of kir.h, iteratively; error reports */
 static const char own[] =
+	"__device__ __forceinline__ u16 f2h(float x)\n"
+	"{\n"
+	"\tunsigned b = __float_as_uint(x), a = b & 0x7fffffffu;\n"
+	"\tu16 s = (u16)((b >> 16) & 0x8000u);\n"
+	"\tif (a > 0x7f800000u)\n"
+	"\t\treturn (u16)(s | 0x7e00u | ((a >> 13) & 0x1ffu));\n"
+	"\tif (a >= 0x477ff000u)   /* 65520 and up: inf */\n"
+	"\t\treturn (u16)(s | 0x7c00u);\n"
+	"\tif (a >= 0x38800000u) {   /* 2^-14 and up: normal */\n"
+	"\t\tunsigned r = a - (112u << 23);\n"
+	"\t\tr += 0xfffu + ((r >> 13) & 1u);\n"
+	"\t\treturn (u16)(s | (r >> 13));\n"
+	"\t}\n"
+	"\treturn (u16)(s | __float2uint_rn(__uint_as_float(a) * 0x1p24f));   /* exact product */\n"
+	"}\n"
+	"__device__ __forceinline__ u16 f2b(float x)\n"
+	"{\n"
+	"\tunsigned b = __float_as_uint(x), a = b & 0x7fffffffu;\n"
+	"\tu16 s = (u16)((b >> 16) & 0x8000u);\n"
+	"\tif (a > 0x7f800000u)\n"
+	"\t\treturn (u16)(s | 0x7fc0u | ((a >> 16) & 0x3fu));\n"
+	"\treturn (u16)(s | ((a + 0x7fffu + ((a >> 16) & 1u)) >> 16));\n"
+	"}\n"
+	"__device__ __forceinline__ u16 h16(float x) { return f2h(x); }\n"
+	"__device__ __forceinline__ u16 h16(double x) { return d2h(x); }\n"
+	"__device__ __forceinline__ u16 b16(float x) { return f2b(x); }\n"
+	"__device__ __forceinline__ u16 b16(double x) { return d2b(x); }\n"
 	"__device__ __forceinline__ float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
 	"__device__ __forceinline__ double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
 	"/* a combine of a pairwise tree, rounded to FMT: 0 the type's own, 1 f16, 2 bf16, 3 f32 */\n"
 	"template <typename T, int MUL, int FMT> __device__ __forceinline__ T comb(T a, T b)\n"
 	"{\n"
 	"\tT r = MUL ? a * b : a + b;\n"
-	"\treturn FMT == 1 ? (T)h2f(d2h((double)r)) : FMT == 2 ? (T)b2f(d2b((double)r)) :\n"
+	"\treturn FMT == 1 ? (T)h2f(h16(r)) : FMT == 2 ? (T)b2f(b16(r)) :\n"
 	"\t       FMT == 3 ? (T)(float)r : r;\n"
 	"}\n"
 	"/* The pairwise tree of kir.h over t[0], t[st], ... t[(n-1)*st] (n >= 1): the left half\n"
@@ -188,7 +221,9 @@ static void round_text(CEmit *c, const KExpr *x)
 		return;
 	}
 	IR_ASSERT(f == DT_F16 || f == DT_BF16);
-	ce_emit(c, "((%s)%s(%s((double)", T, f == DT_F16 ? "h2f" : "b2f", f == DT_F16 ? "d2h" : "d2b");
+	bool flt = c->k->x[x->a[0]].type == KT_F32;   /* f2h/f2b: the same bits, in 32 bits */
+	ce_emit(c, "((%s)%s(%s(%s", T, f == DT_F16 ? "h2f" : "b2f",
+		f == DT_F16 ? (flt ? "f2h" : "d2h") : (flt ? "f2b" : "d2b"), flt ? "" : "(double)");
 	ce_ref(c, x->a[0]);
 	ce_emit(c, ")))");
 }
@@ -207,6 +242,214 @@ static void load(CEmit *c, const KExpr *x)
 
 /* ------------------------------------------------------------ statements */
 
+/* A store: a float into f16 or bf16 by f2h/f2b (the bits d2h/d2b give, in 32-bit integer
+ * operations), anything else as C's (ce_store). */
+static void store_stmt(CEmit *c, const KStmt *s)
+{
+	Dtype f = c->k->bufs[s->v].fmt;
+	if ((f != DT_F16 && f != DT_BF16) || c->k->x[s->b].type != KT_F32) {
+		ce_store(c, s);
+		return;
+	}
+	COV(cemit_store_16);
+	ce_emit(c, "b%d[", s->v);
+	ce_ref(c, s->a);
+	ce_emit(c, "] = %s(", f == DT_F16 ? "f2h" : "f2b");
+	ce_ref(c, s->b);
+	ce_emit(c, ");\n");
+}
+
+/* ------------------------------------------------------------ exact combines
+ *
+ * A split's combine in uniform code is thread 0's (or every thread's) fold of the partials
+ * v[0], v[1], ... v[n-1]: a left-deep chain of one op. Where that op is exact and
+ * associative and commutative (max and min of floats, IEEE 754-2019's with -0 below +0 and
+ * NaN for any NaN, and max, min and + of the IR's int64 integers), every order gives the
+ * same value (a NaN result may carry another payload, which no verdict tells apart:
+ * verify/emucheck.c), so the block folds them: thread t the partials t, t + W, ..., then
+ * warp shuffles, then one value per warp in shared memory, which the statement folds. A
+ * float sum's chain is left to thread 0: its order is the schedule's. */
+typedef struct {
+	int32_t root, v;   /* the chain's last op; the local array */
+	int n;             /* its terms v[0..n) */
+	Op op;
+	KType t;
+} Chain;
+
+enum { CHAIN_MIN = 32 };   /* shorter chains stay serial */
+
+static bool chain_op(const KExpr *x)
+{
+	if (x->kind != KX_OP)
+		return false;
+	if (x->op == OP_MAX || x->op == OP_MIN)
+		return x->type == KT_F32 || x->type == KT_F64 || x->type == KT_INT;
+	return x->op == OP_ADD && x->type == KT_INT;
+}
+
+/* Term x of a chain over array v: element v[i] at a constant i, noted in seen. */
+static bool chain_term(E *e, const KExpr *x, Chain *ch, uint8_t *seen)
+{
+	const Kernels *k = e->c.k;
+	if (x->kind != KX_ELEM || (ch->v >= 0 && x->v != ch->v))
+		return false;
+	const KExpr *ix = &k->x[x->a[0]];
+	if (ix->kind != KX_ICONST || ix->i < 0 || ix->i >= k->vars[x->v].n || ix->i >= 1 << 20)
+		return false;
+	ch->v = x->v;
+	if (seen[ix->i])
+		return false;
+	seen[ix->i] = 1;
+	ch->n++;
+	return true;
+}
+
+/* Is expression id the root of a chain (Chain) over a shared local array, of every term of
+ * it once, CHAIN_MIN terms or more? inner marks its ops but the root. */
+static bool chain_at(E *e, int32_t id, Chain *ch, uint8_t *inner)
+{
+	const Kernels *k = e->c.k;
+	const KExpr *r = &k->x[id];
+	if (!chain_op(r))
+		return false;
+	*ch = (Chain){.root = id, .v = -1, .op = (Op)r->op, .t = (KType)r->type};
+	int32_t cur = id;
+	uint8_t *seen = NULL;
+	bool ok = true;
+	while (ok) {
+		const KExpr *x = &k->x[cur];
+		if (cur != id)
+			inner[cur] = 1;
+		const KExpr *a = &k->x[x->a[0]], *b = &k->x[x->a[1]];
+		bool ea = a->kind == KX_ELEM, eb = b->kind == KX_ELEM;
+		if (!seen) {
+			int32_t v = ea ? a->v : eb ? b->v : -1;
+			if (v < 0 || store(e, v) != SC_SHARED || k->vars[v].type != ch->t || k->vars[v].n < CHAIN_MIN)
+				break;
+			seen = calloc((size_t)k->vars[v].n, 1);
+			IR_ASSERT(seen);
+		}
+		const KExpr *more = NULL;
+		if (ea && eb)
+			ok = chain_term(e, a, ch, seen) && chain_term(e, b, ch, seen);
+		else if (eb)
+			ok = chain_term(e, b, ch, seen), more = a;
+		else if (ea)
+			ok = chain_term(e, a, ch, seen), more = b;
+		else
+			ok = false;
+		if (!ok || !more)
+			break;
+		if (more->kind != KX_OP || more->op != ch->op || more->type != ch->t) {
+			ok = false;
+			break;
+		}
+		cur = (int32_t)(more - k->x);
+	}
+	ok = ok && seen && ch->n >= CHAIN_MIN && ch->n == k->vars[ch->v].n;
+	free(seen);
+	return ok;
+}
+
+/* Does a node of the statement's expressions outside the chain read one of its inner
+ * ops? (Then the chain's values are needed apart: it stays serial.) */
+static bool chain_shared(const Kernels *k, int32_t id, const Chain *ch, const uint8_t *inner, uint8_t *vis)
+{
+	if (id < 0 || id == ch->root || vis[id])
+		return false;
+	vis[id] = 1;
+	const KExpr *x = &k->x[id];
+	for (int i = 0; i < 4; i++)
+		if (x->a[i] >= 0 && ((inner[x->a[i]] && x->a[i] != ch->root) || chain_shared(k, x->a[i], ch, inner, vis)))
+			return true;
+	return false;
+}
+
+/* The first chain in expression id's tree (depth first), not read apart. */
+static bool chain_find(E *e, const KStmt *s, int32_t id, Chain *ch, uint8_t *vis)
+{
+	const Kernels *k = e->c.k;
+	if (id < 0 || vis[id])
+		return false;
+	vis[id] = 1;
+	uint8_t *inner = calloc((size_t)k->nx + 1, 1), *v2 = calloc((size_t)k->nx + 1, 1);
+	IR_ASSERT(inner && v2);
+	bool ok = chain_at(e, id, ch, inner) && !chain_shared(k, s->a, ch, inner, v2);
+	if (ok) {
+		memset(v2, 0, (size_t)k->nx + 1);
+		ok = !chain_shared(k, s->b, ch, inner, v2);
+	}
+	free(inner);
+	free(v2);
+	if (ok)
+		return true;
+	const KExpr *x = &k->x[id];
+	if (chain_op(x))
+		return false;   /* a chain that did not qualify: not its operands either */
+	for (int i = 0; i < 4; i++)
+		if (chain_find(e, s, x->a[i], ch, vis))
+			return true;
+	return false;
+}
+
+static const char *chain_fn(const Chain *ch)
+{
+	if (ch->op == OP_ADD)
+		return NULL;
+	static const char *const fn[3][2] = {{"max_f", "min_f"}, {"max_d", "min_d"}, {"max_i", "min_i"}};
+	return fn[ch->t == KT_F32 ? 0 : ch->t == KT_F64 ? 1 : 2][ch->op == OP_MIN];
+}
+
+/* `a = F(a, b);` of the chain's op */
+static void chain_step(CEmit *c, const Chain *ch, const char *a, const char *b)
+{
+	const char *fn = chain_fn(ch);
+	if (fn)
+		ce_line(c, "%s = %s(%s, %s);", a, fn, a, b);
+	else
+		ce_line(c, "%s += %s;", a, b);
+}
+
+/* The block's part of chain ch: each warp's fold into cw<root>[warp], then a barrier. */
+static void chain_block(E *e, const Chain *ch)
+{
+	CEmit *c = &e->c;
+	const char *T = c->L->type[ch->t];
+	int W = e->wg, n = ch->n;
+	COV(cuda_combine_shfl);
+	barrier(e);   /* the partials are written */
+	ce_line(c, "__shared__ %s cw%d[%d];   /* v%d[0..%d) combined by %s, exact in any order: by the "
+		"block, then warp shuffles */", T, ch->root, W / 32, ch->v, n,
+		ch->op == OP_ADD ? "+" : ch->op == OP_MAX ? "max" : "min");
+	ce_line(c, "{");
+	c->ind++;
+	if (ch->op == OP_ADD)   /* no term: 0 */
+		ce_line(c, "%s r = threadIdx.x < %d ? v%d[threadIdx.x] : 0;", T, n, ch->v);
+	else   /* no term: v[0] again (max and min are idempotent) */
+		ce_line(c, "%s r = v%d[threadIdx.x < %d ? threadIdx.x : 0];", T, ch->v, n);
+	if (n > W) {
+		ce_line(c, "for (int i = threadIdx.x + %d; i < %d; i += %d) {", W, n, W);
+		c->ind++;
+		char term[32];
+		snprintf(term, sizeof term, "v%d[i]", ch->v);
+		chain_step(c, ch, "r", term);
+		c->ind--;
+		ce_line(c, "}");
+	}
+	ce_line(c, "for (int o = 16; o > 0; o >>= 1) {");
+	c->ind++;
+	ce_line(c, "const %s y = __shfl_xor_sync(0xffffffffu, r, o);", T);
+	chain_step(c, ch, "r", "y");
+	c->ind--;
+	ce_line(c, "}");
+	ce_line(c, "if ((threadIdx.x & 31) == 0)");
+	ce_line(c, "\tcw%d[threadIdx.x >> 5] = r;", ch->root);
+	c->ind--;
+	ce_line(c, "}");
+	e->synced = false;
+	barrier(e);
+}
+
 /* The statements of one line: set, store, check, tree. In uniform code of a block kernel,
  * a store or check is thread 0's, and a write of a shared local is thread 0's between
  * barriers; thread 0 alone evaluates their expressions (a split's combine of its partials
@@ -217,17 +460,45 @@ static void simple_stmt(E *e, const KStmt *s)
 	bool uni = e->block && !e->dist;
 	bool shw = uni && (s->kind == KS_SET || s->kind == KS_TREE) && shared_var(e, s->v);
 	bool one = uni && (shw || s->kind == KS_STORE || s->kind == KS_CHECK);
+	Chain ch;
+	bool chain = false;
+	if (uni && s->kind != KS_TREE && e->wg >= 32 && e->wg % 32 == 0) {
+		uint8_t *vis = calloc((size_t)c->k->nx + 1, 1);
+		IR_ASSERT(vis);
+		chain = chain_find(e, s, s->b, &ch, vis) || chain_find(e, s, s->a, &ch, vis);
+		free(vis);
+	}
 	if (!shw || !e->owed)   /* a run of thread 0's shared writes needs no barrier inside */
 		barrier_if(e, shw);
+	if (chain)
+		chain_block(e, &ch);
 	if (one) {   /* thread 0's alone: it alone evaluates the statement's expressions */
 		ce_line(c, "if (threadIdx.x == 0) {");
 		c->ind++;
 	}
-	bool open = ce_open_stmt(c, s);
+	bool open = true;
+	if (chain) {   /* the chain's value: the warps' values folded */
+		char a[32], b[32];
+		c->stamp++;
+		ce_line(c, "{");
+		c->ind++;
+		ce_line(c, "%s t%d = cw%d[0];", c->L->type[ch.t], ch.root, ch.root);
+		ce_line(c, "for (int w = 1; w < %d; w++)", e->wg / 32);
+		c->ind++;
+		snprintf(a, sizeof a, "t%d", ch.root);
+		snprintf(b, sizeof b, "cw%d[w]", ch.root);
+		chain_step(c, &ch, a, b);
+		c->ind--;
+		c->mark[ch.root] = c->stamp;
+		ce_temps(c, s->a);
+		ce_temps(c, s->b);
+	} else {
+		open = ce_open_stmt(c, s);
+	}
 	ce_indent(c);
 	switch (s->kind) {
 	case KS_SET: ce_set(c, s->v, s->a, s->b); break;
-	case KS_STORE: ce_store(c, s); break;
+	case KS_STORE: store_stmt(c, s); break;
 	case KS_CHECK:
 		ce_emit(c, "{ ");
 		ce_report(c, s);

@@ -222,6 +222,32 @@ static int count_of(const char *s, const char *needle)
 	return n;
 }
 
+/* Division by a constant power of two (cuda/emit.c op_text): a multiply by the exact
+ * reciprocal where there is one (2^127: a subnormal reciprocal), a division otherwise
+ * (by 3; by 2^-130, whose reciprocal overflows f32). */
+static const char div_src[] =
+	"size N = 64\ninput x : f32[N]\ninput d : f64[N]\n"
+	"a[i:N] = x[i] / 8\nb[i:N] = x[i] / 0.25\nc[i:N] = x[i] / 0x1p127\n"
+	"e[i:N] = x[i] / 3\nh[i:N] = x[i] / 0x1p-130\nk[i:N] = d[i] / 0x1p-1000\n"
+	"output a : f32, b : f32, c : f32, e : f32, h : f32, k : f64\n";
+
+START_TEST(div_text)
+{
+	Graph *g = parse(div_src);
+	Schedule s;
+	Kernels *k;
+	char *src = emit_under(g, "", &s, &k);
+	static const char *const has[] = {"* 0x1p-3f)", "* 0x1p+2f)", "* 0x1p-127f)", "/ 0x1.8p+1f)",
+					  "/ 0x1p-130f)", "* 0x1p+1000)"};
+	for (size_t i = 0; i < ARRAY_LEN(has); i++)
+		ck_assert_msg(strstr(src, has[i]) != NULL, "no '%s' in:\n%s", has[i], src);
+	free(src);
+	kir_free(k);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
 START_TEST(combine_text)
 {
 	Graph *g = parse(combine_src);
@@ -453,6 +479,42 @@ START_TEST(exact_combines)
 }
 END_TEST
 
+/* The multiplied divisions on the device: bit for bit c's correctly rounded division, over
+ * zeros, infinities, NaN, subnormal inputs and results. */
+START_TEST(pow2_division)
+{
+	Graph *g = parse(div_src);
+	HostTensor in[2] = {{0}};
+	InputSpec spec = {DIST_NORMAL, 5, false};
+	Diag d = {0};
+	ck_assert_msg(mp_make_inputs(g, &spec, NULL, in, &d) == 0, "inputs: %s", d.msg ? d.msg : "?");
+	static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 0x1p-149, -0x1p-140,
+					  0x1.fffffep127, 0x1p-126, 3.0, 0x1.000002p-120, 1e-45};
+	for (size_t i = 0; i < ARRAY_LEN(special); i++) {
+		ht_set(&in[0], (int64_t)i, special[i]);
+		ht_set(&in[1], (int64_t)i, i == 5 ? 0x1p-1074 : i == 7 ? 0x1.fffffffffffffp1023 : special[i]);
+	}
+	Schedule s;
+	Kernels *k;
+	free(emit_under(g, "", &s, &k));
+	HostTensor oc[6] = {{0}}, og[6] = {{0}};
+	ck_assert_msg(run("c", k, in, oc, &d) == 0, "c: %s", d.msg ? d.msg : "?");
+	ck_assert_msg(run("cuda", k, in, og, &d) == 0, "cuda: %s", d.msg ? d.msg : "?");
+	for (int o = 0; o < 6; o++) {
+		for (int64_t r = 0; r < og[o].n; r++)
+			ck_assert_msg(same_bits(&og[o], &oc[o], r), "output %d element %lld: cuda %a, c %a", o,
+				      (long long)r, ht_get(&og[o], r), ht_get(&oc[o], r));
+		ht_free(&oc[o]);
+		ht_free(&og[o]);
+	}
+	kir_free(k);
+	sched_free(&s);
+	for (int i = 0; i < 2; i++)
+		ht_free(&in[i]);
+	ir_free(g);
+}
+END_TEST
+
 /* Locals too large for a thread's stack or for shared memory live in global scratch:
  * a pairwise term buffer of 6000 terms (private, per thread) and split partials' term
  * buffers of 4 x 1500 f64 (per block). */
@@ -608,6 +670,7 @@ int main(void)
 	}
 	tcase_add_test(tc, bad_target);
 	tcase_add_test(tc, combine_text);
+	tcase_add_test(tc, div_text);
 	suite_add_tcase(s, tc);
 	if (device) {
 		TCase *td = tcase_create("device");
@@ -620,6 +683,7 @@ int main(void)
 		tcase_add_test(td, back_to_back);
 		tcase_add_test(td, row_fusion);
 		tcase_add_test(td, exact_combines);
+		tcase_add_test(td, pow2_division);
 		suite_add_tcase(s, td);
 	} else {
 		fprintf(stderr, "SKIP: test_cuda: device tests (running on cuda, compared with c): %s\n", why);

@@ -22,6 +22,7 @@
  * 1/(1+exp(-x)), max/min IEEE 754-2019 helpers. KS_TREE runs iteratively with an explicit
  * stack (no recursion on the GPU) over exactly the tree of kir.h.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,9 @@ typedef struct {
 	int32_t part;      /* inside a split's chunk loop: the partial's variable, else -1 */
 	int32_t held;      /* that split's statement: its arrays held in registers p<v>
 	                      (MapKernel.vheld), else 0 */
+	int32_t last;      /* the item body's last top-level statement where the kernel has
+	                      no shared locals, else 0: a nest there owes no barrier (the
+	                      kernel's items are independent; a phase ends with one) */
 } E;
 
 static void barrier(E *e)
@@ -226,6 +230,30 @@ static void round_text(CEmit *c, const KExpr *x)
 		f == DT_F16 ? (flt ? "f2h" : "d2h") : (flt ? "f2b" : "d2b"), flt ? "" : "(double)");
 	ce_ref(c, x->a[0]);
 	ce_emit(c, ")))");
+}
+
+/* An op: x / c for a constant c = +-2^k whose reciprocal is of x's type too is x * (1/c),
+ * the same value (both are x * 2^-k rounded once: zeros, infinities, NaN and subnormal
+ * results alike), one multiply instead of a correctly rounded division's sequence (the
+ * mean's division by a row length of 2^k in layernorm); anything else by ce_cop. */
+static void op_text(CEmit *c, const KExpr *x)
+{
+	if (x->op == OP_DIV && (x->type == KT_F32 || x->type == KT_F64)) {
+		const KExpr *d = &c->k->x[x->a[1]];
+		int ex;
+		bool flt = x->type == KT_F32;
+		if (d->kind == KX_FCONST && isfinite(d->f) && d->f != 0 && fabs(frexp(d->f, &ex)) == 0.5) {
+			double r = 1 / d->f;   /* exact: a power of two within double's range, or inf */
+			if (isfinite(r) && r != 0 && (!flt || ((double)(float)r == r && isfinite((float)r)))) {
+				COV(cuda_div_pow2);
+				ce_emit(c, "(");
+				ce_ref(c, x->a[0]);
+				ce_emit(c, r < 0 ? " * (%a%s))" : " * %a%s)", r, flt ? "f" : "");
+				return;
+			}
+		}
+	}
+	ce_cop(c, x);
 }
 
 /* A load: from its launch's staged row where the plan proved it falls there
@@ -305,7 +333,7 @@ static bool chain_term(E *e, const KExpr *x, Chain *ch, uint8_t *seen)
 }
 
 /* Is expression id the root of a chain (Chain) over a shared local array, of every term of
- * it once, CHAIN_MIN terms or more? inner marks its ops but the root. */
+ * it once, CHAIN_MIN terms or more? inner (if not NULL) marks its ops but the root. */
 static bool chain_at(E *e, int32_t id, Chain *ch, uint8_t *inner)
 {
 	const Kernels *k = e->c.k;
@@ -318,7 +346,7 @@ static bool chain_at(E *e, int32_t id, Chain *ch, uint8_t *inner)
 	bool ok = true;
 	while (ok) {
 		const KExpr *x = &k->x[cur];
-		if (cur != id)
+		if (cur != id && inner)
 			inner[cur] = 1;
 		const KExpr *a = &k->x[x->a[0]], *b = &k->x[x->a[1]];
 		bool ea = a->kind == KX_ELEM, eb = b->kind == KX_ELEM;
@@ -372,20 +400,20 @@ static bool chain_find(E *e, const KStmt *s, int32_t id, Chain *ch, uint8_t *vis
 	if (id < 0 || vis[id])
 		return false;
 	vis[id] = 1;
-	uint8_t *inner = calloc((size_t)k->nx + 1, 1), *v2 = calloc((size_t)k->nx + 1, 1);
-	IR_ASSERT(inner && v2);
-	bool ok = chain_at(e, id, ch, inner) && !chain_shared(k, s->a, ch, inner, v2);
-	if (ok) {
-		memset(v2, 0, (size_t)k->nx + 1);
-		ok = !chain_shared(k, s->b, ch, inner, v2);
+	if (chain_at(e, id, ch, NULL)) {
+		size_t n = (size_t)k->nx + 1;
+		uint8_t *inner = calloc(n, 1), *v2 = calloc(n, 1);
+		IR_ASSERT(inner && v2);
+		chain_at(e, id, ch, inner);
+		bool ok = !chain_shared(k, s->a, ch, inner, v2);
+		memset(v2, 0, n);
+		ok = ok && !chain_shared(k, s->b, ch, inner, v2);
+		free(inner);
+		free(v2);
+		if (ok)
+			return true;
 	}
-	free(inner);
-	free(v2);
-	if (ok)
-		return true;
 	const KExpr *x = &k->x[id];
-	if (chain_op(x))
-		return false;   /* a chain that did not qualify: not its operands either */
 	for (int i = 0; i < 4; i++)
 		if (chain_find(e, s, x->a[i], ch, vis))
 			return true;
@@ -613,7 +641,10 @@ static void nest_stmt(E *e, int32_t id)
 	c->ind--;
 	ce_line(c, "}");
 	e->synced = false;
-	barrier(e);
+	if (id == e->last)
+		COV(cuda_nest_last);   /* nothing of the item follows: no barrier */
+	else
+		barrier(e);
 }
 
 /* A split reduction: thread s mod W computes partial s: its chunks, then its tail term. */
@@ -718,7 +749,7 @@ static const CLang lang = {
 	.err = "err, ", .truth = "1", .site = "",
 	.elem = elem,
 	.load = load,
-	.op = ce_cop,
+	.op = op_text,
 	.round = round_text,
 	.stmt = stmt,
 	.body = body,
@@ -789,6 +820,16 @@ static bool group_locals(const MapKernel *p)
 	return p->shared_bytes > 0 || p->scratch_group > 0;
 }
 
+/* E.last for kernel body first under plan p */
+static int32_t last_of(const Kernels *k, const MapKernel *p, int32_t first)
+{
+	if (group_locals(p) || first <= 0)
+		return 0;
+	while (k->s[first].next > 0)
+		first = k->s[first].next;
+	return first;
+}
+
 /* The items of kernel j that row `it` of its launch runs (one kernel alone: the item it),
  * then kernel j's body for each. A block-per-item kernel runs them one after another on
  * the whole block; a thread-per-item kernel deals them to the block's threads. */
@@ -817,7 +858,9 @@ static void phase(E *e, const MapPlan *mp, int j, bool fused)
 	}
 	ce_line(c, "(void)q;");
 	ce_tiles(c, kn, &tiles);
+	e->last = last_of(k, e->plan, kn->body);
 	ce_stmts(c, kn->body);
+	e->last = 0;
 	if (e->block && group_locals(e->plan))
 		barrier(e);   /* the next item reuses the shared locals */
 	c->ind--;
@@ -904,7 +947,9 @@ static void kernel(E *e, const MapPlan *mp, int i)
 		ce_line(c, "(void)q;");
 		ce_tiles(c, kn, &tiles);
 		e->synced = true;   /* nothing shared is in use yet, or the last item's barrier */
+		e->last = last_of(k, p, kn->body);
 		ce_stmts(c, kn->body);
+		e->last = 0;
 		if (e->block && group_locals(e->plan))
 			barrier(e);   /* the next item reuses the shared locals */
 	} else {

@@ -11,7 +11,7 @@
 # everything is not realistic). A patch that no longer applies or builds is reported as
 # such: neither a kill nor a survival.
 #
-# Usage: sh scripts/patch-faults.sh [faults/NAME.patch ...]   (default: every faults/*.patch and faults/fresh/*.patch)
+# Usage: sh scripts/patch-faults.sh [faults/NAME.patch ...]   (default: every faults/*.patch, faults/fresh/*.patch and faults/fresh3/*.patch)
 # Environment:
 #   CASES=600 JOBS=2 BACKENDS=c,opencl,vulkan SEED=5 REDUCE_TESTS=200
 #   OUT=DIR        where everything goes (default: a new /tmp/assay-patch-faults.XXXXXX): the
@@ -39,7 +39,7 @@ OUT=${OUT:-$(mktemp -d /tmp/assay-patch-faults.XXXXXX)}
 mkdir -p "$OUT/campaigns" "$OUT/trees" || exit 1
 OUT=$(cd "$OUT" && pwd)
 CONTROL=${CONTROL:-$OUT/control}
-if [ $# -gt 0 ]; then PATCHES="$*"; else PATCHES=$(ls "$ROOT"/faults/*.patch "$ROOT"/faults/fresh/*.patch 2>/dev/null); fi
+if [ $# -gt 0 ]; then PATCHES="$*"; else PATCHES=$(ls "$ROOT"/faults/*.patch "$ROOT"/faults/fresh/*.patch "$ROOT"/faults/fresh3/*.patch 2>/dev/null); fi
 [ -n "$PATCHES" ] || { echo "patch-faults: no faults/*.patch" >&2; exit 1; }
 
 log() { echo "patch-faults: $*" >&2; }

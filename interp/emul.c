@@ -1434,7 +1434,8 @@ static void online_element(Worker *w, int64_t e)
 		v = w_into(w, mf, of, a->m);
 	} else if (wf) {
 		double nn = eval_real(w, ir_node(g, D->body)->a[1]);
-		v = o1(w, OP_DIV, of, w_into(w, mf, of, a->l), nn);
+		/* M2 / N, or M2 * 2^-k (online.c mean_of: a rewritten / 2^k) */
+		v = o1(w, (Op)ir_node(g, D->body)->op, of, w_into(w, mf, of, a->l), nn);
 	} else if (lse) {
 		bool fin = a->m - a->m == 0;
 		v = fin ? o1(w, OP_ADD, of, a->m, o1(w, OP_LOG, of, a->l, 0)) : a->m;

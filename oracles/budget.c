@@ -1245,7 +1245,9 @@ static void online_element(Ba *b, int64_t e, const OnPlan *p, int role)
 		} else {
 			Bv nn = ev_real(b, ir_node(g, D->body)->a[1]);
 			Bv m2 = bv_round(&b->c, a->l, of);
-			v = bv_div(&b->c, &m2, &nn, of);
+			/* M2 / N, or M2 * 2^-k (online.c mean_of: a rewritten / 2^k) */
+			v = ir_node(g, D->body)->op == OP_MUL ? bv_mul(&b->c, &m2, &nn, of)
+				: bv_div(&b->c, &m2, &nn, of);
 		}
 	} else if (lse) {
 		Bv lg = bv_unary(&b->c, OP_LOG, &a->l, of);

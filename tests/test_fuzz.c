@@ -170,6 +170,13 @@ static const struct {
 	 * in the kernel: compile errors, or garbage, depending on the heap) */
 	{"x[] ?? D", 2534595392174337884ull, DIST_UNIFORM,
 	 "size N = 4\ninput x0 : f32[]\nd0[i:N, j:1, k:N] = x0[] ?? 0 * i\noutput d0 : f64\n"},
+	/* online.c: the worker's rw_compile turned the mean's / 8 into * 0x1p-3, which the
+	 * welford rule did not take: "internal: 'mu' is in an online set that online.c does
+	 * not match" (a compile error), on c, opencl and vulkan */
+	{"online mu, var over a range of 2^k", 1, DIST_NORMAL,
+	 "input x : f32[2, 8]\nmu[t:2] = sum(j:8) x[t, j] / 8\n"
+	 "var[t:2] = sum(j:8) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / 8\n"
+	 "output mu : f32, var : f32\nschedule\nonline mu, var\nsplit mu : j=3\nsplit var : j=3\n"},
 };
 
 START_TEST(found_bugs_stay_fixed)

@@ -423,6 +423,11 @@ static const struct {
 	{"size T = 2, N = 8\ninput x : f32[T, N]\nmu[t:T] = sum(j:N) x[t, j] / N\n"
 	 "var[t:T] = sum(j:N) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / N\noutput var\n"
 	 "schedule\nonline mu, var\n", "welford"},
+	/* the mean's / 2^k as rw_compile leaves it (x * 2^-k, the same value): the worker
+	 * rewrites before it builds the schedule, so this form must match too */
+	{"size T = 2, N = 8\ninput x : f32[T, N]\nmu[t:T] = sum(j:N) x[t, j] * 0x1p-3\n"
+	 "var[t:T] = sum(j:N) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) * 0x1p-3\noutput var\n"
+	 "schedule\nonline mu, var\n", "welford"},
 	/* no one-pass form */
 	{"size N = 8\ninput x : f32[N]\nm[] = max(j:N) x[j]\nl[] = sum(j:N) exp(x[j] - m[] + 1)\n"
 	 "output l\nschedule\nonline m, l\n",
@@ -438,6 +443,16 @@ static const struct {
 	 "output o\nschedule\nonline m, l, o\n",
 	 "t.tg:10:8: error: online m, ...: no one-pass form: the numerator of 'o'"},
 	{"size T = 2, N = 8\ninput x : f32[T, N]\nmu[t:T] = sum(j:N) x[t, j] / 7\n"
+	 "var[t:T] = sum(j:N) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / N\noutput var\n"
+	 "schedule\nonline mu, var\n",
+	 "t.tg:7:8: error: online mu, ...: no one-pass form: 'mu' is not a mean"},
+	/* a product by other than 1/N exactly: 2^-2 for N = 8, and 1/3 rounded (times 3 it
+	 * rounds to 1 in double, but it is not a third) */
+	{"size T = 2, N = 8\ninput x : f32[T, N]\nmu[t:T] = sum(j:N) x[t, j] * 0x1p-2\n"
+	 "var[t:T] = sum(j:N) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) * 0x1p-3\noutput var\n"
+	 "schedule\nonline mu, var\n",
+	 "t.tg:7:8: error: online mu, ...: no one-pass form: 'mu' is not a mean"},
+	{"size T = 2, N = 3\ninput x : f32[T, N]\nmu[t:T] = sum(j:N) x[t, j] * 0x1.5555555555555p-2\n"
 	 "var[t:T] = sum(j:N) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / N\noutput var\n"
 	 "schedule\nonline mu, var\n",
 	 "t.tg:7:8: error: online mu, ...: no one-pass form: 'mu' is not a mean"},

@@ -1422,8 +1422,8 @@ static int el_online(L *l, Env *e, KBlk *b, const Def *D, int role, const OnPlan
 	if (welford(&c)) {
 		if (role == 0)
 			*res = into(l, e, mv, c.em.rf);
-		else
-			*res = arith(l, e->rf, OP_DIV, e->rt, into(l, e, lv, c.em.rf),
+		else   /* M2 / N, or M2 * 2^-k where a rewrite made the mean's / 2^k a product */
+			*res = arith(l, e->rf, (Op)ir_node(g, D->body)->op, e->rt, into(l, e, lv, c.em.rf),
 				     into(l, e, tr(l, e, ir_node(g, D->body)->a[1]), e->rf), -1);
 	} else if (lse) {
 		KType t = e->rt;

@@ -406,18 +406,25 @@ static int match_flash(Mx *m, OnPlan *p, char *w, size_t nw)
 	return 0;
 }
 
-/* x / N with N the length of the constant range [0, N) of d */
+/* x / N with N the length of the constant range [0, N) of d; or x * 2^-k with N = 2^k,
+ * the same value exactly (rw_compile's x / 2^k -> x * 2^-k turns the one into the other
+ * before lowering: lowering, emulation and budgets take the body's operation, / N or
+ * * 2^-k, for var's final step) */
 static bool mean_of(Mx *m, int d, Ref *x)
 {
 	const Graph *g = m->g;
 	const Def *D = &g->defs[d];
 	const Node *n = ir_node(g, D->body), *lo = ir_node(g, D->red[0].lo);
-	if (n->kind != NK_OP || n->op != OP_DIV || lo->kind != NK_INT || lo->u.ival != 0)
+	if (n->kind != NK_OP || (n->op != OP_DIV && n->op != OP_MUL) || lo->kind != NK_INT ||
+	    lo->u.ival != 0)
 		return false;
 	const Node *N = ir_node(g, n->a[1]), *H = ir_node(g, D->red[0].hi);
 	int64_t nv = N->kind == NK_INT ? N->u.ival : N->kind == NK_SIZE ? g->sizes[N->u.size].value : -1;
 	int64_t hv = H->kind == NK_INT ? H->u.ival : H->kind == NK_SIZE ? g->sizes[H->u.size].value : -2;
 	*x = n->a[0];
+	if (n->op == OP_MUL)   /* an exact 2^-k times N = 2^k is 1 */
+		return N->kind == NK_NUM && g->lits[N->u.lit].exact && hv > 0 && hv <= (1 << 14) &&
+		       (hv & (hv - 1)) == 0 && g->lits[N->u.lit].approx * (double)hv == 1.0;
 	return nv == hv && nv > 0;
 }
 

@@ -2,11 +2,13 @@
 # device experiment: nvcc each variant with the backend's NVRTC options, time, compare bits with the first of its family
 cd "$(dirname "$0")"
 F="-arch=sm_90 --fmad=false --prec-div=true --prec-sqrt=true --ftz=false -std=c++17 -diag-suppress 177,550"
+python3 variants.py || exit 1
+cp v0.cu /tmp/rows_v0.cu; cp l0.cu /tmp/rows_l0.cu
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 nvcc $F -o /tmp/mx mx.cu && /tmp/mx
 for v in v0 v1 v2 v4 l0 l1 l2 $EXTRA; do
 	case $v in l*) D=-DLN;; *) D=;; esac
-	echo "$v: $(nvcc $F $D -include $v.cu -o /tmp/h_$v harness.cu -Xptxas -v 2>&1 | grep -E 'registers|error' | head -2)"
+	echo "$v: $(nvcc $F $D -include /tmp/rows_$v.cu -o /tmp/h_$v harness.cu -Xptxas -v 2>&1 | grep -E 'registers|error' | head -2)"
 done
 for pass in 1 2; do
 for v in v0 v1 v2 v4 l0 l1 l2 $EXTRA; do

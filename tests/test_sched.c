@@ -428,6 +428,10 @@ static const struct {
 	{"size T = 2, N = 8\ninput x : f32[T, N]\nmu[t:T] = sum(j:N) x[t, j] * 0x1p-3\n"
 	 "var[t:T] = sum(j:N) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) * 0x1p-3\noutput var\n"
 	 "schedule\nonline mu, var\n", "welford"},
+	/* written so by hand beyond the rewrite's 2^14: the same mean */
+	{"size T = 2, N = 1048576\ninput x : f32[T, N]\nmu[t:T] = sum(j:N) x[t, j] * 0x1p-20\n"
+	 "var[t:T] = sum(j:N) (x[t, j] - mu[t]) * (x[t, j] - mu[t]) / N\noutput var\n"
+	 "schedule\nonline mu, var\n", "welford"},
 	/* no one-pass form */
 	{"size N = 8\ninput x : f32[N]\nm[] = max(j:N) x[j]\nl[] = sum(j:N) exp(x[j] - m[] + 1)\n"
 	 "output l\nschedule\nonline m, l\n",

@@ -423,7 +423,7 @@ static bool mean_of(Mx *m, int d, Ref *x)
 	int64_t hv = H->kind == NK_INT ? H->u.ival : H->kind == NK_SIZE ? g->sizes[H->u.size].value : -2;
 	*x = n->a[0];
 	if (n->op == OP_MUL)   /* an exact 2^-k times N = 2^k is 1 */
-		return N->kind == NK_NUM && g->lits[N->u.lit].exact && hv > 0 && hv <= (1 << 14) &&
+		return N->kind == NK_NUM && g->lits[N->u.lit].exact && hv > 0 &&
 		       (hv & (hv - 1)) == 0 && g->lits[N->u.lit].approx * (double)hv == 1.0;
 	return nv == hv && nv > 0;
 }

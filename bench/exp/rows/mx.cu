@@ -22,7 +22,10 @@ int main()
 	cudaMalloc(&dv, sizeof h); cudaMalloc(&dout, sizeof ho);
 	cudaMemcpy(dv, h, sizeof h, cudaMemcpyHostToDevice);
 	k<<<1, 256>>>(dv, n, dout);
-	cudaMemcpy(ho, dout, sizeof ho, cudaMemcpyDeviceToHost);
+	if (cudaMemcpy(ho, dout, sizeof ho, cudaMemcpyDeviceToHost) != cudaSuccess) {
+		printf("mx: no result from the device: %s\n", cudaGetErrorString(cudaGetLastError()));
+		return 3;
+	}
 	int bad = 0;
 	for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) for (int mx = 1; mx >= 0; mx--) {
 		float g = ho[2 * (i * n + j) + (1 - mx)], r = ref(h[i], h[j], mx);

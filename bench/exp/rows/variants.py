@@ -1,4 +1,5 @@
-# Writes the variants v1, v2, v4 (of v0.cu) and l1, l2 (of l0.cu) beside this file (README.md).
+# Writes the variants v1, v2, v4 (of /tmp/rows_v0.cu) and l1, l2 (of /tmp/rows_l0.cu), which run.sh
+# emits first (README.md); a text it looks for and does not find stops it (the emitter changed).
 import os
 os.chdir(os.path.dirname(os.path.abspath(__file__)))
 
@@ -16,7 +17,7 @@ def last_phase(s, start, new):
     old = s[s.index(start):]
     return s.replace(old[:old.index(END)], new)
 
-v0 = open('v0.cu').read()
+v0 = open('/tmp/rows_v0.cu').read()
 v1 = v0.replace(func(v0, F2B), CVT)
 v2 = v1.replace(func(v1, MAXF), MAXNAN)
 v4 = last_phase(v2, '\t\t\t\tconst long long n272_0', '''\t\t\t\tfor (int q = threadIdx.x; q < 512; q += 128) {
@@ -32,7 +33,7 @@ v4 = last_phase(v2, '\t\t\t\tconst long long n272_0', '''\t\t\t\tfor (int q = th
 \t\t\t}
 \t\t}
 ''')
-l0 = open('l0.cu').read()
+l0 = open('/tmp/rows_l0.cu').read()
 l1 = l0.replace(func(l0, F2B), CVT)
 l2 = last_phase(l1, '\t\t\t\tconst long long n528_0', '''\t\t\t\tfor (int q = threadIdx.x; q < 512; q += 256) {
 \t\t\t\t\tconst long long t1329 = (v10 * 8192LL);

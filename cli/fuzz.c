@@ -329,7 +329,7 @@ static int list_faults(void)
 {
 	for (unsigned b = 0; b < KF__COUNT; b++) {
 		char name[64];
-		printf("%s\n", vf_faults_name(1u << b, name, sizeof name));
+		printf("%s\n", vf_faults_name(UINT64_C(1) << b, name, sizeof name));
 	}
 	return 0;
 }

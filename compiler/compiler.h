@@ -440,7 +440,7 @@ Graph *gr_derive(const Graph *g, const GradOpts *o, Diag *d);
  * "div-denom"), or 0. */
 unsigned gr_fault_parse(const char *name);
 /* The GF_* faults of the seeded faults kf (KF_GRAD_*: the fuzzer's names for them). */
-unsigned gr_faults_of(unsigned kf);
+unsigned gr_faults_of(uint64_t kf);
 /* The name of GF_* bit k ("max-both"), or NULL. */
 const char *gr_fault_name(int k);
 
@@ -564,7 +564,7 @@ Graph *rw_simplify(const Graph *g, unsigned domains, RwStats *st);
  * run): the exact and integer rules only, which keep the exact value of every output bit
  * for bit; never the real ones. faults: KF_* (KF_RW_DIV_POW2 acts here, the others in
  * kir_lower). st as for rw_simplify. The caller frees. */
-Graph *rw_compile(const Graph *g, unsigned faults, RwStats *st);
+Graph *rw_compile(const Graph *g, uint64_t faults, RwStats *st);
 /* The names and domains of every rule, counters zero (for readers of recorded firings). */
 void rw_rules(RwStats *st);
 
@@ -601,66 +601,75 @@ bool cov_reaches(CovPoint p, const char *backend);
  * purpose in one way, the way a real compiler bug would. Never set outside that use. Off
  * by default; each is a test at lowering time only (rw_compile, kir_lower: no cost in
  * kernels when off). Their
- * names (ASSAY_FAULT=name) are verify/check.c's table; `make faults` measures each. */
-enum {
-	KF_DROP_TAIL = 1 << 0,     /* tile tails: partial tiles are not computed */
-	KF_SKIP_LAST = 1 << 1,     /* range bounds: the last term of every reduction range is
+ * names (ASSAY_FAULT=name) are verify/check.c's table; `make faults` measures each. A set of
+ * faults is a uint64_t mask of the KF_* bits (LowerOpts.faults, the verifier's and the
+ * fuzzer's `faults`). */
+#define KF_DROP_TAIL (UINT64_C(1) << 0)     /* tile tails: partial tiles are not computed */
+#define KF_SKIP_LAST (UINT64_C(1) << 1)     /* range bounds: the last term of every reduction range is
 	                              left out */
-	KF_PAD_ZERO = 1 << 2,      /* padding: `?? DEFAULT` gives 0 whatever DEFAULT is */
-	KF_NO_COMBINE = 1 << 3,    /* split reduction: returns its first partial only */
-	KF_MAX_IDENTITY = 1 << 4,  /* reduction identity: max and min start from 0, not -+inf */
-	KF_PAIRWISE_ODD = 1 << 5,  /* pairwise order: a tree over an odd number (> 1) of terms
+#define KF_PAD_ZERO (UINT64_C(1) << 2)      /* padding: `?? DEFAULT` gives 0 whatever DEFAULT is */
+#define KF_NO_COMBINE (UINT64_C(1) << 3)    /* split reduction: returns its first partial only */
+#define KF_MAX_IDENTITY (UINT64_C(1) << 4)  /* reduction identity: max and min start from 0, not -+inf */
+#define KF_PAIRWISE_ODD (UINT64_C(1) << 5)  /* pairwise order: a tree over an odd number (> 1) of terms
 	                              leaves the last one out */
-	KF_VIEW_OFFSET = 1 << 6,   /* view offsets: a literal offset in an index expression is
+#define KF_VIEW_OFFSET (UINT64_C(1) << 6)   /* view offsets: a literal offset in an index expression is
 	                              dropped (x[i + 1] reads x[i]) */
-	KF_VIEW_STRIDE = 1 << 7,   /* view strides: a constant factor in an index expression is
+#define KF_VIEW_STRIDE (UINT64_C(1) << 7)   /* view strides: a constant factor in an index expression is
 	                              dropped (x[2 * i + 1] reads x[i + 1]) */
-	KF_TRUNC_DIV = 1 << 8,     /* floor division: integer `/` truncates toward zero */
-	KF_NEG_MOD = 1 << 9,       /* remainder: integer `%` takes the sign of the dividend */
-	KF_TRI_BOUND = 1 << 10,    /* triangular ranges: a bound that depends on an index takes
+#define KF_TRUNC_DIV (UINT64_C(1) << 8)     /* floor division: integer `/` truncates toward zero */
+#define KF_NEG_MOD (UINT64_C(1) << 9)       /* remainder: integer `%` takes the sign of the dividend */
+#define KF_TRI_BOUND (UINT64_C(1) << 10)    /* triangular ranges: a bound that depends on an index takes
 	                              one more term (<= for <), clamped to its largest value */
-	KF_INLINE_PAD = 1 << 11,   /* inlining: a padded read of an inlined definition loses
+#define KF_INLINE_PAD (UINT64_C(1) << 11)   /* inlining: a padded read of an inlined definition loses
 	                              its padding (the producer is computed at a clamped index) */
-	KF_ACCUM_IGNORED = 1 << 12, /* the accumulation format is ignored: a reduction
+#define KF_ACCUM_IGNORED (UINT64_C(1) << 12) /* the accumulation format is ignored: a reduction
 	                              accumulates in its storage format when that is narrower
 	                              (`store s : f16` sums in f16) */
-	KF_STORE_TRUNC = 1 << 13,  /* f16/bf16 storage truncates toward zero instead of rounding
+#define KF_STORE_TRUNC (UINT64_C(1) << 13)  /* f16/bf16 storage truncates toward zero instead of rounding
 	                              to nearest */
-	KF_MAX_NAN = 1 << 14,      /* real max and min (calls and monoids) are `a > b ? a : b`:
+#define KF_MAX_NAN (UINT64_C(1) << 14)      /* real max and min (calls and monoids) are `a > b ? a : b`:
 	                              a NaN is lost, and -0/+0 follow the operand order */
-	KF_ZERO_SIGN = 1 << 15,    /* sign of zero: real `a - b` is lowered as -(b - a), right
+#define KF_ZERO_SIGN (UINT64_C(1) << 15)    /* sign of zero: real `a - b` is lowered as -(b - a), right
 	                              but for an exact zero (x - x gives -0, not +0) */
-	KF_ARGMAX_TIE = 1 << 16,   /* argmax/argmin ties keep the last index, not the first */
-	KF_TOPK_ORDER = 1 << 17,   /* topk delivers its K results in ascending order */
-	KF_GATHER_BOUNDS = 1 << 18, /* index tables: the bounds check of an indirect index is
+#define KF_ARGMAX_TIE (UINT64_C(1) << 16)   /* argmax/argmin ties keep the last index, not the first */
+#define KF_TOPK_ORDER (UINT64_C(1) << 17)   /* topk delivers its K results in ascending order */
+#define KF_GATHER_BOUNDS (UINT64_C(1) << 18) /* index tables: the bounds check of an indirect index is
 	                              off by one (the last valid index is an error) */
-	KF_RW_DIV_POW2 = 1 << 19,  /* rewrite: x / 2^k becomes x * 2^-(k+1) (frexp's exponent
+#define KF_RW_DIV_POW2 (UINT64_C(1) << 19)  /* rewrite: x / 2^k becomes x * 2^-(k+1) (frexp's exponent
 	                              taken for k): the quotient is halved */
-	KF_TIE_AWAY = 1 << 20,     /* conversion helper: the c (and cuda) programs' double ->
+#define KF_TIE_AWAY (UINT64_C(1) << 20)     /* conversion helper: the c (and cuda) programs' double ->
 	                              f16/bf16 conversion (compiler/emit/chelp.c d2h, d2b) rounds an
 	                              exact tie between two normal results away from zero instead
 	                              of to even: off by the half ulp every budget allows, so only
 	                              the emulation check (verify/emucheck.c) sees it */
-	/* derivation faults: gr_derive's GF_* (below) under `assay fuzz --grad` (fz_check
-	 * derives every case's gradient with them); no effect on lowering */
-	KF_GRAD_MAX_BOTH = 1 << 21,      /* GF_MAX_BOTH */
-	KF_GRAD_BCAST_NOSUM = 1 << 22,   /* GF_BCAST_NOSUM */
-	KF_GRAD_VIEW_TRANSPOSE = 1 << 23, /* GF_VIEW_TRANSPOSE */
-	KF_GRAD_SCATTER_ONE = 1 << 24,   /* GF_SCATTER_ONE */
-	KF_GRAD_DIV_DENOM = 1 << 25,     /* GF_DIV_DENOM */
-	KF_ONLINE_NO_RESCALE = 1 << 26, /* online attention: acc is not rescaled when the
+/* derivation faults: gr_derive's GF_* (below) under `assay fuzz --grad` (fz_check
+ * derives every case's gradient with them); no effect on lowering */
+#define KF_GRAD_MAX_BOTH (UINT64_C(1) << 21)      /* GF_MAX_BOTH */
+#define KF_GRAD_BCAST_NOSUM (UINT64_C(1) << 22)   /* GF_BCAST_NOSUM */
+#define KF_GRAD_VIEW_TRANSPOSE (UINT64_C(1) << 23) /* GF_VIEW_TRANSPOSE */
+#define KF_GRAD_SCATTER_ONE (UINT64_C(1) << 24)   /* GF_SCATTER_ONE */
+#define KF_GRAD_DIV_DENOM (UINT64_C(1) << 25)     /* GF_DIV_DENOM */
+#define KF_ONLINE_NO_RESCALE (UINT64_C(1) << 26) /* online attention: acc is not rescaled when the
 	                              running maximum grows */
-	KF_ONLINE_FLIP = 1 << 27,  /* online softmax/attention: partials rescaled by
+#define KF_ONLINE_FLIP (UINT64_C(1) << 27)  /* online softmax/attention: partials rescaled by
 	                              exp(m_new - m_old), not exp(m_old - m_new) */
-	KF_WELFORD_WEIGHT = 1 << 28, /* welford: Chan's merge of split pieces moves the mean by
+#define KF_WELFORD_WEIGHT (UINT64_C(1) << 28) /* welford: Chan's merge of split pieces moves the mean by
 	                              d * nA / n instead of d * nB / n */
-	KF_LSE_NO_SHIFT = 1 << 29, /* online logsumexp: log(sum exp(x)), without the shift by
+#define KF_LSE_NO_SHIFT (UINT64_C(1) << 29) /* online logsumexp: log(sum exp(x)), without the shift by
 	                              the running maximum */
-	KF__COUNT = 30,
-};
+#define KF_ONLINE_SPLIT_MAX (UINT64_C(1) << 30) /* online softmax/attention/logsumexp: the merge of
+	                              split pieces ignores their maxima (l = lA + lB, acc = accA
+	                              + accB, not rescaled to the common maximum) */
+#define KF_ONLINE_CAUSAL_TILE (UINT64_C(1) << 31) /* online passes: a key range whose upper
+	                              bound depends on the row (r: 0..i+1) stops one key short in
+	                              the one-pass loop (the diagonal key is masked out) */
+#define KF_ONLINE_LAST_L (UINT64_C(1) << 32) /* online attention: o's final division takes the
+	                              last split piece's own l, not the combined l */
+#define KF__COUNT 33
+#define KF_REWRITE KF_RW_DIV_POW2   /* the faults rw_compile acts on (compiler/sched/rewrite.c) */
 
 typedef struct {
-	unsigned faults;   /* KF_* */
+	uint64_t faults;   /* KF_* */
 } LowerOpts;
 
 /* A lowered program: one kernel (loop nest) per stored definition, over buffers (the

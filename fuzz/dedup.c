@@ -186,7 +186,7 @@ static int check_quiet(const Graph *g, const FzRun *r, FzResult *res, Diag *d)
 /* Marks in sigs the failures of res that go away under the variant (graph v, run vr):
  * bit in *field (dirs or faults) of each. -1 with d when the environment failed. */
 static int ablate(const Graph *v, const FzRun *vr, const FzResult *res, FzSig *sigs,
-		  bool faults, unsigned bit, Diag *d)
+		  bool faults, uint64_t bit, Diag *d)
 {
 	FzResult a;
 	int ok = v ? check_quiet(v, vr, &a, d) : 0;
@@ -209,28 +209,29 @@ static int ablate(const Graph *v, const FzRun *vr, const FzResult *res, FzSig *s
 static int classify_faults(const Graph *g, const FzRun *rb, const FzResult *res, FzSig *sigs,
 			   Diag *d)
 {
-	unsigned all = rb->faults;
+	uint64_t all = rb->faults;
 	if (!all)
 		return 0;
 	FzRun r0 = *rb;
 	r0.faults = 0;
 	if (ablate(g, &r0, res, sigs, true, all, d))
 		return -1;
-	if (__builtin_popcount(all) < 2)
+	if (__builtin_popcountll(all) < 2)
 		return 0;
 	/* several faults on: a failure that goes away without one of them needs exactly those
 	 * (each found alone); one that needs none alone needs all of them jointly */
 	FzSig *one = calloc((size_t)res->n + 1, sizeof *one);
-	unsigned *need = calloc((size_t)res->n + 1, sizeof *need);
+	uint64_t *need = calloc((size_t)res->n + 1, sizeof *need);
 	IR_ASSERT(one && need);
 	int rc = 0;
-	for (int b = 0; b < 32 && rc == 0; b++) {
-		if (!(all & (1u << b)))
+	for (int b = 0; b < KF__COUNT && rc == 0; b++) {
+		uint64_t bit = UINT64_C(1) << b;
+		if (!(all & bit))
 			continue;
 		memset(one, 0, (size_t)res->n * sizeof *one);
 		FzRun r1 = *rb;
-		r1.faults = all & ~(1u << b);
-		rc = ablate(g, &r1, res, one, true, 1u << b, d);
+		r1.faults = all & ~bit;
+		rc = ablate(g, &r1, res, one, true, bit, d);
 		for (int k = 0; k < res->n; k++)
 			need[k] |= one[k].faults;
 	}
@@ -385,7 +386,7 @@ char *fz_repro_header(const FzSig *s, const FzRun *r, int defs, const char *orig
 			if (gfs >> k & 1)
 				len += snprintf(gf + len, sizeof gf - (size_t)len, "%s%s",
 						len ? "," : " --fault ", gr_fault_name(k));
-		vf_faults_name(r->faults & ~(unsigned)(((1u << GF__COUNT) - 1) * KF_GRAD_MAX_BOTH),
+		vf_faults_name(r->faults & ~(((UINT64_C(1) << GF__COUNT) - 1) * KF_GRAD_MAX_BOTH),
 			       kf, sizeof kf);
 		char cmd[3072];   /* gf, kf, be and inputs whole */
 		if (strcmp(s->backend, "derivation") == 0)

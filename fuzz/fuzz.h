@@ -179,7 +179,7 @@ typedef struct {
 	uint64_t seed;           /* the inputs' seed (below 2^63, as --seed reads it) */
 	Dist dist;
 	bool specials;           /* adversarial inputs also hold inf and NaN */
-	unsigned faults;         /* KF_* in effect */
+	uint64_t faults;         /* KF_* in effect */
 	unsigned hooks;          /* VF_HOOK_* (tests) */
 	double timeout_s;        /* a worker's run limit (<= 0: 20) */
 	double compile_timeout_s; /* a worker's compile limit (<= 0: 120) */
@@ -301,7 +301,7 @@ typedef struct {
 	                            compile-error), which every output repeats */
 	char output[64];         /* the output's name: kept by the reducer; not in the key */
 	unsigned dirs;           /* 1 << DirKind of each implicated directive kind */
-	unsigned faults;         /* implicated KF_* */
+	uint64_t faults;         /* implicated KF_* */
 } FzSig;
 
 /* The key of s, "c/over-budget/f16/tile+split/drop_tail" ("-" for no directive or no
@@ -506,7 +506,7 @@ typedef struct {
 	int jobs;                /* job processes (>= 1) */
 	char backends[128];      /* comma list */
 	char inputs[32];         /* "mix" (every distribution, drawn per case) or one name */
-	unsigned faults;         /* KF_* (ASSAY_FAULT) */
+	uint64_t faults;         /* KF_* (ASSAY_FAULT) */
 	unsigned hooks;          /* VF_HOOK_* (ASSAY_TEST_*) */
 	double timeout_s;        /* a worker's run limit (alloc to download) */
 	double compile_timeout_s; /* a worker's compile limit (rewrite to compile) */

@@ -154,11 +154,12 @@ int fz_settings_check(const FzCampaign *c, Diag *d)
 		return -1;
 	}
 	char names[512];
-	unsigned back = 0;
+	uint64_t back = 0;
 	if (vf_faults_parse(vf_faults_name(c->faults, names, sizeof names), &back, &bd) ||
 	    back != c->faults) {
 		diag_clear(&bd);
-		diag_set(d, 2, "member 'faults': unknown fault bits 0x%x", c->faults & ~back);
+		diag_set(d, 2, "member 'faults': unknown fault bits 0x%llx",
+			 (unsigned long long)(c->faults & ~back));
 		return -1;
 	}
 	if (c->shard_n < 0 || c->shard_n > FZ_MAX_SHARDS || c->shard_i < 0 ||

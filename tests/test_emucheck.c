@@ -451,7 +451,7 @@ static bool c_here(void)
 
 /* Checks src (inputs from vals, input after input, or normal ones) on the c backend with
  * the real budgets under the graph's own schedule. */
-static void check(const char *src, const double *vals, unsigned faults, Got *got)
+static void check(const char *src, const double *vals, uint64_t faults, Got *got)
 {
 	Graph *g = tu_parse(src);
 	Diag d = {0};

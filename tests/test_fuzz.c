@@ -16,7 +16,7 @@ static const char *cache(void)
 	return "/tmp/assay-test-fuzz-cache";
 }
 
-static FzRun run_c(unsigned faults, uint64_t seed, Dist dist)
+static FzRun run_c(uint64_t faults, uint64_t seed, Dist dist)
 {
 	FzRun r = {0};
 	r.backends[0] = be_find("c");
@@ -125,11 +125,26 @@ static const struct {
 	{"lse_no_shift", DIST_NORMAL,
 	 "input x : f32[4, 8]\nz[i:4] = logsumexp(j:8) x[i, j] * 100\noutput z : f32\n"
 	 "schedule\nonline z\n"},
+	/* two pieces of each row, their maxima different: added unrescaled, one is off */
+	{"online_split_max", DIST_NORMAL,
+	 "input x : f32[4, 8]\nm[i:4] = max(j:8) x[i, j]\nl[i:4] = sum(j:8) exp(x[i, j] - m[i])\n"
+	 "output l : f32\nschedule\nonline m, l\nsplit m : j=2\nsplit l : j=2\n"},
+	/* causal attention: without its diagonal key, row 0 has no term at all */
+	{"online_causal_tile", DIST_NORMAL,
+	 "input x : f32[6, 6]\ninput v : f32[6, 3]\nm[i:6] = max(j: 0..i+1) x[i, j]\n"
+	 "p[i:6, j:6] = exp(x[i, j] - m[i])\nl[i:6] = sum(j: 0..i+1) p[i, j]\n"
+	 "o[i:6, d:3] = sum(j: 0..i+1) p[i, j] * v[j, d] / l[i]\noutput o : f32\n"
+	 "schedule\nonline m, l, o\n"},
+	{"online_last_l", DIST_NORMAL,
+	 "input x : f32[4, 8]\ninput v : f32[8, 3]\nm[i:4] = max(j:8) x[i, j]\n"
+	 "p[i:4, j:8] = exp(x[i, j] - m[i])\nl[i:4] = sum(j:8) p[i, j]\n"
+	 "o[i:4, d:3] = sum(j:8) p[i, j] * v[j, d] / l[i]\noutput o : f32\n"
+	 "schedule\nonline m, l, o\nsplit m : j=3\nsplit l : j=3\nsplit o : j=3\n"},
 };
 
 START_TEST(fault_is_visible)
 {
-	unsigned f;
+	uint64_t f;
 	Diag d = {0};
 	ck_assert_int_eq(vf_faults_parse(fault_cases[_i].fault, &f, &d), 0);
 	Graph *g = parse(fault_cases[_i].src);
@@ -147,14 +162,14 @@ END_TEST
 START_TEST(every_fault_has_a_case)
 {
 	ck_assert_int_eq(ARRAY_LEN(fault_cases), KF__COUNT);
-	unsigned all = 0;
+	uint64_t all = 0;
 	for (size_t i = 0; i < ARRAY_LEN(fault_cases); i++) {
-		unsigned f;
+		uint64_t f;
 		Diag d = {0};
 		ck_assert_int_eq(vf_faults_parse(fault_cases[i].fault, &f, &d), 0);
 		all |= f;
 	}
-	ck_assert_uint_eq(all, (1u << KF__COUNT) - 1);
+	ck_assert_uint_eq(all, (UINT64_C(1) << KF__COUNT) - 1);
 }
 END_TEST
 
@@ -518,7 +533,7 @@ END_TEST
 
 /* ------------------------------------------------------------ campaigns */
 
-static FzCampaign camp(int64_t cases, int jobs, unsigned faults)
+static FzCampaign camp(int64_t cases, int jobs, uint64_t faults)
 {
 	FzCampaign c;
 	fz_campaign_defaults(&c);

@@ -46,7 +46,7 @@ static HostTensor *inputs(const Graph *g, double (*f)(uint64_t, uint64_t), uint6
 }
 
 /* Replaces g's schedule with the directives in text, lowers and runs on the c backend. */
-static int run_opts(Graph *g, const char *text, unsigned faults, int threads,
+static int run_opts(Graph *g, const char *text, uint64_t faults, int threads,
 		    const HostTensor *in, HostTensor *out, Diag *d)
 {
 	if (ir_parse_schedule(g, text, strlen(text), "test.sched", d))

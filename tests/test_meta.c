@@ -18,7 +18,7 @@ static const char *cache(void)
 	return tu_cache_dir("meta");
 }
 
-static FzRun run_c(unsigned faults, uint64_t seed, Dist dist, bool specials)
+static FzRun run_c(uint64_t faults, uint64_t seed, Dist dist, bool specials)
 {
 	FzRun r = {0};
 	r.backends[0] = be_find("c");
@@ -305,7 +305,7 @@ static bool has_failure(const FzResult *res)
 START_TEST(max_nan_only_a_variant_sees)
 {
 	Graph *g = tu_parse(maxnan_src);
-	unsigned f;
+	uint64_t f;
 	Diag d = {0};
 	ck_assert_int_eq(vf_faults_parse("max_nan", &f, &d), 0);
 	FzRun on = run_c(f, 3, DIST_NORMAL, false), off = run_c(0, 3, DIST_NORMAL, false);

@@ -22,7 +22,7 @@ static const char *prog(void)
 	return p && *p ? p : "./assay";
 }
 
-static FzCampaign camp(int64_t cases, int jobs, unsigned faults, int shard_i, int shard_n)
+static FzCampaign camp(int64_t cases, int jobs, uint64_t faults, int shard_i, int shard_n)
 {
 	FzCampaign c;
 	fz_campaign_defaults(&c);

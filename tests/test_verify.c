@@ -293,7 +293,7 @@ END_TEST
 
 START_TEST(fault_names)
 {
-	unsigned f;
+	uint64_t f;
 	Diag d = {0};
 	char buf[128];
 	ck_assert_int_eq(vf_faults_parse("drop_tail,no_combine", &f, &d), 0);
@@ -401,7 +401,8 @@ typedef struct {
 	const char *src;
 	const char *sched;      /* directives of the first schedule ("" for the default) */
 	int nsampled;
-	unsigned faults, hooks;
+	uint64_t faults;
+	unsigned hooks;
 	double timeout;
 	bool real_budget;
 	int64_t max_exact, nsample;

@@ -111,7 +111,7 @@ uint64_t vf_sched_seed(const Graph *g, uint64_t seed, int k)
 }
 
 /* The seeded faults by name (compiler.h KF_*; fuzz/ measures the fuzzer with them). */
-static const struct { const char *name; unsigned bit; } fault_names[] = {
+static const struct { const char *name; uint64_t bit; } fault_names[] = {
 	{"drop_tail", KF_DROP_TAIL}, {"skip_last", KF_SKIP_LAST},
 	{"pad_zero", KF_PAD_ZERO}, {"no_combine", KF_NO_COMBINE},
 	{"max_identity", KF_MAX_IDENTITY}, {"pairwise_odd", KF_PAIRWISE_ODD},
@@ -130,10 +130,13 @@ static const struct { const char *name; unsigned bit; } fault_names[] = {
 	{"online_flip", KF_ONLINE_FLIP},
 	{"welford_weight", KF_WELFORD_WEIGHT},
 	{"lse_no_shift", KF_LSE_NO_SHIFT},
+	{"online_split_max", KF_ONLINE_SPLIT_MAX},
+	{"online_causal_tile", KF_ONLINE_CAUSAL_TILE},
+	{"online_last_l", KF_ONLINE_LAST_L},
 };
 _Static_assert(ARRAY_LEN(fault_names) == KF__COUNT, "one name per seeded fault");
 
-int vf_faults_parse(const char *list, unsigned *faults, Diag *d)
+int vf_faults_parse(const char *list, uint64_t *faults, Diag *d)
 {
 	*faults = 0;
 	for (const char *p = list; *p;) {
@@ -146,7 +149,7 @@ int vf_faults_parse(const char *list, unsigned *faults, Diag *d)
 			if (len) {
 				char known[512];
 				diag_set(d, 2, "unknown fault '%.*s' (known: %s)", (int)len, p,
-					 vf_faults_name(~0u, known, sizeof known));
+					 vf_faults_name(~UINT64_C(0), known, sizeof known));
 				return -1;
 			}
 		} else {
@@ -157,7 +160,7 @@ int vf_faults_parse(const char *list, unsigned *faults, Diag *d)
 	return 0;
 }
 
-const char *vf_faults_name(unsigned faults, char *buf, size_t n)
+const char *vf_faults_name(uint64_t faults, char *buf, size_t n)
 {
 	size_t len = 0;
 	buf[0] = 0;

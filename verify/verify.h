@@ -271,7 +271,7 @@ typedef struct {
 	double timeout_s;    /* the run limit: alloc, upload, launch, guards, download (<= 0: 20) */
 	int threads;         /* backend threads */
 	const char *cache_dir;
-	unsigned faults;     /* LowerOpts.faults (KF_*) */
+	uint64_t faults;     /* LowerOpts.faults (KF_*) */
 	unsigned hooks;      /* VF_HOOK_* */
 	double compile_timeout_s;   /* the compile limit: rewrite, lowering, emit, compile
 	                               (<= 0: 120) */
@@ -366,7 +366,7 @@ typedef struct {
 	const char *ref64_by;    /* sampled: who evaluated in f64 ("c backend", "interpreter") */
 	uint64_t seed;           /* inputs and sampling seed */
 	const char *dist;        /* inputs distribution name */
-	unsigned faults;         /* seeded faults in effect */
+	uint64_t faults;         /* seeded faults in effect */
 	const char *case_dir;    /* -o: the case's folder relative to DIR, else "" */
 	double oracle_s, budget_s, compile_s, launch_s, worker_s;
 	bool cache_hit;
@@ -424,9 +424,9 @@ typedef struct {
  * ASSAY_TEST_* hooks into o->w. Returns 0, or -1 with d (code 2) on an unknown name. */
 int vf_opts_env(VfOpts *o, Diag *d);
 /* Parses a comma list of fault names into KF_* bits; -1 with d on an unknown name. */
-int vf_faults_parse(const char *list, unsigned *faults, Diag *d);
+int vf_faults_parse(const char *list, uint64_t *faults, Diag *d);
 /* The comma list of the names of faults (static storage in buf). */
-const char *vf_faults_name(unsigned faults, char *buf, size_t n);
+const char *vf_faults_name(uint64_t faults, char *buf, size_t n);
 
 /* The schedules `assay check` runs: first g's own (sched_build of its directives: from a
  * schedule block or --schedule FILE; the default when it has none), named first_name,

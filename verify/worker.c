@@ -108,7 +108,8 @@ typedef struct {
 	uint64_t magic;
 	uint64_t id;              /* the run's number: the worker's answer repeats it */
 	size_t size;
-	unsigned faults, hooks;
+	uint64_t faults;
+	unsigned hooks;
 	int threads;
 	uint64_t seed;            /* the inputs' seed (an external kernel's request states it) */
 	char cache_dir[4096];

@@ -749,7 +749,8 @@ void ce_about(CEmit *e, const char *lead)
 	snprintf(sub, sizeof sub, "%s   ", lead);
 	ce_schedule(e, head, sub);
 	if (k->faults)
-		ce_line(e, "%s SEEDED FAULTS 0x%x: this program is wrong on purpose.", lead, k->faults);
+		ce_line(e, "%s SEEDED FAULTS 0x%llx: this program is wrong on purpose.", lead,
+			(unsigned long long)k->faults);
 	ce_line(e, "%s Buffers:", lead);
 	for (int b = 0; b < k->nbufs; b++)
 		ce_line(e, "%s   b%d  %s : %s[%lld]%s", lead, b, g->tensors[k->bufs[b].tensor].name,

@@ -148,7 +148,7 @@ typedef struct {
 struct Kernels {
 	const Graph *g;           /* borrowed */
 	Schedule sched;           /* a copy */
-	unsigned faults;
+	uint64_t faults;
 
 	KExpr *x; int32_t nx, capx;
 	int32_t *hash; int32_t caphash;

@@ -45,7 +45,7 @@ typedef struct {
 	Kernels *k;
 	const Graph *g;
 	const Schedule *s;
-	unsigned faults;
+	uint64_t faults;
 	Diag *d;
 	int def;          /* the definition being lowered */
 	/* an online pass (el_online): reads of member role r give ov[r] (a value of format
@@ -745,6 +745,8 @@ struct Red {
 	TermFn fn;
 	Acc *A;
 	void *ctx;
+	bool short_hi;      /* fault KF_ONLINE_CAUSAL_TILE (an online pass): a row-dependent
+	                       upper bound of the last range takes one term less */
 };
 
 static void red_rec(L *l, Env *e, KBlk *b, int r, Red *R, int32_t part)
@@ -757,6 +759,8 @@ static void red_rec(L *l, Env *e, KBlk *b, int r, Red *R, int32_t part)
 	int32_t lo = tr(l, e, D->red[r].lo), hi = tr(l, e, D->red[r].hi);
 	if ((l->faults & KF_SKIP_LAST) && r == D->nred - 1)
 		hi = iop(l, OP_SUB, hi, ic(l, 1));
+	if (R->short_hi && r == D->nred - 1 && mentions_var(l->g, D->red[r].hi))
+		hi = iop(l, OP_SUB, hi, ic(l, 1));   /* fault: the diagonal key is left out */
 	int64_t hmax;
 	if ((l->faults & KF_TRI_BOUND) && mentions_var(l->g, D->red[r].hi) &&
 	    hi_max(l->g, D, r, &hmax))   /* fault: one term more, within the range's hull */
@@ -1009,7 +1013,7 @@ static int el_arg(L *l, Env *e, KBlk *b, const Def *D, int32_t *res)
 	kb_decl(k, b, c.tk);
 	kb_set(k, b, c.best, -1, ic(l, -1));
 	kb_set(k, b, c.bv, -1, t == KT_INT ? ic(l, 0) : kx_real(k, t, 0));
-	Red R = {D, -1, 1, arg_term, NULL, &c};
+	Red R = {D, -1, 1, arg_term, NULL, &c, false};
 	red_loops(l, e, b, &R);
 	*res = kx_var(k, c.best);
 	return 0;
@@ -1069,7 +1073,7 @@ static void el_topk(L *l, Env *e, KBlk *b, const Def *D)
 	kb_set(k, &init, c.idx, kx_var(k, r), ic(l, -1));
 	kb_loop(k, b, r, ic(l, 0), ic(l, K), true, init);
 	kb_set(k, b, c.cnt, -1, ic(l, 0));
-	Red R = {D, -1, 1, top_term, NULL, &c};
+	Red R = {D, -1, 1, top_term, NULL, &c, false};
 	red_loops(l, e, b, &R);
 	KSite s = {KE_TOPK, l->def, D->out[0], 0, -1, K};
 	KStmt chk = {.kind = KS_CHECK, .v = site(l, &s), .a = bop(l, OP_GE, kx_var(k, c.cnt), ic(l, K)),
@@ -1361,12 +1365,18 @@ static void on_merge(L *l, OnCtx *c, KBlk *b, int64_t q)
 	int32_t ma = st(l, c->M, p0, S), mb = st(l, c->M, pq, S);
 	kb_set(k, b, c->mn, -1, kx_op(k, OP_MAX, mt, ma, mb, -1));
 	int32_t mn = kx_var(k, c->mn);
+	/* fault: KF_ONLINE_SPLIT_MAX adds the pieces as if their maxima were the same */
+	bool same = (l->faults & KF_ONLINE_SPLIT_MAX) != 0;
 	if (c->role == 2) {
 		int32_t fa = rescale(l, &c->eo, ma, mn, c->sco, mf), fb = rescale(l, &c->eo, mb, mn, c->sco, mf);
+		if (same)
+			fa = fb = kx_real(k, c->eo.rt, 1.0);
 		st_set(l, b, c->A, p0, S, axpy(l, &c->eo, st(l, c->A, p0, S), fa,
 					       arith(l, c->eo.rf, OP_MUL, c->eo.rt, st(l, c->A, pq, S), fb, -1)));
 	}
 	int32_t fa = rescale(l, &c->el, ma, mn, c->scl, mf), fb = rescale(l, &c->el, mb, mn, c->scl, mf);
+	if (same)
+		fa = fb = kx_real(k, c->el.rt, 1.0);
 	st_set(l, b, c->Lv, p0, S, axpy(l, &c->el, st(l, c->Lv, p0, S), fa,
 					arith(l, c->el.rf, OP_MUL, c->el.rt, st(l, c->Lv, pq, S), fb, -1)));
 	st_set(l, b, c->M, p0, S, mn);
@@ -1412,6 +1422,7 @@ static int el_online(L *l, Env *e, KBlk *b, const Def *D, int role, const OnPlan
 	}
 	R.fn = on_term;
 	R.ctx = &c;
+	R.short_hi = (l->faults & KF_ONLINE_CAUSAL_TILE) != 0;
 	red_loops(l, e, b, &R);
 	if (c.failed)
 		return -1;
@@ -1433,6 +1444,8 @@ static int el_online(L *l, Env *e, KBlk *b, const Def *D, int role, const OnPlan
 	} else if (role == 1) {
 		*res = lv;
 	} else {
+		if ((l->faults & KF_ONLINE_LAST_L) && c.S > 1)   /* fault: the last piece's own l */
+			lv = st(l, c.Lv, ic(l, c.S - 1), c.S);
 		/* an empty range is the empty sum +0, not 0 / 0 */
 		int32_t any = bop(l, OP_LT, tr(l, e, D->red[0].lo), tr(l, e, D->red[0].hi));
 		*res = sel(l, any, arith(l, e->rf, OP_DIV, e->rt, st(l, c.A, p0, c.S),

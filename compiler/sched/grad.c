@@ -1533,12 +1533,12 @@ const char *gr_fault_name(int k)
 	return k >= 0 && k < GF__COUNT ? fault_names[k] : NULL;
 }
 
-unsigned gr_faults_of(unsigned kf)
+unsigned gr_faults_of(uint64_t kf)
 {
 	_Static_assert(KF_GRAD_BCAST_NOSUM == KF_GRAD_MAX_BOTH << 1 &&
 		       KF_GRAD_DIV_DENOM == KF_GRAD_MAX_BOTH << (GF__COUNT - 1),
 		       "the KF_GRAD_* bits are GF_*'s, in order");
-	return (kf / KF_GRAD_MAX_BOTH) & ((1u << GF__COUNT) - 1);
+	return (unsigned)((kf / KF_GRAD_MAX_BOTH) & ((1u << GF__COUNT) - 1));
 }
 
 /* ------------------------------------------------------------ the directional check */

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include "../compiler.h"
 
 /* faults: KF_* (a matcher with a seeded fault tests it, marked "fault:") */
@@ -451,7 +452,10 @@ Graph *rw_simplify(const Graph *g, unsigned domains, RwStats *st)
 	return simplify_graph(g, domains, 0, st);
 }
 
-Graph *rw_compile(const Graph *g, unsigned faults, RwStats *st)
+/* The matchers read only the rewrite's own faults (KF_REWRITE), which fit an unsigned. */
+_Static_assert(KF_REWRITE <= UINT_MAX, "the rewrite's faults fit the matchers' unsigned");
+
+Graph *rw_compile(const Graph *g, uint64_t faults, RwStats *st)
 {
-	return simplify_graph(g, RW_EXACT | RW_INT, faults, st);
+	return simplify_graph(g, RW_EXACT | RW_INT, (unsigned)(faults & KF_REWRITE), st);
 }

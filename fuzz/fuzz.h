@@ -116,6 +116,9 @@ typedef struct {
 	                        sqrt), casts to f32/f16/bf16, min, max, abs, neg, floor, ceil, ?:,
 	                        integer ops; no f64 format, no logsumexp; so that every output is
 	                        held to the emulation bit for bit on c, opencl and vulkan (0.3) */
+	double p_online;     /* a graph is built around a one-pass shape (softmax, attention,
+	                        logsumexp, welford: fuzz/gen_online.c) and its sets mostly
+	                        scheduled `online` (0.16) */
 	bool risky_ties;     /* allow computed values in decisions: may make the exact oracle
 	                        report unsamplable elements (default false) */
 	double p_dir[FZ_SD__COUNT];   /* per definition, the chance that the directed pass gives

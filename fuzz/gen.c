@@ -403,7 +403,7 @@ static bool int_reduce(Monoid m, Ex *b, int64_t minlen, int64_t maxlen)
 }
 
 /* Registers the result tensor(s) of definition G->ndefs with statement text line. */
-static int add_result(Gen *G, const char *suffix, bool isint, bool exact, int64_t lo, int64_t hi)
+int add_result(Gen *G, const char *suffix, bool isint, bool exact, int64_t lo, int64_t hi)
 {
 	IR_ASSERT(G->nt < GMAXT);
 	GTensor *T = &G->t[G->nt];
@@ -422,7 +422,7 @@ static int add_result(Gen *G, const char *suffix, bool isint, bool exact, int64_
 	return G->nt++;
 }
 
-static char *lhs_text(Gen *G, const char *name)
+char *lhs_text(Gen *G, const char *name)
 {
 	char *s = gs(G, "%s[", name);
 	for (int k = 0, n = 0; k < G->nv; k++)
@@ -622,6 +622,7 @@ void fz_gen_defaults(GenOpts *o)
 	o->p_tile = 0.7;
 	o->p_inline_fmt = 0.5;
 	o->p_spec = 0.3;
+	o->p_online = 0.16;
 }
 
 /* The options as the generator uses them: clamped, and index kinds that need `/` or `%`
@@ -647,6 +648,8 @@ static void settle_opts(GenOpts *o)
  * drawn from a stream of their own, so that gen_raw and the schedule agree. */
 static int spec_case(const GenOpts *o, uint64_t seed, uint64_t case_no)
 {
+	if (go_case(o, seed, case_no) != GO_NONE)   /* a one-pass shape needs exp and / */
+		return 0;
 	Rng r = {fz_seed(seed, case_no, FZ_STREAM_GRAPH) ^ 0x5bec1f1edull, 0};
 	if (!rng_chance(&r, o->p_spec))
 		return 0;
@@ -706,9 +709,18 @@ char *fz_gen_raw(const GenOpts *o, uint64_t seed, uint64_t case_no)
 	G->spec = spec != 0;
 	G->r = (Rng){fz_seed(seed, case_no, FZ_STREAM_GRAPH), 0};
 	make_sizes(G);
-	int nd = 1 + (int)rng_below(&G->r, oc->max_defs);
-	for (int k = 0; k < nd; k++)
-		gen_def(G);
+	int shape = go_case(o, seed, case_no);
+	if (shape != GO_NONE) {
+		/* the shape, and now and then an ordinary definition or two after it */
+		go_gen(G, shape);
+		int nd = rng_chance(&G->r, 0.3) ? 1 + (int)rng_below(&G->r, 2) : 0;
+		for (int k = 0; k < nd && G->ndefs < oc->max_defs; k++)
+			gen_def(G);
+	} else {
+		int nd = 1 + (int)rng_below(&G->r, oc->max_defs);
+		for (int k = 0; k < nd; k++)
+			gen_def(G);
+	}
 	char *text = assemble(G, case_no);
 	IR_ASSERT(text);
 	for (int k = 0; k < G->nstrs; k++)
@@ -948,6 +960,10 @@ static int schedule_case(Graph *g, const GenOpts *o, uint64_t seed, uint64_t cas
 		changed |= bias_tiles(g, &s, &br, o);
 		if (spec)
 			changed |= spec_formats(g, &s);
+	}
+	if (go_case(o, seed, case_no) != GO_NONE) {
+		Rng orr = {fz_seed(seed, case_no, FZ_STREAM_SCHEDULE) ^ 0x0a11e5c4edull, 0};
+		changed |= go_schedule(g, &s, &orr);
 	}
 	if (changed) {
 		char *biased = sched_text(g, &s);

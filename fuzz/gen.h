@@ -105,12 +105,31 @@ GExt fresh_ext(Gen *G, int64_t maxv);
 GExt ext_of_value(Gen *G, int64_t v);  /* a size of that value when there is one */
 int new_input(Gen *G, Dtype dt, int rank, const GExt *dims);
 bool tie_mode(const Gen *G);
+/* The result tensor of definition G->ndefs, its dimensions those of the left-hand variables
+ * of G->v (suffix: "" or topk's "i"); and "NAME[i:E, ...]" of them. */
+int add_result(Gen *G, const char *suffix, bool isint, bool exact, int64_t lo, int64_t hi);
+char *lhs_text(Gen *G, const char *name);
+
+/* gen_online.c: one-pass shapes (GenOpts.p_online) and their `online` schedules */
+typedef enum { GO_NONE, GO_SOFTMAX, GO_ATTENTION, GO_LSE, GO_WELFORD, GO__COUNT } GoShape;
+/* The shape case (seed, case_no) is built around (a stream of its own), GO_NONE for most. */
+int go_case(const GenOpts *o, uint64_t seed, uint64_t case_no);
+/* Writes the definitions of shape into G (its inputs, its results; G->nv is 0 after). */
+void go_gen(Gen *G, int shape);
+/* Puts the sets of g that online.c matches under `online` in s (most of them), their
+ * members split alike or not at all, in linear order; now and then a tile and 16-bit
+ * formats on the set's last member. True when s changed. */
+bool go_schedule(const Graph *g, Schedule *s, Rng *r);
 
 /* gen_expr.c */
 Ex gx_real(Gen *G, int depth);
 Ex gx_int(Gen *G, int depth);
 Ex gx_decision(Gen *G, int depth);   /* a real expression safe in decisions */
 Ex gx_read_tensor(Gen *G, int t);
+/* A read of a new input of format dt through the current variables, in one of the view
+ * kinds (transposed, strided, windowed, divided, broadcast...); s is NULL when no input is
+ * left (GenOpts.max_inputs). */
+Ex gx_view(Gen *G, Dtype dt);
 /* A body whose terms tie, for a reduction of monoid m over the variable G->v[rv]. */
 Ex gx_tie(Gen *G, int depth, Monoid m, int rv);
 

@@ -493,6 +493,11 @@ Ex gx_read_tensor(Gen *G, int t)
 	return read_of(G, t, G->t[t].isint);
 }
 
+Ex gx_view(Gen *G, Dtype dt)
+{
+	return design_input(G, dt);
+}
+
 /* ------------------------------------------------------------- expressions */
 
 static char *gx_bool(Gen *G, int depth);

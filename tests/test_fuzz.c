@@ -107,8 +107,8 @@ static const struct {
 	{"grad_div_denom", DIST_NORMAL, "input x : f32[2, 5]\nm[r:2] = max(c:5) x[r, c]\n"
 	 "e[r:2, c:5] = exp(x[r, c] - m[r])\ns[r:2] = sum(c:5) e[r, c]\n"
 	 "y[r:2, c:5] = e[r, c] / s[r]\noutput y : f32\n"},
-	/* the one-pass forms (compiler/sched/online.c): the generator does not draw `online`
-	 * yet, so these fixed graphs are the faults' only cases */
+	/* the one-pass forms (compiler/sched/online.c; the generator draws them too:
+	 * fuzz/gen_online.c) */
 	{"online_no_rescale", DIST_NORMAL,
 	 "input x : f32[4, 8]\ninput v : f32[8, 3]\nm[i:4] = max(j:8) x[i, j]\n"
 	 "p[i:4, j:8] = exp(x[i, j] - m[i])\nl[i:4] = sum(j:8) p[i, j]\n"

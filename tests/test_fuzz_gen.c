@@ -12,7 +12,10 @@
  * - inputs: every distribution is drawn, deterministically from (seed, case);
  * - the exact oracle evaluates a sample of generated graphs with normal and adversarial
  *   inputs without an error, each within a time budget (the slowest and the mean printed,
- *   with unsamplable elements counted).
+ *   with unsamplable elements counted);
+ * - reach: shapes drawn on purpose (issue 13) and the one-pass shapes under `online`
+ *   (fuzz/gen_online.c: each rule, splits, causal ranges, grouped heads, paddings, tiles,
+ *   16-bit formats) each come up in a share of the graphs.
  */
 #include <math.h>
 #include <time.h>
@@ -427,6 +430,8 @@ enum {
 	RF_TILE_BIG_PARTIAL, RF_TILE_2PARTIAL, RF_TILE_2BIG, RF_FN_PRODUCT, RF_C_MULDIV,
 	RF_C_DISTRIB, RF_C_ADDSUB, RF_C_SUBSUB, RF_C_SQUARE, RF_C_NEGNEG, RF_C_MINMAX,
 	RF_C_DIVDIV, RF_C_NESTED, RF_C_TWOROUND, RF_IX_NEGDIV, RF_SPEC, RF_MOD_NEG, RF_LIT_TINY,
+	RF_ON_SOFTMAX, RF_ON_FLASH, RF_ON_WELFORD, RF_ON_LSE, RF_ON_SPLIT, RF_ON_SPLIT_FLASH,
+	RF_ON_CAUSAL, RF_ON_GQA, RF_ON_PAD, RF_ON_TILE, RF_ON_16,
 	RF__COUNT
 };
 static const char *const rnames[RF__COUNT] = {
@@ -444,6 +449,11 @@ static const char *const rnames[RF__COUNT] = {
 	"a / (b / c)", "abs(abs a), abs(-a), floor(floor a)", "f16(a) op bf16(a): two roundings",
 	"index (i - c) / k + m (negative quotients)", "fully specified (no f64, no allowance)",
 	"a % -b (a negative divisor)", "a literal below 2^-14 (f16's subnormals and below)",
+	"online: online-softmax", "online: online-attention", "online: welford",
+	"online: online-logsumexp", "online: a split set", "online: a split attention set",
+	"online: a causal range (bound on a row)", "online: attention, heads read at h / G",
+	"online: a padded read in a member", "online: a tiled member",
+	"online: a 16-bit store or accumulation of a member",
 };
 _Static_assert(ARRAY_LEN(rnames) == RF__COUNT, "one name per shape");
 
@@ -821,6 +831,63 @@ static void tile_shapes(const Graph *g, bool *f)
 	sched_free(&s);
 }
 
+/* Whether r mentions a variable (a range bound that depends on a row) or an integer
+ * division (a head map h / G), through index lists too; pad: a padded read. */
+static bool mentions(const Graph *g, Ref r, int kind)
+{
+	if (!r)
+		return false;
+	const Node *n = ir_node(g, r);
+	if (kind == 0 && n->kind == NK_VAR)
+		return true;
+	if (n->kind == NK_READ) {
+		if (kind == 2 && n->u.read.pad)
+			return true;
+		for (uint32_t i = 0; i < n->u.read.n; i++)
+			if (mentions(g, ir_read_idx(g, n)[i], kind))
+				return true;
+		return mentions(g, n->u.read.pad, kind);
+	}
+	if (n->kind != NK_OP)
+		return false;
+	if (kind == 1 && n->op == OP_IDIV)
+		return true;
+	for (int k = 0; k < op_info((Op)n->op)->arity; k++)
+		if (mentions(g, n->a[k], kind))
+			return true;
+	return false;
+}
+
+/* The `online` sets of g's schedule (the generator's one-pass shapes, gen_online.c): each
+ * rule, splits, causal ranges, grouped heads, paddings, tiles and 16-bit formats. The
+ * schedule builds (the parser's checks are per directive; sched_build's are the whole's,
+ * an online set's one-pass form among them): a case whose schedule does not is lost. */
+static void online_shapes(const Graph *g, bool *f)
+{
+	Schedule s;
+	Diag d = {0};
+	ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
+	static const int rf[ON__COUNT] = {[ON_SOFTMAX] = RF_ON_SOFTMAX, [ON_FLASH] = RF_ON_FLASH,
+					  [ON_WELFORD] = RF_ON_WELFORD, [ON_LSE] = RF_ON_LSE};
+	for (int df = 0; df < g->ndefs; df++) {
+		const DefSched *x = &s.defs[df];
+		const Def *D = &g->defs[df];
+		if (!x->online)
+			continue;
+		f[rf[x->orule]] = true;
+		f[RF_ON_SPLIT] |= x->split[0] > 1;
+		f[RF_ON_SPLIT_FLASH] |= x->split[0] > 1 && x->orule == ON_FLASH;
+		f[RF_ON_CAUSAL] |= mentions(g, D->red[0].hi, 0);
+		f[RF_ON_PAD] |= mentions(g, D->body, 2);
+		f[RF_ON_16] |= is16(x->store) || is16(x->accum);
+		for (int k = 0; k < D->nlhs; k++)
+			f[RF_ON_TILE] |= x->tile[k] > 1;
+		/* o reads v at the query head's group: v[h / G, r, c] */
+		f[RF_ON_GQA] |= x->orule == ON_FLASH && mentions(g, D->body, 1);
+	}
+	sched_free(&s);
+}
+
 static void reach_graph(const Graph *g, Reach *R)
 {
 	bool f[RF__COUNT] = {0};
@@ -874,6 +941,7 @@ static void reach_graph(const Graph *g, Reach *R)
 	f[RF_SPEC] = spec_graph(h);
 	inline_shapes(h, f);
 	tile_shapes(h, f);
+	online_shapes(h, f);
 	RwStats st, real;
 	memset(&st, 0, sizeof st);
 	memset(&real, 0, sizeof real);
@@ -957,6 +1025,18 @@ START_TEST(reach)
 	AT_LEAST(RF_SPEC, 20);
 	AT_LEAST(RF_MOD_NEG, 1);                /* 0 */
 	AT_LEAST(RF_LIT_TINY, 3);               /* 0 */
+	/* the one-pass shapes (fuzz/gen_online.c, p_online 0.16), 0 before */
+	AT_LEAST(RF_ON_SOFTMAX, 2);             /* 0; after: 3.5% */
+	AT_LEAST(RF_ON_FLASH, 2.5);             /* 4.2% */
+	AT_LEAST(RF_ON_WELFORD, 2);             /* 3.1% */
+	AT_LEAST(RF_ON_LSE, 2);                 /* 3.9% */
+	AT_LEAST(RF_ON_SPLIT, 5);               /* 8.8% */
+	AT_LEAST(RF_ON_SPLIT_FLASH, 1.5);       /* 2.7% */
+	AT_LEAST(RF_ON_CAUSAL, 2);              /* 3.8% */
+	AT_LEAST(RF_ON_GQA, 1);                 /* 2.4% */
+	AT_LEAST(RF_ON_PAD, 2);                 /* 3.8% */
+	AT_LEAST(RF_ON_TILE, 3);                /* 6.2% */
+	AT_LEAST(RF_ON_16, 4);                  /* 7.9% */
 #undef AT_LEAST
 	for (int k = 0; k < R->nrules; k++)   /* every rule of compiler/sched/rewrite.c fires */
 		ck_assert_msg(R->rules[k] * 1000 >= n * 15, "rule %s: %ld of %ld", R->rname[k],

@@ -220,6 +220,8 @@ typedef struct {
 /* One record's numbers, kept to compare another run with (FzResult.keep). */
 typedef struct {
 	char backend[16];
+	char sched[16];          /* VfRecord.sched: "graph", "default" (a graph with an online
+	                            set is also checked under the default schedule), ... */
 	char output[64];
 	HostTensor got;          /* the backend's output (n 0: none) */
 	HostTensor want;         /* the oracle's values of the compared elements */

@@ -791,6 +791,10 @@ int fz_variants(const Graph *g, uint64_t seed, int max, FzVariant *out)
 {
 	int n = 0;
 	Rng r = {mix(seed ^ 0x7a1a47ull), 0};
+	/* a kind the first round could not make is not tried again: with another seed it may
+	 * find a site (fz_variant_make tries MAXTRY of them) and come after kinds made twice;
+	 * so every kind made comes once before any comes twice */
+	bool none[FZ_VK__COUNT] = {false};
 	for (int round = 0; round < MAXROUNDS && n < max; round++) {
 		int perm[FZ_VK__COUNT], made = 0;
 		for (int k = 0; k < FZ_VK__COUNT; k++)
@@ -802,8 +806,12 @@ int fz_variants(const Graph *g, uint64_t seed, int max, FzVariant *out)
 		}
 		for (int k = 0; k < FZ_VK__COUNT && n < max; k++) {
 			uint64_t vs = rng_next(&r);
-			if (!fz_variant_make(g, (FzVariantKind)perm[k], vs, &out[n]))
+			if (none[perm[k]])
 				continue;
+			if (!fz_variant_make(g, (FzVariantKind)perm[k], vs, &out[n])) {
+				none[perm[k]] |= round == 0;
+				continue;
+			}
 			snprintf(out[n].name, sizeof out[n].name, "v%d.%s", n + 1, kind_names[perm[k]]);
 			n++;
 			made++;

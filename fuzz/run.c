@@ -67,6 +67,7 @@ static void keep_record(FzResult *res, const VfRecord *r)
 	FzKept *k = &res->kept[res->nkept++];
 	memset(k, 0, sizeof *k);
 	snprintf(k->backend, sizeof k->backend, "%s", r->backend);
+	snprintf(k->sched, sizeof k->sched, "%s", r->sched ? r->sched : "");
 	snprintf(k->output, sizeof k->output, "%s", r->output);
 	copy_tensor(&k->got, r->got);
 	copy_tensor(&k->want, r->want);
@@ -79,10 +80,16 @@ static void keep_record(FzResult *res, const VfRecord *r)
 	k->failing = failing(r);
 }
 
-static const FzKept *kept_of(const FzResult *res, const char *backend, const char *output)
+/* The kept record of (backend, schedule, output): a graph with an online set is checked
+ * under its schedule and the default one, whose bits differ (a variant is held to its
+ * original under the same schedule only). */
+static const FzKept *kept_of(const FzResult *res, const char *backend, const char *sched,
+			     const char *output)
 {
 	for (int k = 0; k < res->nkept; k++)
-		if (strcmp(res->kept[k].backend, backend) == 0 && strcmp(res->kept[k].output, output) == 0)
+		if (strcmp(res->kept[k].backend, backend) == 0 &&
+		    strcmp(res->kept[k].sched, sched ? sched : "") == 0 &&
+		    strcmp(res->kept[k].output, output) == 0)
 			return &res->kept[k];
 	return NULL;
 }
@@ -108,7 +115,7 @@ static void coords(const char *name, const HostTensor *t, int64_t i, char *buf, 
  * same bits (NaN as a category): else *out gets verdict V_VARIANT_MISMATCH and why. */
 static void compare(FzResult *res, const VfRecord *r, VfRecord *out, char *why, size_t n)
 {
-	const FzKept *k = kept_of(res->against, r->backend, r->output);
+	const FzKept *k = kept_of(res->against, r->backend, r->sched, r->output);
 	if (!k)
 		return;
 	if (!res->oracle_diff && r->want && !k->sampled && !r->want_idx && k->want.data) {

@@ -504,8 +504,20 @@ static double op_real(Worker *w, const Node *n)
 {
 	const Graph *g = w->E->g;
 	Op op = (Op)n->op;
-	if (op == OP_SELECT)
-		return eval_bool(w, n->a[0]) ? eval_real(w, n->a[1]) : eval_real(w, n->a[2]);
+	if (op == OP_SELECT) {
+		bool c = eval_bool(w, n->a[0]);
+		double v = eval_real(w, n->a[c ? 1 : 2]);
+		if (w->odep && w->ovt >= 0 && !w->ovseen) {
+			/* an online pass's term `cond ? exp(x - m) : 0` where cond is false: the
+			 * row of m, which the pass needs at every j, is read in the other branch
+			 * only; its value is not used (nor its formats noted) */
+			uint64_t ops = w->s.ops;
+			uint32_t sub = w->s.sub;
+			(void)eval_real(w, n->a[c ? 2 : 1]);
+			w->s.ops = ops, w->s.sub = sub;
+		}
+		return v;
+	}
 	Dtype cf = op_cast_dtype(op);
 	if (cf != DT_NONE) {   /* round the operand straight into the cast's format */
 		const Node *a = ir_node(g, n->a[0]);

@@ -344,6 +344,15 @@ static Bv select_real(Ba *b, const Node *n)
 	if (decided(&c)) {
 		Bv v = ev_real(b, n->a[c.ex ? 1 : 2]);
 		v.tie |= c.tie;
+		if (b->odep && b->ovt >= 0 && !b->ovseen) {
+			/* an online pass's term `cond ? exp(x - m) : 0` where cond is false: the
+			 * pass still needs the row of m (its state takes x at every j), which
+			 * only the other branch reads; evaluated softly, its value unused */
+			b->soft++;
+			(void)ev_real(b, n->a[c.ex ? 2 : 1]);
+			if (--b->soft == 0)
+				b->softfail = false;
+		}
 		return v;
 	}
 	/* both branches may be taken: the one the exact value does not take is evaluated

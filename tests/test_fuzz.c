@@ -185,6 +185,17 @@ static const struct {
 	 * in the kernel: compile errors, or garbage, depending on the heap) */
 	{"x[] ?? D", 2534595392174337884ull, DIST_UNIFORM,
 	 "size N = 4\ninput x0 : f32[]\nd0[i:N, j:1, k:N] = x0[] ?? 0 * i\noutput d0 : f64\n"},
+	/* budget.c, emul.c: an online term `cond ? exp(x - m) : 0` whose cond is false at the
+	 * pass's first j (and at every j of row 0 in the second) never read m there, so the
+	 * pass had no row for the max's terms: "budget: internal: online pass: the max is not
+	 * read" (the case could not be judged); the other branch is now evaluated for it */
+	{"online softmax, first term masked", 1, DIST_NORMAL,
+	 "input x : f32[6]\nm[] = max(j:6) x[j]\nl[] = sum(j:6) j != 0 ? exp((x[j] - m[]) * 1.5) : 0\n"
+	 "output l : f32\nschedule\nonline m, l\nsplit m : j=2\nsplit l : j=2\n"},
+	{"online softmax, a row all masked", 1, DIST_NORMAL,
+	 "input x : f32[4, 4]\nm[i:4] = max(j: 0..i+1) x[i, j]\n"
+	 "l[i:4] = sum(j: 0..i+1) j != 0 ? exp(x[i, j] - m[i]) : 0\noutput l : f32\n"
+	 "schedule\nonline m, l\n"},
 	/* online.c: the worker's rw_compile turned the mean's / 8 into * 0x1p-3, which the
 	 * welford rule did not take: "internal: 'mu' is in an online set that online.c does
 	 * not match" (a compile error), on c, opencl and vulkan */

@@ -254,7 +254,10 @@ typedef struct {
 
 /* SD_ONLINE (graph-format.md 7a): `online d1, d2, ...`; target is d1 and args[0..nargs) name
  * every member (d1 included), each with value 0. */
-typedef enum { SD_STORE, SD_ACCUM, SD_INLINE, SD_TILE, SD_SPLIT, SD_ORDER, SD_ONLINE, SD__COUNT } DirKind;
+/* SD_MMA (graph-format.md 7a): `mma y` or `mma y : m=64, n=128, k=16`; args hold the given
+ * m, n, k (names "m", "n", "k"), none for the bare form. */
+typedef enum { SD_STORE, SD_ACCUM, SD_INLINE, SD_TILE, SD_SPLIT, SD_ORDER, SD_ONLINE, SD_MMA,
+	       SD__COUNT } DirKind;
 /* ORDER_ANY (graph-format.md 7a, claims of --external kernels): the reduction may be computed
  * in any order; its budget is that of the worst tree (oracles/budget.c), and assay's own
  * kernels compute it linearly. */
@@ -477,6 +480,12 @@ typedef struct {
 	Order order;
 	int online;       /* 0, or 1 + the first (file order) member of its `online` set */
 	int8_t orule;     /* OnRule of that set (when online) */
+	/* mma (graph-format.md 7a, docs/mma.md): the contraction computed on the target's
+	 * matrix unit: mma_ab the operands' format (bf16, f16), mma_m/n/k the instruction tile
+	 * (16 x 8 x 16 unless the directive says) */
+	bool mma;
+	Dtype mma_ab;
+	int mma_m, mma_n, mma_k;
 	int64_t tile[IR_MAXRANK];
 	int64_t split[IR_MAXRED];
 } DefSched;
@@ -535,6 +544,11 @@ typedef struct {
 /* Matches the reductions defs[0..n) against the rules. 0 with p filled, or -1 with why
  * (the pattern that is missing). */
 int on_match(const Graph *g, const int *defs, int n, OnPlan *p, char *why, size_t nwhy);
+/* The two factors of mma definition d's terms (its body a * b, each factor a read of a
+ * bf16 or f16 tensor or a cast into one: compiler/sched/sched.c); false when d's body is
+ * not such a product. */
+bool sched_mma_factors(const Graph *g, const Schedule *s, int d, Ref *a, Ref *b, Dtype *ab,
+		       char *why, size_t nwhy);
 /* The plan of definition d's online set under s; -1 when d is in none. */
 int on_plan(const Graph *g, const Schedule *s, int d, OnPlan *p);
 /* Does r read (operands, index lists, `??` defaults) a tensor u with t[u]? */

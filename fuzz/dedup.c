@@ -26,7 +26,7 @@
 
 static const char *const dir_names[SD__COUNT] = {
 	[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
-	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online",
+	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online", [SD_MMA] = "mma",
 };
 _Static_assert(ARRAY_LEN(dir_names) == SD__COUNT, "one name per directive kind");
 

@@ -212,7 +212,7 @@ static void pdirective(FILE *f, const Directive *X)
 {
 	static const char *const names[SD__COUNT] = {
 		[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
-		[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online",
+		[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online", [SD_MMA] = "mma",
 	};
 	fprintf(f, "%s %s", names[X->kind], X->target);
 	if (X->kind == SD_STORE || X->kind == SD_ACCUM)

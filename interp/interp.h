@@ -177,6 +177,28 @@ double mp_emul_op(Op op, Dtype f, double a, double b, double c);
 /* Rounds x (exact double) into format f with round-to-nearest-even, subnormals, overflow. */
 double mp_round_to(Dtype f, double x);
 
+/* A matrix unit's fused dot-add (interp/mma.c, docs/numerics.md 6, 6a): one row per
+ * (architecture, operand format, accumulator format), the parameters as measured by
+ * MMA-Sim and by Khattak and Mikaitis (the probes of bench/exp/mma check them on a device). */
+typedef struct {
+	const char *arch;   /* "sm_90": the least architecture the row holds for */
+	const char *instr;  /* the PTX instruction it models */
+	Dtype ab, acc;      /* operand format (both), accumulator (c and d) format */
+	int k;              /* products of one instruction */
+	int block;          /* products of one fused dot-add (k, or k / 2 where k is split) */
+	int frac;           /* fraction bits kept below the block's largest exponent */
+	int out_frac;       /* fraction bits of the result (23: f32; 13: e8m13) */
+	bool rz;            /* the result rounded toward zero */
+} MmaUnit;
+extern const MmaUnit mma_units[];
+extern const int mma_nunits;
+/* The row for compute capability sm (90 for sm_90) and those formats: the newest row at or
+ * below sm; NULL when none (no matrix unit takes them there). */
+const MmaUnit *mma_unit(int sm, Dtype ab, Dtype acc);
+/* d = c + sum a[i] * b[i] (n <= 64 products, a and b values of u->ab, c of u->acc) as one
+ * fused dot-add of u: the result as a double (a value of the result format). */
+double mma_fdpa(const MmaUnit *u, const double *a, const double *b, int n, double c);
+
 /* The MPFR function of an op (compiler/ops.def's mpfr column): the one of the op's arity is
  * set, or none where no single MPFR function is the op (comparisons, integer and boolean
  * ops, SELECT, MAX and MIN, SIGMOID, casts). Each computes op(x...) into y correctly

@@ -497,6 +497,82 @@ START_TEST(online_sets)
 }
 END_TEST
 
+/* `mma y [: m=, n=, k=]` (graph-format.md 7a, docs/mma.md): what it takes, what it refuses
+ * with the reason, and its text reading back. want: "" to build, else the error's start. */
+static const struct {
+	const char *src, *want;
+} mmas[] = {
+#define MM_HEAD "size M = 32, N = 16, K = 64\ninput a : bf16[M, K]\ninput b : bf16[K, N]\n" \
+	"input h : f16[M, K]\ninput x : f32[K, N]\n"
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * b[k, j]\noutput y : f32\nschedule\nmma y\n", ""},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * b[k, j]\noutput y : f32\nschedule\n"
+	 "mma y : m=64, n=128, k=16\n", ""},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * bf16(x[k, j])\noutput y : f32\nschedule\nmma y\n", ""},
+	{MM_HEAD "c[k:K, j:N] = x[k, j] * 2\ny[i:M, j:N] = sum(k:K) a[i, k] * c[k, j]\n"
+	 "output y : f32\nschedule\nstore c : bf16\nmma y\n", ""},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * x[k, j]\noutput y : f32\nschedule\nmma y\n",
+	 "t.tg:9:5: error: mma of 'y' does not apply: the second factor"},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * h[i, k]\noutput y : f32\nschedule\nmma y\n",
+	 "t.tg:9:5: error: mma of 'y' does not apply: its factors are bf16 and f16"},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] + b[k, j]\noutput y : f32\nschedule\nmma y\n",
+	 "t.tg:9:5: error: mma of 'y' does not apply: its terms are not a product"},
+	{MM_HEAD "y[i:M, j:N] = max(k:K) a[i, k] * b[k, j]\noutput y : f32\nschedule\nmma y\n",
+	 "t.tg:9:5: error: mma of 'y' does not apply: the matrix unit computes a real sum"},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * b[k, j]\noutput y : f32\nschedule\nmma y\n"
+	 "accum y : bf16\n", "t.tg:9:5: error: mma of 'y': the unit accumulates in f32"},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * b[k, j]\noutput y : f32\nschedule\nmma y\n"
+	 "split y : k=2\n", "t.tg:9:5: error: mma of 'y' with a split: not supported yet"},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * b[k, j]\noutput y : f32\nschedule\nmma y\n"
+	 "order y : pairwise\n", "t.tg:9:5: error: mma of 'y': the unit has its own order"},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * b[k, j]\noutput y : f32\nschedule\n"
+	 "mma y : m=32, n=8\n", "t.tg:9:5: error: mma of 'y': no instruction has the tile m=32"},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * b[k, j]\noutput y : f32\nschedule\n"
+	 "mma y : k=8\n", "t.tg:9:5: error: mma of 'y': k=8"},
+	{MM_HEAD "y[i:M, j:N] = sum(k:K) a[i, k] * b[k, j]\noutput y : f32\nschedule\n"
+	 "mma y : q=8\n", "t.tg:9:9: error: mma takes the instruction tile m, n, k, not 'q'"},
+	{MM_HEAD "y[i:M, j:N] = a[i, 0] * b[0, j]\noutput y : f32\nschedule\nmma y\n",
+	 "t.tg:9:5: error: mma of 'y', which is not a reduction"},
+#undef MM_HEAD
+};
+
+START_TEST(mma_directive)
+{
+	Diag d = {0};
+	Graph *g = ir_parse(mmas[_i].src, strlen(mmas[_i].src), "t.tg", NULL, 0, &d);
+	const char *want = mmas[_i].want;
+	if (!g) {
+		ck_assert_msg(*want && strncmp(d.msg, want, strlen(want)) == 0,
+			      "case %d:\n got: %s\nwant: %s", _i, d.msg, want);
+		diag_clear(&d);
+		return;
+	}
+	Schedule s;
+	int rc = sched_build(g, &s, &d);
+	if (!*want) {
+		ck_assert_msg(rc == 0, "case %d: %s", _i, d.msg);
+		int y = ir_find_def(g, "y");
+		ck_assert(s.defs[y].mma);
+		ck_assert_int_eq(s.defs[y].mma_ab, DT_BF16);
+		char *text = sched_text(g, &s);
+		ck_assert_msg(strstr(text, "mma y"), "case %d: %s", _i, text);
+		/* the text reads back to the same choice */
+		Schedule t;
+		ck_assert_msg(ir_parse_schedule(g, text, strlen(text), "t.sched", &d) == 0 &&
+			      sched_build(g, &t, &d) == 0, "case %d: %s", _i, d.msg);
+		ck_assert(t.defs[y].mma && t.defs[y].mma_m == s.defs[y].mma_m &&
+			  t.defs[y].mma_n == s.defs[y].mma_n && t.defs[y].mma_k == s.defs[y].mma_k);
+		sched_free(&t);
+		free(text);
+		sched_free(&s);
+	} else {
+		ck_assert_msg(rc == -1 && d.code == 2 && strncmp(d.msg, want, strlen(want)) == 0,
+			      "case %d:\n got: %s\nwant: %s", _i, d.msg, want);
+		diag_clear(&d);
+	}
+	ir_free(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sched");
@@ -506,6 +582,7 @@ static Suite *suite(void)
 	tcase_add_test(f, text_states_what_differs_from_the_propagated_default);
 	tcase_add_test(f, sampled_texts_read_back);
 	tcase_add_loop_test(f, online_sets, 0, (int)ARRAY_LEN(onlines));
+	tcase_add_loop_test(f, mma_directive, 0, (int)ARRAY_LEN(mmas));
 	suite_add_tcase(s, f);
 	TCase *e = tcase_create("end to end");
 	tcase_set_timeout(e, 120);

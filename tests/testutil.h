@@ -167,7 +167,9 @@ static inline bool tu_sched_equal(const Graph *g, const Schedule *a, const Sched
 	for (int d = 0; d < g->ndefs; d++) {
 		const DefSched *x = &a->defs[d], *y = &b->defs[d];
 		if (x->inlined != y->inlined || x->op != y->op || x->accum != y->accum ||
-		    x->store != y->store || x->order != y->order ||
+		    x->store != y->store || x->order != y->order || x->mma != y->mma ||
+		    (x->mma && (x->mma_ab != y->mma_ab || x->mma_m != y->mma_m ||
+				x->mma_n != y->mma_n || x->mma_k != y->mma_k)) ||
 		    memcmp(x->tile, y->tile, sizeof x->tile) ||
 		    memcmp(x->split, y->split, sizeof x->split))
 			return false;

@@ -181,6 +181,7 @@ static int32_t stmt(CEmit *e, int32_t id)
 
 static const CLang lang = {
 	.name = "c",
+	.no_mma = "the c backend has no matrix unit (tensor cores: the cuda backend)",
 	.type = {[KT_BOOL] = "int", [KT_INT] = "int64_t", [KT_F32] = "float", [KT_F64] = "double"},
 	.store = {[DT_F64] = "double", [DT_F32] = "float", [DT_F16] = "uint16_t", [DT_BF16] = "uint16_t",
 		  [DT_I32] = "int32_t"},

@@ -736,6 +736,7 @@ static const COpSpell ops[OP__COUNT] = {
 
 static const CLang lang = {
 	.name = "cuda",
+	.no_mma = "the cuda backend's tensor-core kernels are not written yet (issue 16)",
 	.type = {[KT_BOOL] = "int", [KT_INT] = "long long", [KT_F32] = "float", [KT_F64] = "double"},
 	.store = {[DT_F64] = "double", [DT_F32] = "float", [DT_F16] = "u16", [DT_BF16] = "u16",
 		  [DT_I32] = "int"},

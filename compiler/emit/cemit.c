@@ -23,6 +23,12 @@ void ce_init(CEmit *e, const Kernels *k, const CLang *L, Diag *d)
 	e->d = d;
 	e->mark = calloc((size_t)k->nx + 1, sizeof *e->mark);
 	IR_ASSERT(e->mark);
+	for (int i = 0; i < k->nk && L->no_mma; i++)
+		if (k->sched.defs[k->k[i].def].mma) {
+			ce_unsupported(e, "mma of '%s': %s", k->g->tensors[k->g->defs[k->k[i].def].out[0]].name,
+				       L->no_mma);
+			break;
+		}
 }
 
 char *ce_finish(CEmit *e)

@@ -86,6 +86,9 @@ typedef struct {
 	/* error reports: chk(<err>v, lo, hi, guard or <truth>, SITE<site>) and
 	 * rep(<err>SITE<site>, v) */
 	const char *err, *truth, *site;
+	/* Why the backend computes no `mma` contraction (graph-format.md 7a: a backend
+	 * without a matrix unit reports unsupported with the reason); NULL: it computes them. */
+	const char *no_mma;
 
 	/* Opens, indented, the declaration of expression id's temporary ("const float t3 = ");
 	 * false: refused (after ce_unsupported), nothing written. */

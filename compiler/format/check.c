@@ -1445,6 +1445,18 @@ static int directive_ok(Checker *ck, int k, const char *file, const char *src, s
 			if (strcmp(X->args[b].name, A->name) == 0)
 				return DERR(A->pos, "index '%s' appears twice", A->name);
 	}
+	for (int a = 0; a < X->nargs && X->kind == SD_MMA; a++) {
+		const DirArg *A = &X->args[a];
+		if (!A->name || A->value < 1)
+			return bad(ck, "directive %d: bad argument", k);
+		if (strcmp(A->name, "m") != 0 && strcmp(A->name, "n") != 0 && strcmp(A->name, "k") != 0)
+			return DERR(A->pos, "mma takes the instruction tile m, n, k, not '%s'", A->name);
+		for (int b = 0; b < a; b++)
+			if (strcmp(X->args[b].name, A->name) == 0)
+				return DERR(A->pos, "'%s' appears twice", A->name);
+	}
+	if (X->kind == SD_MMA && !red)
+		return DERR(X->pos, "mma of '%s', which is not a reduction", X->target);
 	if (X->kind == SD_ONLINE)
 		return online_ok(ck, k, file, src, len);
 	for (int j = 0; j < k; j++) {

@@ -775,7 +775,8 @@ static void dir_args(Parser *P, Directive *D)
 		const Token *v = expect(P, T_INT, "a positive integer");
 		if (v->ival < 1 || v->big)
 			fail(P, v, "%s must be an integer from 1 to 2147483647",
-			     D->kind == SD_TILE ? "a tile size" : "a split factor");
+			     D->kind == SD_TILE ? "a tile size" : D->kind == SD_MMA ? "an mma tile"
+			     : "a split factor");
 		a[n++] = (DirArg){name_dup(P, t), v->ival, tpos(P, t)};
 	} while (accept(P, T_COMMA));
 	D->args = ir_alloc(P->g, (size_t)n * sizeof *a);
@@ -808,7 +809,8 @@ static void directive(Parser *P)
 		if (is_word(P, k, fe_dir_name((DirKind)i)))
 			kind = i;
 	if (kind < 0)
-		fail(P, k, "unknown directive %s (store, accum, inline, tile, split, order or online)",
+		fail(P, k, "unknown directive %s (store, accum, inline, tile, split, order, online or "
+		     "mma)",
 		     describe(P, k));
 	Directive D = {.kind = (uint8_t)kind, .def = -1, .fmt = DT_F32, .order = ORDER_LINEAR};
 	const Token *t = expect(P, T_NAME, "a definition name");
@@ -821,6 +823,9 @@ static void directive(Parser *P)
 			D.fmt = format(P, false);
 	} else if (kind == SD_TILE || kind == SD_SPLIT) {
 		dir_args(P, &D);
+	} else if (kind == SD_MMA) {
+		if (at(P, T_COLON))
+			dir_args(P, &D);
 	} else if (kind == SD_ORDER) {
 		expect(P, T_COLON, "':'");
 		const Token *o = expect(P, T_NAME, "linear, pairwise or any");

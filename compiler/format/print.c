@@ -55,7 +55,7 @@ static char *finish(Buf *b)
 
 static const char *const dir_names[SD__COUNT] = {
 	[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
-	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online",
+	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online", [SD_MMA] = "mma",
 };
 
 const char *fe_dir_name(DirKind k)
@@ -287,7 +287,7 @@ static void pdirective(Buf *b, const Directive *X)
 	case SD_STORE: case SD_ACCUM:
 		put(b, " : %s", dt_name(X->fmt));
 		break;
-	case SD_TILE: case SD_SPLIT:
+	case SD_TILE: case SD_SPLIT: case SD_MMA:
 		for (int a = 0; a < X->nargs; a++)
 			put(b, "%s%s=%lld", a ? ", " : " : ", X->args[a].name, (long long)X->args[a].value);
 		break;

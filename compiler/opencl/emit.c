@@ -474,6 +474,7 @@ static const COpSpell ops[OP__COUNT] = {
 
 static const CLang lang = {
 	.name = "opencl",
+	.no_mma = "OpenCL C has no matrix-unit instruction this backend uses (tensor cores: the cuda backend)",
 	.type = {[KT_BOOL] = "int", [KT_INT] = "long", [KT_F32] = "float", [KT_F64] = "double"},
 	.store = {[DT_F64] = "double", [DT_F32] = "float", [DT_F16] = "ushort", [DT_BF16] = "ushort",
 		  [DT_I32] = "int"},

@@ -56,7 +56,7 @@
 
 static const char *const kind_names[SD__COUNT] = {
 	[SD_STORE] = "store", [SD_ACCUM] = "accum", [SD_INLINE] = "inline",
-	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online",
+	[SD_TILE] = "tile", [SD_SPLIT] = "split", [SD_ORDER] = "order", [SD_ONLINE] = "online", [SD_MMA] = "mma",
 };
 
 static const char *dname(const Graph *g, int d)
@@ -382,6 +382,23 @@ static int apply(Ck *c, int d, DefSched *s)
 			return 0;
 		}
 		return apply_split(c, d, s);
+	case SD_MMA:
+		if (!red || D->monoid != MO_SUM || !real_body(g, d))
+			return fail(c, x->pos, "mma of '%s' does not apply: the matrix unit computes a "
+				    "real sum of products (sum(k) a * b), and '%s' is %s", n, n,
+				    !red ? "not a reduction" : !real_body(g, d) ? "an integer reduction"
+				    : monoid_name(D->monoid));
+		s->mma = true;
+		s->mma_m = 16, s->mma_n = 8, s->mma_k = 16;
+		for (int a = 0; a < x->nargs; a++) {
+			int v = x->args[a].value > 4096 ? 4097 : (int)x->args[a].value;
+			switch (x->args[a].name[0]) {
+			case 'm': s->mma_m = v; break;
+			case 'n': s->mma_n = v; break;
+			default: s->mma_k = v; break;
+			}
+		}
+		return 0;
 	}
 	return fail(c, x->pos, "unknown directive");
 }
@@ -415,6 +432,97 @@ static int apply_online(Ck *c, Schedule *s)
 	for (int k = 0; k < n; k++) {
 		s->defs[defs[k]].online = lead + 1;
 		s->defs[defs[k]].orule = (int8_t)p.rule;
+	}
+	return 0;
+}
+
+/* The factors of a read or cast: the format of its value (DT_NONE: not a 16-bit one). */
+static Dtype factor_format(const Graph *g, const Schedule *s, Ref r)
+{
+	const Node *n = ir_node(g, r);
+	if (n->kind == NK_OP && (n->op == OP_CAST_BF16 || n->op == OP_CAST_F16))
+		return n->op == OP_CAST_BF16 ? DT_BF16 : DT_F16;
+	if (n->kind != NK_READ || n->ty != TY_REAL)
+		return DT_NONE;
+	const Tensor *T = &g->tensors[n->u.read.tensor];
+	Dtype f = T->kind == TK_INPUT ? T->dtype
+		: s->defs[T->def].inlined ? s->defs[T->def].op : s->defs[T->def].store;
+	if (n->u.read.pad != REF_NONE) {   /* a padded read: its default 0 (a value of f) */
+		const Node *p = ir_node(g, n->u.read.pad);
+		if (p->kind != NK_NUM || !g->lits[p->u.lit].exact || g->lits[p->u.lit].approx != 0)
+			return DT_NONE;
+	}
+	return f == DT_BF16 || f == DT_F16 ? f : DT_NONE;
+}
+
+bool sched_mma_factors(const Graph *g, const Schedule *s, int d, Ref *a, Ref *b, Dtype *ab,
+		       char *why, size_t nwhy)
+{
+	const Def *D = &g->defs[d];
+	const Node *n = ir_node(g, D->body);
+	if (n->kind != NK_OP || n->op != OP_MUL) {
+		snprintf(why, nwhy, "its terms are not a product a * b");
+		return false;
+	}
+	Dtype fa = factor_format(g, s, n->a[0]), fb = factor_format(g, s, n->a[1]);
+	if (fa == DT_NONE || fb == DT_NONE) {
+		snprintf(why, nwhy, "the %s factor of its terms is not a bf16 or f16 value (a read "
+			 "of a tensor stored so, or a bf16(...) or f16(...) cast): the unit takes its "
+			 "operands in their storage format", fa == DT_NONE ? "first" : "second");
+		return false;
+	}
+	if (fa != fb) {
+		snprintf(why, nwhy, "its factors are %s and %s: the unit takes two operands of one "
+			 "format", dt_name(fa), dt_name(fb));
+		return false;
+	}
+	if (a)
+		*a = n->a[0];
+	if (b)
+		*b = n->a[1];
+	if (ab)
+		*ab = fa;
+	return true;
+}
+
+/* mma definitions (after settle_all: the factors' formats are known): a product of two
+ * bf16 or f16 factors, accumulated in f32, in linear order, unsplit, in no online set, with
+ * a tile the unit has. */
+static int mma_consistent(Ck *c, Schedule *s, const int *seen)
+{
+	const Graph *g = c->g;
+	for (int d = 0; d < g->ndefs; d++) {
+		DefSched *x = &s->defs[d];
+		if (!x->mma)
+			continue;
+		c->dir = &g->dirs[seen[(d * SD__COUNT + SD_MMA) * 2] - 1];
+		const char *n = dname(g, d);
+		char why[300];
+		if (!sched_mma_factors(g, s, d, NULL, NULL, &x->mma_ab, why, sizeof why))
+			return fail(c, c->dir->pos, "mma of '%s' does not apply: %s", n, why);
+		if (x->accum != DT_F32)
+			return fail(c, c->dir->pos, "mma of '%s': the unit accumulates in f32 here, and "
+				    "'%s' is accumulated in %s", n, n, dt_name(x->accum));
+		if (x->order != ORDER_LINEAR)
+			return fail(c, c->dir->pos, "mma of '%s': the unit has its own order (blocks of "
+				    "k products in a row); order %s does not apply", n,
+				    order_name(x->order));
+		for (int r = 0; r < g->defs[d].nred; r++)
+			if (x->split[r] > 1)
+				return fail(c, c->dir->pos, "mma of '%s' with a split: not supported yet "
+					    "(the pieces' sums would be combined outside the unit)", n);
+		if (x->online)
+			return fail(c, c->dir->pos, "mma of '%s', a member of an online set: not "
+				    "supported yet", n);
+		if (x->mma_k != 16)
+			return fail(c, c->dir->pos, "mma of '%s': k=%d; the unit's %s instructions take "
+				    "k=16", n, x->mma_k, dt_name(x->mma_ab));
+		bool sync = x->mma_m == 16 && x->mma_n == 8;
+		bool wg = x->mma_m == 64 && x->mma_n >= 8 && x->mma_n <= 256 && x->mma_n % 8 == 0;
+		if (!sync && !wg)
+			return fail(c, c->dir->pos, "mma of '%s': no instruction has the tile m=%d, "
+				    "n=%d (m=16, n=8: mma.sync; m=64, n=8..256 in steps of 8: wgmma)", n,
+				    x->mma_m, x->mma_n);
 	}
 	return 0;
 }
@@ -497,6 +605,8 @@ int sched_build(const Graph *g, Schedule *s, Diag *d)
 	if (online_consistent(&c, s, seen) < 0)
 		goto fail;
 	settle_all(g, s);
+	if (mma_consistent(&c, s, seen) < 0)
+		goto fail;
 	free(seen);
 	return 0;
 fail:
@@ -671,6 +781,12 @@ char *sched_text(const Graph *g, const Schedule *s)
 		}
 		if (x->order != ORDER_LINEAR)
 			put(&o, "order %s : %s\n", n, order_name(x->order));
+		if (x->mma) {
+			put(&o, "mma %s", n);
+			if (x->mma_m != 16 || x->mma_n != 8 || x->mma_k != 16)
+				put(&o, " : m=%d, n=%d, k=%d", x->mma_m, x->mma_n, x->mma_k);
+			put(&o, "\n");
+		}
 		if (x->online == d + 1) {
 			put(&o, "online %s", n);
 			for (int k = d + 1; k < g->ndefs; k++)

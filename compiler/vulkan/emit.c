@@ -322,6 +322,7 @@ static void local_elem(CEmit *c, int32_t v, int32_t idx)
 #define GLSL_LANG(INT, IMIN, IMAX, ISFX)                                                       \
 	{                                                                                      \
 		.name = "vulkan",                                                              \
+		.no_mma = "this backend does not use VK_KHR_cooperative_matrix yet (tensor cores: the cuda backend)", \
 		.type = {[KT_BOOL] = "bool", [KT_INT] = INT, [KT_F32] = "float", [KT_F64] = "double"}, \
 		.imin = IMIN, .imax = IMAX, .ipre = "", .isfx = ISFX, .ivar = INT " ", .ivar_end = "", \
 		.fsfx = "", .ops = glsl_ops,                                                      \

@@ -662,6 +662,7 @@ static int32_t stmt(CEmit *c, int32_t id)
 
 static const CLang lang = {
 	.name = "wgsl",
+	.no_mma = "WGSL has no matrix-unit instruction (tensor cores: the cuda backend)",
 	.ops = wgsl_ops,
 	.type = {[KT_BOOL] = "bool", [KT_INT] = "i32", [KT_F32] = "f32", [KT_F64] = "f64"},
 	.ivar = "var ", .ivar_end = ": i32",

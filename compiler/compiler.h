@@ -763,6 +763,9 @@ typedef struct {
 	                      that folds x + 0.0 to x and x * 0 to 0 under SignedZeroInfNanPreserve
 	                      (Mesa's llvmpipe: compiler/vulkan/run.c) */
 	uint64_t exact[DT__COUNT];
+	/* the matrix unit's compute capability (90: sm_90) whose arithmetic `mma` follows
+	 * (interp/mma.c's rows); 0: none, or not known before a compile */
+	int mma_sm;
 } BeFacts;
 
 #define BE_OP(op) ((uint64_t)1 << (op))

@@ -351,6 +351,13 @@ typedef struct {
 	double ovv;
 	int64_t ovidx[IR_MAXRANK];
 	bool ovseen;
+	/* an mma definition (docs/mma.md): the unit, the factors of its terms, and the block
+	 * being gathered (mn products) onto the chain's value macc; mu NULL otherwise */
+	const MmaUnit *mu;
+	Ref mfa, mfb;
+	double macc;
+	double ma[64], mb[64];
+	int mn;
 } Worker;
 
 static bool fmt_fits(Dtype a, Dtype b)
@@ -718,6 +725,17 @@ static void stop(Worker *w)
 	fail(w, (SrcPos){0}, 2, "the evaluation stopped at a limit");
 }
 
+/* The gathered products as one fused dot-add of the unit onto the chain's value. */
+static void mma_flush(Worker *w)
+{
+	if (!w->mn)
+		return;
+	w->macc = mma_fdpa(w->mu, w->ma, w->mb, w->mn, w->macc);
+	note(&w->s, DT_F32, w->macc);
+	w->s.ops += (uint64_t)w->mn;
+	w->mn = 0;
+}
+
 static void push_term(Worker *w, bool ints)
 {
 	const Def *D = w->def;
@@ -728,6 +746,14 @@ static void push_term(Worker *w, bool ints)
 			stop(w);
 			return;
 		}
+	}
+	if (w->mu) {   /* a product of the unit's block; a full block joins the chain */
+		w->total++;
+		w->ma[w->mn] = eval_real(w, w->mfa);
+		w->mb[w->mn] = eval_real(w, w->mfb);
+		if (++w->mn == w->mu->block)
+			mma_flush(w);
+		return;
 	}
 	int64_t part = w->S > 1 ? (w->vars[D->nlhs + w->q] - w->qlo) % w->S : 0;
 	w->total++;
@@ -1482,6 +1508,17 @@ static void do_element(Worker *w, int64_t e)
 			E->rv[t][e] = stored(w, eval_real(w, D->body));
 		return;
 	}
+	if (w->mu) {   /* the unit's chain: blocks of products in reduction order, from +0 */
+		begin_terms(w, 0);
+		w->macc = 0.0;
+		w->mn = 0;
+		collect(w, 0, false);
+		if (w->failed)
+			return;
+		mma_flush(w);
+		E->rv[t][e] = stored(w, w->macc);
+		return;
+	}
 	bool arg = D->monoid == MO_ARGMAX || D->monoid == MO_ARGMIN;
 	bool ints = body_int && (arg || E->iv[t]);
 	begin_terms(w, 0);
@@ -1643,6 +1680,23 @@ static int run_def(Emu *E, const EmuConfig *cfg, int k, Worker *ws, int nw, Diag
 	if (def_formats(g, cfg, k, &ws[0], d) < 0)
 		return -1;
 	E->tfmt[D->out[0]] = ws[0].stf;   /* real values are stored in the store format */
+	const MmaUnit *mu = NULL;
+	Ref mfa = REF_NONE, mfb = REF_NONE;
+	if (cfg && cfg->sched && k < cfg->sched->ndefs && cfg->sched->defs[k].mma) {
+		int sm = cfg->mma_sm ? cfg->mma_sm : 90;
+		Dtype ab;
+		char why[300];
+		if (!sched_mma_factors(g, cfg->sched, k, &mfa, &mfb, &ab, why, sizeof why)) {
+			diag_set(d, 2, "emulation of mma '%s': %s", g->tensors[D->out[0]].name, why);
+			return -1;
+		}
+		mu = mma_unit(sm, ab, DT_F32);
+		if (!mu) {
+			diag_set(d, 2, "emulation of mma '%s': sm_%d has no matrix unit for %s operands "
+				 "(interp/mma.c)", g->tensors[D->out[0]].name, sm, dt_name(ab));
+			return -1;
+		}
+	}
 	int use = nw;
 	if (n / MIN_PER_THREAD < use)
 		use = (int)(n / MIN_PER_THREAD) > 1 ? (int)(n / MIN_PER_THREAD) : 1;
@@ -1662,6 +1716,8 @@ static int run_def(Emu *E, const EmuConfig *cfg, int k, Worker *ws, int nw, Diag
 		w->failed = false;
 		memset(w->vars, 0, sizeof w->vars);
 		w->sched = cfg ? cfg->sched : NULL;
+		w->mu = mu;
+		w->mfa = mfa, w->mfb = mfb;
 		w->orole = -1;
 		w->odep = NULL;
 		w->ovt = -1;

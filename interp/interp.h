@@ -158,6 +158,9 @@ typedef struct {
 	/* the schedule, for its `online` sets (docs/online.md): their members are emulated
 	 * in the one-pass order; NULL: none */
 	const Schedule *sched;
+	/* the matrix unit whose arithmetic the schedule's `mma` definitions follow
+	 * (interp/mma.c's rows): its compute capability, 90 for sm_90; 0: sm_90 */
+	int mma_sm;
 } EmuConfig;
 
 /* Emulated evaluation of every output (each output finally rounded into its own dtype,

@@ -168,6 +168,12 @@ typedef struct {
 	bool *odep;
 	OnPlan on;                     /* the definition's online set (rule -1: none) */
 	int orole;                     /* its role there, -1: computed as written */
+	/* an mma definition (mma_element): its factors and the unit's parameters the bound
+	 * takes (mblock products per fused block, mfrac bits below its largest exponent);
+	 * mblock 0: none */
+	Ref mfa, mfb;
+	int mblock, mfrac;
+	Dtype mab;
 	/* errors: a soft evaluation (a branch only a flipped condition takes) records them */
 	int soft;
 	bool failed, softfail;
@@ -564,10 +570,14 @@ static void push_term(Ba *b, bool ints)
 	if (b->n == b->cap)
 		grow_terms(b);
 	const Def *D = b->def;
-	if (ints)
+	if (ints) {
 		b->ti[b->n] = ev_int(b, D->body);
-	else
+	} else if (b->mblock) {   /* mma: the product is exact on the unit */
+		Bv x = ev_real(b, b->mfa), y = ev_real(b, b->mfb);
+		b->tv[b->n] = bv_mul(&b->c, &x, &y, DT_F64);
+	} else {
 		b->tv[b->n] = ev_real(b, D->body);
+	}
 	b->tix[b->n] = b->vars[D->nlhs];
 	b->tp[b->n] = b->S > 1 ? (b->vars[D->nlhs + b->q] - b->qlo) % b->S : 0;
 	b->n++;
@@ -1273,6 +1283,8 @@ static void online_element(Ba *b, int64_t e, const OnPlan *p, int role)
 
 /* ------------------------------------------------------------ elements */
 
+static void mma_element(Ba *b, int64_t e);
+
 static void do_element(Ba *b, int64_t e)
 {
 	const Def *D = b->def;
@@ -1292,6 +1304,10 @@ static void do_element(Ba *b, int64_t e)
 	}
 	if (b->on.rule >= 0 && b->orole >= 0) {
 		online_element(b, e, &b->on, b->orole);
+		return;
+	}
+	if (b->mblock) {
+		mma_element(b, e);
 		return;
 	}
 	bool arg = D->monoid == MO_ARGMAX || D->monoid == MO_ARGMIN;
@@ -1335,6 +1351,80 @@ static void def_setup(Ba *b, int k)
 			b->S = x->split[r];
 			b->q = r;
 		}
+}
+
+/* An mma definition's unit (docs/mma.md): the bound must hold on every device the
+ * backend may have, so it takes, over interp/mma.c's rows for the operand format, the
+ * fewest products per block (the most result roundings) and the fewest fraction bits. */
+static void mma_setup(Ba *b, int k)
+{
+	const DefSched *x = &b->s->defs[k];
+	b->mblock = 0;
+	if (!x->mma)
+		return;
+	char why[300];
+	if (!sched_mma_factors(b->g, b->s, k, &b->mfa, &b->mfb, &b->mab, why, sizeof why))
+		IR_ASSERT(!"mma_setup: sched_build took a schedule its factors do not fit");
+	for (int i = 0; i < mma_nunits; i++) {
+		const MmaUnit *u = &mma_units[i];
+		if (u->ab != b->mab || u->acc != DT_F32)
+			continue;
+		if (!b->mblock || u->block < b->mblock)
+			b->mblock = u->block;
+		if (!b->mfrac || u->frac < b->mfrac)
+			b->mfrac = u->frac;
+	}
+	IR_ASSERT(b->mblock > 0);
+}
+
+/* The computed value's largest magnitude: |exact| at most max(|lo|, |hi|), plus e. */
+static double mag(const Bv *v)
+{
+	return bv_add_up(fmax(fabs(v->lo), fabs(v->hi)), v->e);
+}
+
+/* An mma element: the unit's chain of fused blocks (interp/mma.c). Each product is exact
+ * (two 16-bit factors); a block adds to the errors it takes (its products' and c's) its
+ * own: every term truncated toward zero below 2^E, E the largest exponent of the block's
+ * computed terms, each term at most 2^E... so at most nt * 2^(E - frac) <= nt * M * 2^-frac
+ * for M the largest computed |term| (c included), plus nt * 2^(2 emin - frac) where
+ * subnormal factors put E above the terms themselves; and the result rounded toward
+ * zero into f32: below one ulp, 2^-23 |computed sum| + 2^-149. The bias (truncation and
+ * RZ both shrink magnitudes) is why the bound is this deterministic n * u one, not a
+ * probabilistic one. A sum that may pass f32's range is unbounded. */
+static void mma_element(Ba *b, int64_t e)
+{
+	const Def *D = b->def;
+	b->n = 0;
+	collect(b, 0, false);   /* terms: the factors' products, pushed by push_term */
+	if (stop(b))
+		return;
+	int emin = (int)dt_info(b->mab)->emin + dt_info(b->mab)->prec - 2;
+	Bv acc = bv_exact(0.0, DT_F64);
+	for (size_t at = 0; at < b->n; at += (size_t)b->mblock) {
+		size_t m = b->n - at < (size_t)b->mblock ? b->n - at : (size_t)b->mblock;
+		double M = mag(&acc);
+		Bv s = acc;
+		for (size_t i = 0; i < m; i++) {
+			M = fmax(M, mag(&b->tv[at + i]));
+			s = bv_add(&b->c, &s, &b->tv[at + i], DT_F64, false);
+		}
+		if (!isfinite(s.e) || s.nan || s.inf)
+			break;
+		double nt = (double)m + 1;
+		double L = nt * ldexp(M, -b->mfrac) * INFL;
+		L = bv_add_up(L, nt * ldexp(1.0, 2 * emin - b->mfrac));
+		double top = bv_add_up(mag(&s), L);
+		if (top >= 0x1p128) {
+			acc = bv_unbounded(s.tie);
+			break;
+		}
+		L = bv_add_up(L, bv_add_up(ldexp(top, -23) * INFL, 0x1p-149));
+		s.e = bv_add_up(s.e, L);
+		s.fmt = DT_F32;
+		acc = s;
+	}
+	b->rv[D->out[0]][e] = bv_round(&b->c, acc, b->stf);
 }
 
 static void ba_free(Ba *b)
@@ -1458,6 +1548,7 @@ static int run_defs(Ba *b)
 	for (int k = 0; k < g->ndefs; k++) {
 		def_setup(b, k);
 		online_setup(b, k);
+		mma_setup(b, k);
 		const Def *D = b->def;
 		int64_t n = ir_tensor_count(g, D->out[0]);
 		if (D->monoid == MO_TOPK)
@@ -1587,7 +1678,7 @@ void orc_emu_config(const Graph *g, const Schedule *s, OrcEmu *e)
 				e->split_red[k] = r;
 			}
 	e->cfg = (EmuConfig){DT_F32, e->fmt, e->fmt + nd, e->fmt + 2 * nd, e->order, e->split,
-			     e->split_red, s};
+			     e->split_red, s, 0};
 }
 
 void orc_emu_free(OrcEmu *e)

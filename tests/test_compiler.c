@@ -230,7 +230,7 @@ static const struct { const char *src, *want; } schedules[] = {
 	{"split s : k=2\n", "s.sched:1:11: error: 'k' is not a reduction index of 's'"},
 	{"tile y : i=2, q=4\n", "s.sched:1:15: error: 'q' is not a left-hand index of 'y'"},
 	{"inline x\n", "s.sched:1:8: error: 'x' is an input, not a definition"},
-	{"fuse e\n", "s.sched:1:1: error: unknown directive 'fuse' (store, accum, inline, tile, split, order or online)"},
+	{"fuse e\n", "s.sched:1:1: error: unknown directive 'fuse' (store, accum, inline, tile, split, order, online or mma)"},
 	{"store e : f8\n", "s.sched:1:11: error: unknown format 'f8'"},
 	{"tile y : i=0\n", "s.sched:1:12: error: a tile size must be an integer from 1 to 2147483647"},
 	{"online s\n", "\nschedule\nonline s\n"},

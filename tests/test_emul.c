@@ -782,7 +782,7 @@ START_TEST(subnormals_noted)
 	Dtype f[3] = {0};
 	Order ord;
 	sched_formats(g, &s, f, f + 1, f + 2, &ord);
-	EmuConfig cfg = {DT_F32, f, f + 1, f + 2, &ord, NULL, NULL, NULL};
+	EmuConfig cfg = {DT_F32, f, f + 1, f + 2, &ord, NULL, NULL, NULL, 0};
 	MpStats st;
 	ck_assert_msg(mp_emulate(g, in, &cfg, NULL, out, &st, &d) == 0, "%s", d.msg);
 	ck_assert_msg(st.subnormal == sub_cases[_i].want, "case %d: %#x, want %#x", _i,

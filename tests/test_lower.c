@@ -1394,7 +1394,7 @@ static void expect_emulator(const char *file, const char *sched, uint64_t seed)
 	int64_t *split = calloc((size_t)g->ndefs + 1, sizeof *split);
 	int *split_red = calloc((size_t)g->ndefs + 1, sizeof *split_red);
 	sched_splits(g, &s, split, split_red);
-	EmuConfig cfg = {DT_F32, f, f + g->ndefs, f + 2 * g->ndefs, ord, split, split_red, &s};
+	EmuConfig cfg = {DT_F32, f, f + g->ndefs, f + 2 * g->ndefs, ord, split, split_red, &s, 0};
 	MpOpts mo = {.threads = 1};
 	int rc = mp_emulate(g, in, &cfg, &mo, o2, NULL, &d);
 	ck_assert_msg(rc == 0, "%s", d.msg);

@@ -246,6 +246,94 @@ START_TEST(table)
 }
 END_TEST
 
+/* ---- end to end: the emulator and the budget of an `mma` definition */
+
+#include "../oracles/oracles.h"
+
+/* y = a b over K = 40 (two full blocks of 16 and a tail of 8) on bf16 inputs drawn by
+ * kind: 0 random, 1 wide exponents, 2 cancelling (b's column sums nearly cancel). */
+static void fill(HostTensor *t, int kind, int col)
+{
+	for (int64_t i = 0; i < t->n; i++) {
+		double v;
+		if (kind == 0)
+			v = ldexp((double)(int64_t)(rnd() % 2001) - 1000, -9);
+		else if (kind == 1)
+			v = ldexp(1 + (double)(rnd() % 128) / 128, (int)(rnd() % 40) - 20) * (rnd() & 1 ? 1 : -1);
+		else
+			v = (i / col) % 2 ? -ldexp(1, (int)(i % 7)) : ldexp(1, (int)(i % 7)) * (1 + ldexp(1, -7 - (int)(rnd() % 20)));
+		ht_set(t, i, mp_round_to(DT_BF16, v));
+	}
+}
+
+START_TEST(emulator_and_budget)
+{
+	static const char *const src =
+		"size M = 4, N = 3, K = 40\ninput a : bf16[M, K]\ninput b : bf16[K, N]\n"
+		"y[i:M, j:N] = sum(k:K) a[i, k] * b[k, j]\noutput y : f32\nschedule\nmma y\n";
+	Graph *g = tu_parse(src);
+	Schedule s;
+	Diag d = {0};
+	ck_assert_msg(sched_build(g, &s, &d) == 0, "%s", d.msg);
+	const MmaUnit *u = mma_unit(90, DT_BF16, DT_F32);
+	int differs = 0;
+	double worst = 0;
+	for (int kind = 0; kind < 3; kind++) {
+		HostTensor in[2];
+		int64_t da[2] = {4, 40}, db[2] = {40, 3};
+		ck_assert_int_eq(ht_alloc(&in[0], DT_BF16, 2, da), 0);
+		ck_assert_int_eq(ht_alloc(&in[1], DT_BF16, 2, db), 0);
+		fill(&in[0], kind, 40);
+		fill(&in[1], kind, 3);
+		OrcEmu oe;
+		orc_emu_config(g, &s, &oe);
+		MpOpts mo = {0};
+		HostTensor em, ex, bud, plain;
+		ck_assert_msg(mp_emulate(g, in, &oe.cfg, &mo, &em, NULL, &d) == 0, "%s", d.msg);
+		orc_emu_free(&oe);
+		ck_assert_msg(mp_exact(g, in, &mo, &ex, NULL, NULL, &d) == 0, "%s", d.msg);
+		ck_assert_msg(orc_budget(g, &s, "cuda", in, &bud, &d) == 0, "%s", d.msg);
+		Schedule s0;
+		sched_default(g, &s0);
+		orc_emu_config(g, &s0, &oe);
+		ck_assert_msg(mp_emulate(g, in, &oe.cfg, &mo, &plain, NULL, &d) == 0, "%s", d.msg);
+		orc_emu_free(&oe);
+		sched_free(&s0);
+		for (int i = 0; i < 4; i++)
+			for (int j = 0; j < 3; j++) {
+				/* the chain by hand: blocks of 16 in k order from +0 */
+				double acc = 0, av[16], bv[16];
+				for (int k0 = 0; k0 < 40; k0 += 16) {
+					int n = 40 - k0 < 16 ? 40 - k0 : 16;
+					for (int q = 0; q < n; q++) {
+						av[q] = ht_get(&in[0], i * 40 + k0 + q);
+						bv[q] = ht_get(&in[1], (k0 + q) * 3 + j);
+					}
+					acc = mma_fdpa(u, av, bv, n, acc);
+				}
+				double got = ht_get(&em, i * 3 + j), x = ht_get(&ex, i * 3 + j);
+				ck_assert_msg(got == acc, "kind %d y[%d, %d]: emulated %a, the chain %a",
+					      kind, i, j, got, acc);
+				differs += got != ht_get(&plain, i * 3 + j);
+				double b = ht_get(&bud, i * 3 + j);
+				ck_assert_msg(fabs(got - x) <= b, "kind %d y[%d, %d]: |%a - %a| over the "
+					      "budget %a", kind, i, j, got, x, b);
+				if (b > 0 && fabs(got - x) / b > worst)
+					worst = fabs(got - x) / b;
+			}
+		ht_free(&in[0]), ht_free(&in[1]);
+		ht_free(&em), ht_free(&ex), ht_free(&bud), ht_free(&plain);
+	}
+	/* the unit's arithmetic is not f32's: some elements differ from the plain schedule */
+	fprintf(stderr, "mma emulation: %d of 36 elements differ from f32 accumulation; largest error/budget %.3g\n", differs, worst);
+	ck_assert_msg(differs > 0, "the mma emulation equals f32 accumulation everywhere");
+	/* and the budget is not vacuous */
+	ck_assert_msg(worst > 1e-3, "largest error/budget %g", worst);
+	sched_free(&s);
+	ir_free(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mma");
@@ -254,6 +342,7 @@ static Suite *suite(void)
 	tcase_add_test(t, cases);
 	tcase_add_test(t, second_model);
 	tcase_add_test(t, table);
+	tcase_add_test(t, emulator_and_budget);
 	suite_add_tcase(s, t);
 	return s;
 }

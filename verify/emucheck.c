@@ -188,6 +188,16 @@ static void def_spec(Spec *c, int d)
 		walk(c, D->red[r].hi, f);
 	}
 	walk(c, D->body, f);
+	if (ds->mma && !c->why[0]) {
+		/* the emulation follows sm_90's unit (EmuConfig.mma_sm 0: interp/mma.c); a device
+		 * whose unit has another row is judged by the budget only */
+		const MmaUnit *want = mma_unit(90, ds->mma_ab, DT_F32);
+		const MmaUnit *have = c->f->mma_sm ? mma_unit(c->f->mma_sm, ds->mma_ab, DT_F32) : NULL;
+		if (have != want)
+			snprintf(c->why, sizeof c->why, "mma '%s': the emulation models sm_90's matrix "
+				 "unit and the device's is %s", c->g->tensors[D->out[0]].name,
+				 !c->f->mma_sm ? "not known" : have ? have->arch : "missing");
+	}
 	bool real_terms = ir_node(c->g, D->body)->ty == TY_REAL;
 	switch (D->monoid) {
 	case MO_SUM: need(c, OP_ADD, real_terms ? acc : DT_I32); break;

@@ -155,6 +155,10 @@ static int open_device(BeModule *m, char *why, size_t n)
 
 static void cuda_free(BeModule *m);
 
+/* The compute capability of the device the last compile was for (0: none yet): the device
+ * facts' matrix unit (one device per process). */
+static int compiled_sm;
+
 static BeModule *cuda_compile(const Kernels *k, const char *src, const BeOpts *o, BeStats *st,
 			      Diag *d)
 {
@@ -171,6 +175,7 @@ static BeModule *cuda_compile(const Kernels *k, const char *src, const BeOpts *o
 	m->cu.DeviceGetAttribute(&maj, CU_ATTR_CC_MAJOR, m->dev);
 	m->cu.DeviceGetAttribute(&min, CU_ATTR_CC_MINOR, m->dev);
 	snprintf(arch, sizeof arch, "sm_%d%d", maj, min);
+	compiled_sm = maj * 10 + min;
 	size_t len = 0;
 	bool hit = false;
 	char *img = cubin_of(src, arch, o, &hit, &len, d);
@@ -522,10 +527,19 @@ const MapTarget cuda_target = {
 	.private_bytes = 2048,    /* larger private arrays go to scratch */
 };
 
+/* The device's matrix unit, for the emulation check of `mma` definitions (docs/mma.md):
+ * the compute capability of the last compile's device. */
+static void cuda_device_facts(BeFacts *f)
+{
+	if (compiled_sm)
+		f->mma_sm = compiled_sm;
+}
+
 const Backend cuda_backend = {
 	.name = "cuda",
 	.map = &cuda_target,
 	.facts = BE_FACTS_IEEE,
+	.device_facts = cuda_device_facts,
 	.available = cuda_available,
 	.device = cuda_device,
 	.emit = cuda_emit,

@@ -217,7 +217,7 @@ static void pdirective(FILE *f, const Directive *X)
 	fprintf(f, "%s %s", names[X->kind], X->target);
 	if (X->kind == SD_STORE || X->kind == SD_ACCUM)
 		fprintf(f, " : %s", dt_name(X->fmt));
-	for (int a = 0; (X->kind == SD_TILE || X->kind == SD_SPLIT) && a < X->nargs; a++)
+	for (int a = 0; (X->kind == SD_TILE || X->kind == SD_SPLIT || X->kind == SD_MMA) && a < X->nargs; a++)
 		fprintf(f, "%s%s=%lld", a ? ", " : " : ", X->args[a].name, (long long)X->args[a].value);
 	if (X->kind == SD_ORDER)
 		fprintf(f, " : %s", order_name(X->order));

@@ -256,7 +256,7 @@ static bool to_plain(Graph *g, int d, FzMask *m)
 	D->body = fz_rebuild(&s, D->body);
 	D->monoid = MO_NONE;
 	D->nred = 0;
-	drop_dirs_of(g, m, d, 1u << SD_ACCUM | 1u << SD_SPLIT | 1u << SD_ORDER);
+	drop_dirs_of(g, m, d, 1u << SD_ACCUM | 1u << SD_SPLIT | 1u << SD_ORDER | 1u << SD_MMA);
 	return true;
 }
 
